@@ -1,0 +1,80 @@
+"""`nki-assist` command line: a thin door onto the engine.
+
+Each subcommand lives in `nki_assist/commands/<name>.py` with `add_arguments(parser)` and
+`run(args) -> int`; command modules import heavy dependencies inside `run` so start-up stays fast.
+Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+
+COMMANDS: dict[str, str] = {
+    "check": "static checks of NKI and CUDA files",
+    "review": "full review of a port (static, migration, simulation, numerics, performance, assessment)",
+    "simulate": "run a port's kernel in the simulator and compare with the reference",
+    "eval": "score review feedback against gold reviews",
+    "lsp": "language server on stdio",
+    "rules": "list the rules",
+    "explain": "print a rule's documentation",
+}
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _module(name: str):
+    return importlib.import_module(f"nki_assist.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nki-assist",
+        description="Review NKI kernels for AWS Trainium and the CUDA kernels they were ported from.",
+        epilog="Exit codes: 0 ok, 1 findings at --fail-on level, 2 usage or internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"nki-assist {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        try:
+            mod = _module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"nki_assist.commands.{name}":
+                raise
+            continue  # command not built yet
+        p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTION", help_text))
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return int(args._run(args))
+    except KeyboardInterrupt:
+        print("nki-assist: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except UsageError as exc:
+        print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # an internal error is reported, never a raw traceback
+        print(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if "--debug" in (argv or sys.argv):
+            raise
+        return EXIT_ERROR
+
+
+class UsageError(Exception):
+    """Bad input from the user (missing file, bad option value): exit 2 with this message."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

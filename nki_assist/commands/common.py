@@ -1,0 +1,30 @@
+"""Options shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..hardware import DEFAULT_TARGET, TARGETS
+
+
+def add_target(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", choices=sorted(TARGETS), default=None,
+                   help=f"hardware target (default: config or {DEFAULT_TARGET})")
+
+
+def add_format(p: argparse.ArgumentParser, choices: list[str], default: str) -> None:
+    p.add_argument("--format", choices=choices, default=default, help=f"output format (default: {default})")
+
+
+def add_fail_on(p: argparse.ArgumentParser, default: str = "error") -> None:
+    p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=default,
+                   help=f"exit 1 when a finding at or above this severity is reported (default: {default})")
+
+
+def exit_code(findings, fail_on: str) -> int:
+    from ..findings import Severity
+
+    if fail_on == "never":
+        return 0
+    level = Severity(fail_on)
+    return 1 if any(f.severity.at_least(level) for f in findings) else 0

@@ -1,0 +1,1 @@
+"""Rules: metadata registry (registry.py, specs/) and the static checks."""

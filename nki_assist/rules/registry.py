@@ -1,0 +1,107 @@
+"""Rule registry: id, kebab name, category, criterion, default severity, docs page.
+
+Every family lists its rules as `RuleSpec`s in a module under `rules/specs/`; this module collects
+them. Checks live elsewhere (rules/, sim/, numerics/, perf/) and look their metadata up here, so the
+registry never imports upward.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .. import taxonomy
+from ..findings import Finding, Severity, Source
+
+DOCS_BASE_URL = "https://github.com/nki-assist/nki-assist/blob/main/docs/rules/"
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str  # e.g. "NKI103"
+    name: str  # kebab-case, reads as the defect ("psum-tile-exceeds-bank")
+    category: str  # taxonomy category
+    severity: Severity  # default severity
+    summary: str  # one line: what it finds
+    source: Source = "static"
+    fix: str | None = None  # default fix text
+    languages: tuple[str, ...] = ("nki",)  # nki | cuda | port
+
+    @property
+    def criterion(self) -> str:
+        return taxonomy.criterion_of(self.category)
+
+    @property
+    def docs_page(self) -> str:
+        return f"docs/rules/{self.name}.md"
+
+    @property
+    def docs_url(self) -> str:
+        return DOCS_BASE_URL + f"{self.name}.md"
+
+    def finding(self, message: str, *, severity: Severity | None = None, **fields: Any) -> Finding:
+        """A Finding of this rule; metadata filled from the spec, everything else from fields."""
+        fields.setdefault("fix", self.fix)
+        fields.setdefault("source", self.source)
+        return Finding(
+            rule=self.id,
+            name=self.name,
+            category=self.category,
+            severity=severity or self.severity,
+            message=message,
+            **fields,
+        )
+
+
+@cache
+def _all() -> dict[str, RuleSpec]:
+    from . import specs
+
+    rules: dict[str, RuleSpec] = {}
+    names: dict[str, str] = {}
+    for mod in pkgutil.iter_modules(specs.__path__):
+        module = importlib.import_module(f"{specs.__name__}.{mod.name}")
+        for spec in getattr(module, "RULES", ()):
+            if spec.id in rules:
+                raise RuntimeError(f"duplicate rule id {spec.id}")
+            if spec.name in names:
+                raise RuntimeError(f"duplicate rule name {spec.name} ({spec.id}, {names[spec.name]})")
+            spec.criterion  # validates the category
+            rules[spec.id] = spec
+            names[spec.name] = spec.id
+    return dict(sorted(rules.items()))
+
+
+def all_rules() -> list[RuleSpec]:
+    return list(_all().values())
+
+
+def get(rule: str) -> RuleSpec:
+    """Look a rule up by id (case-insensitive) or kebab name."""
+    rules = _all()
+    key = rule.strip()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for spec in rules.values():
+        if spec.name == key.lower():
+            return spec
+    raise KeyError(f"unknown rule {rule!r}; `nki-assist rules` lists them")
+
+
+def _docs_roots() -> list[Path]:
+    here = Path(__file__).resolve().parent.parent
+    return [here.parent / "docs" / "rules", here / "_data" / "docs" / "rules"]
+
+
+def docs_text(rule: str) -> str:
+    """The rule's docs page (markdown); falls back to its summary when the page is not shipped."""
+    spec = get(rule)
+    for root in _docs_roots():
+        page = root / f"{spec.name}.md"
+        if page.is_file():
+            return page.read_text(encoding="utf-8")
+    return f"# {spec.id} {spec.name}\n\n{spec.summary}\n"

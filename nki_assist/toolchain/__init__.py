@@ -1,0 +1,1 @@
+"""Backends that run kernels: builtin simulator (default), real Neuron toolchain, nvcc."""
