@@ -185,7 +185,7 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
 
         target = get_target(options.target)
     except ValueError as exc:
-        return FileResult(path, language, "error", str(exc), notes=[f"{path}: {exc}"])
+        return FileResult(path, language, "error", str(exc))
     if language == "nki":
         try:
             from .parse.nki import is_nki_source
@@ -194,12 +194,12 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
                 return FileResult(path, language, "skipped", "no NKI import")
         except Exception as exc:
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
-            return FileResult(path, language, "error", reason, notes=[f"{path}: {reason}"])
+            return FileResult(path, language, "error", reason)
     try:
         raw, facts = _run_front_end(path, text, language, target)
     except Exception as exc:  # a front-end or rule bug must not take the whole run down
         reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
-        return FileResult(path, language, "error", reason, notes=[f"{path}: {reason}"])
+        return FileResult(path, language, "error", reason)
     findings, suppressed = _post_process(path, text, language, raw, options)
     return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts)
 

@@ -98,11 +98,16 @@ def test_severity_override_and_per_file_ignores(fake_front_ends, tmp_path):
     assert {f.rule for f in check_source(str(tmp_path / "src" / "k.py"), text, opts)} == {"NKI990", "NKI991"}
 
 
-def test_front_end_crash_becomes_a_note_not_a_traceback(fake_front_ends):
+def test_front_end_crash_becomes_an_error_entry_not_a_traceback(fake_front_ends, tmp_path):
     text = NKI_HEAD + "CRASH\n"
     assert check_source("k.py", text, CheckOptions()) == []
     result = check_text("k.py", text, CheckOptions())
-    assert result.status == "error" and "RuntimeError: fake parser exploded" in result.notes[0]
+    assert result.status == "error" and "RuntimeError: fake parser exploded" in result.reason
+    path = tmp_path / "k.py"
+    path.write_text(text, encoding="utf-8")
+    report = check_paths([str(path)], CheckOptions())  # reported once, as an error, not also as a note
+    assert report.notes == [] and len(report.errors) == 1 and "fake parser exploded" in report.errors[0]
+
 
 
 def test_bad_target_is_a_note(fake_front_ends):

@@ -1,0 +1,67 @@
+"""Plain text: one `path:line:col: ID [severity] message` line per finding; no colour codes ever.
+
+The coloured summary (`print_summary`) goes to stderr and only when the caller says stdout is a
+terminal, so piped output stays grep-able.
+"""
+
+from __future__ import annotations
+
+
+def finding_line(f) -> str:
+    where = f.file or "<input>"
+    if f.line is not None:
+        where += f":{f.line}"
+        if f.column is not None:
+            where += f":{f.column}"
+    return f"{where}: {f.rule} [{f.severity.value}] {f.message}"
+
+
+def statistics(report) -> str:
+    """Count per rule, most frequent first (`--statistics`)."""
+    from ..rules.registry import get
+
+    rows = []
+    for rule, n in report.counts_by_rule().items():
+        try:
+            spec = get(rule)
+            name, sev = spec.name, spec.severity.value
+        except KeyError:
+            name, sev = "?", "?"
+        rows.append(f"{n:6d}  {rule:<8} {name:<40} [{sev}]")
+    return "\n".join(rows)
+
+
+def summary_line(report) -> str:
+    by = report.counts_by_severity()
+    n = len(report.findings)
+    parts = [f"{n} finding{'s' if n != 1 else ''}"]
+    if n:
+        parts.append("(" + ", ".join(f"{v} {k}" for k, v in by.items() if v) + ")")
+    parts.append(f"in {report.files_checked} file{'s' if report.files_checked != 1 else ''} checked")
+    if report.files_skipped:
+        parts.append(f"{report.files_skipped} skipped")
+    if report.suppressed:
+        parts.append(f"{len(report.suppressed)} suppressed")
+    return ", ".join([" ".join(parts[:3])] + parts[3:]) + f"; target {report.target}."
+
+
+def render(report, statistics_table: bool = False) -> str:
+    lines = [finding_line(f) for f in report.findings]
+    if statistics_table and report.findings:
+        lines += ["", statistics(report)]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def print_summary(report, console=None) -> None:
+    """A short coloured summary on stderr: notes, errors, counts (only for interactive use)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = console or Console(stderr=True, highlight=False)
+    for note in report.notes:
+        console.print(f"[dim]note:[/] {escape(note)}", soft_wrap=True)
+    for err in report.errors:
+        console.print(f"[bold red]error:[/] {escape(err)}", soft_wrap=True)
+    by = report.counts_by_severity()
+    style = "bold red" if by["error"] else "yellow" if by["warning"] else "green"
+    console.print(f"[{style}]{summary_line(report)}[/]", soft_wrap=True)
