@@ -86,6 +86,27 @@ class CheckReport:
                 "suppressed": len(self.suppressed), "notes": len(self.notes), "errors": len(self.errors)}
 
 
+def options_from_config(cfg, **overrides) -> "CheckOptions":
+    """CheckOptions from a `nki_assist.config.Config`; keyword overrides (CLI flags) win when not None."""
+    from .hardware import DEFAULT_TARGET
+
+    opts = CheckOptions(
+        target=cfg.target or DEFAULT_TARGET,
+        select=cfg.select,
+        ignore=list(cfg.ignore),
+        fail_on=cfg.fail_on or "error",
+        per_file_ignores=dict(cfg.per_file_ignores),
+        severity=dict(cfg.severity),
+        max_file_bytes=cfg.max_file_bytes,
+        root=str(cfg.root) if cfg.root else None,
+        exclude=list(cfg.exclude),
+    )
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(opts, key, value)
+    return opts
+
+
 # --- selection ---------------------------------------------------------------------------------
 
 def _selector_matches(selector: str, rule_id: str, name: str) -> bool:

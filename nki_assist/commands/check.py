@@ -42,37 +42,24 @@ def build_options(args: argparse.Namespace):
     """CheckOptions from config + flags; bad values raise UsageError."""
     from pathlib import Path
 
-    from ..check import CheckOptions, unknown_selectors
+    from ..check import options_from_config, unknown_selectors
     from ..cli import UsageError
     from ..config import Config, load_config
-    from ..hardware import DEFAULT_TARGET
 
     cfg = Config() if args.no_config else load_config(Path(args.paths[0]))
     if cfg.problems:
         raise UsageError("invalid configuration:\n  " + "\n  ".join(cfg.problems))
     select = _split(args.select)
-    if select is None:
-        select = cfg.select
     ignore = list(cfg.ignore) + (_split(args.ignore) or [])
-    unknown = unknown_selectors((select or []) + ignore
+    unknown = unknown_selectors((select if select is not None else cfg.select or []) + ignore
                                 + [s for v in cfg.per_file_ignores.values() for s in v]
                                 + list(cfg.severity))
     if unknown:
         raise UsageError(f"unknown rule selector(s): {', '.join(unknown)}; `nki-assist rules` lists the rules")
-    max_bytes = args.max_file_bytes if args.max_file_bytes is not None else cfg.max_file_bytes
-    if max_bytes <= 0:
+    if args.max_file_bytes is not None and args.max_file_bytes <= 0:
         raise UsageError("--max-file-bytes must be positive")
-    return CheckOptions(
-        target=args.target or cfg.target or DEFAULT_TARGET,
-        select=select,
-        ignore=ignore,
-        fail_on=args.fail_on or cfg.fail_on or "error",
-        per_file_ignores=dict(cfg.per_file_ignores),
-        severity=dict(cfg.severity),
-        max_file_bytes=max_bytes,
-        root=str(cfg.root) if cfg.root else None,
-        exclude=list(cfg.exclude),
-    )
+    return options_from_config(cfg, target=args.target, select=select, ignore=ignore, fail_on=args.fail_on,
+                               max_file_bytes=args.max_file_bytes)
 
 
 def run(args: argparse.Namespace) -> int:

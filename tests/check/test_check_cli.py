@@ -109,3 +109,22 @@ def test_cli_subprocess_piped_has_no_colour_and_skips_plain_python(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "nki_assist.cli", "check", str(tmp_path / "nope")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr
+
+
+def test_max_file_bytes_flag(tree, capsys):
+    code, out, err = run(capsys, "k.py", "--max-file-bytes", "10")
+    assert code == 0 and out == "" and "k.py: larger than max-file-bytes (41 > 10 bytes); not checked" in err
+    code, _, err = run(capsys, "k.py", "--max-file-bytes", "0")
+    assert code == 2 and "--max-file-bytes must be positive" in err
+
+
+def test_options_from_config_for_the_language_server(tmp_path):
+    from nki_assist.check import options_from_config
+    from nki_assist.config import load_config
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.nki-assist]\ntarget = "trn3"\nselect = ["NKI1"]\n[tool.nki-assist.per-file-ignores]\n"t/*" = ["NKI104"]\n',
+        encoding="utf-8")
+    opts = options_from_config(load_config(tmp_path), target=None, ignore=["NKI107"])
+    assert (opts.target, opts.select, opts.ignore, opts.root) == ("trn3", ["NKI1"], ["NKI107"], str(tmp_path))
+    assert opts.per_file_ignores == {"t/*": ["NKI104"]} and opts.fail_on == "error"
