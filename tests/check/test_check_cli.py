@@ -113,7 +113,7 @@ def test_cli_subprocess_piped_has_no_colour_and_skips_plain_python(tmp_path):
 
 def test_max_file_bytes_flag(tree, capsys):
     code, out, err = run(capsys, "k.py", "--max-file-bytes", "10")
-    assert code == 0 and out == "" and "k.py: larger than max-file-bytes (41 > 10 bytes); not checked" in err
+    assert code == 0 and out == "" and "k.py: larger than max-file-bytes (37 > 10 bytes); not checked" in err
     code, _, err = run(capsys, "k.py", "--max-file-bytes", "0")
     assert code == 2 and "--max-file-bytes must be positive" in err
 
