@@ -1,0 +1,170 @@
+"""`nki-assist simulate PORT.toml`: run the port's kernel per size, compare with the reference."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .common import add_fail_on, add_format, add_target, exit_code
+
+DESCRIPTION = ("Generate the port's inputs for each size, run the NKI kernel in a simulator (child process "
+               "with time and memory limits), run the NumPy reference, and print agreement, violations, "
+               "peak SBUF/PSUM and an instruction summary per engine.")
+SCHEMA = "nki-assist/simulate@1"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="PORT.toml", help="port spec (design.md 'Port spec')")
+    p.add_argument("--size", action="append", metavar="NAME", help="run only this size (repeatable; default: all)")
+    add_format(p, ["text", "json"], "text")
+    p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
+                   help="builtin simulator (default) or the real Neuron toolchain when installed")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="wall-time limit per kernel or reference run in seconds (default: 60)")
+    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
+                   help="address-space limit of the simulation process (default: 4096)")
+    p.add_argument("--fp32", action="store_true",
+                   help="keep all storage in fp32 (separates algorithm bugs from rounding)")
+    p.add_argument("--stochastic-rounding", action="store_true", help="round stores stochastically")
+    add_target(p)
+    add_fail_on(p)
+
+
+def _fmt_bytes(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _size_json(sr, target) -> dict[str, Any]:
+    from ..numerics.portrun import engine_summary, peaks_summary
+
+    run = sr.run
+    ref = sr.reference
+    return {
+        "name": sr.size, "bindings": sr.bindings, "status": sr.status,
+        "within_tolerance": sr.within_tolerance,
+        "kernel_seconds": round(run.elapsed_s, 4) if run else None,
+        "error": run.error if run else None, "error_line": run.error_line if run else None,
+        "reference": None if ref is None else {"status": ref.status, "error": ref.error,
+                                               "seconds": round(ref.elapsed_s, 4)},
+        "agreement": [a.to_json() for a in sr.agreement],
+        "golden": [a.to_json() for a in sr.golden],
+        "peaks": peaks_summary(run.peaks, target) if run and run.status == "ok" else None,
+        "engines": engine_summary(run.trace) if run else {},
+        "instructions": len(run.trace) if run else 0,
+        "findings": [f.to_json() for f in sr.findings],
+        "notes": sr.notes,
+        "seconds": round(sr.elapsed_s, 4),
+    }
+
+
+def _print_text(spec, runs, findings, target, args, out) -> None:
+    from ..numerics.portrun import engine_summary, peaks_summary
+
+    w = out.write
+    storage = "fp32 storage" if args.fp32 else "precise storage"
+    w(f"port {spec.name}  ({target.name}, {args.backend} backend, {storage})\n")
+    w(f"  nki:       {spec.nki_path} :: {spec.kernel_name}\n")
+    ref = spec.port.reference or "none"
+    w(f"  reference: {ref}   tolerance rtol={spec.tolerance.rtol:g} atol={spec.tolerance.atol:g}\n")
+    for sr in runs:
+        binds = " ".join(f"{k}={v}" for k, v in sr.bindings.items())
+        w(f"\nsize {sr.size}  {binds}  status {sr.status}")
+        if sr.run:
+            w(f"  kernel {sr.run.elapsed_s:.2f} s")
+        if sr.reference:
+            w(f", reference {sr.reference.status} {sr.reference.elapsed_s:.2f} s")
+        w("\n")
+        if sr.run and sr.run.error:
+            at = f" (line {sr.run.error_line})" if sr.run.error_line else ""
+            w(f"  error: {sr.run.error}{at}\n")
+        for i, a in enumerate(sr.agreement):
+            verdict = "PASS" if a.passed else "FAIL"
+            w(f"  output {i} {list(a.shape)} {a.dtype}: max abs {a.max_abs:.3g}  max rel {a.max_rel:.3g}  "
+              f"max ulp {a.max_ulp:.3g}  mismatches {a.mismatches}/{a.elements} ({100 * a.mismatch_fraction:.2f}%)  "
+              f"NaN {a.nan_actual}  Inf {a.inf_actual}  {verdict}\n")
+        for i, a in enumerate(sr.golden):
+            w(f"  output {i} vs golden: max abs {a.max_abs:.3g}  max rel {a.max_rel:.3g}  "
+              f"mismatches {a.mismatches}/{a.elements}\n")
+        if sr.run and sr.run.status == "ok":
+            p = peaks_summary(sr.run.peaks, target)
+            sl = f", line {p['sbuf_line']}" if p["sbuf_line"] else ""
+            pl = f", line {p['psum_line']}" if p["psum_line"] else ""
+            w(f"  SBUF peak {_fmt_bytes(p['sbuf_bytes_per_partition'])}/partition ({p['sbuf_percent']:.1f}% of "
+              f"{p['sbuf_usable_bytes_per_partition']:,} usable on {target.name}{sl})\n")
+            w(f"  PSUM peak {_fmt_bytes(p['psum_bytes_per_partition'])}/partition ({p['psum_percent']:.1f}%), "
+              f"{p['psum_banks']} of {p['psum_banks_total']} banks{pl}\n")
+            eng = engine_summary(sr.run.trace)
+            parts = "  ".join(f"{e} {v['count']} ({100 * v['share']:.0f}%)" for e, v in eng.items())
+            w(f"  instructions {len(sr.run.trace)}: {parts or 'none recorded'}\n")
+        for note in sr.notes:
+            if "truncat" in note or "degrad" in note or "skipped" in note:
+                w(f"  note: {note}\n")
+    w("\n")
+    if findings:
+        w(f"findings ({len(findings)}):\n")
+        for f in findings:
+            loc = f"{f.file}:{f.line}" if f.line else (f.file or "")
+            w(f"  {f.id:>4} {f.severity.value:<7} {f.rule} {f.name}  {loc}\n        {f.message}\n")
+    else:
+        w("findings: none\n")
+    compared = [sr for sr in runs if sr.within_tolerance is not None]
+    ok = sum(1 for sr in compared if sr.within_tolerance)
+    w(f"summary: {ok} of {len(runs)} sizes within tolerance"
+      + (f" ({len(runs) - len(compared)} not compared)" if len(compared) < len(runs) else "") + "\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+    from ..findings import dedupe, prioritize
+    from ..hardware import get_target
+    from ..numerics.portrun import simulate_size
+    from ..numerics.spec import SpecError, load_spec
+    from ..toolchain.registry import get_backend
+
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.memory_mb < 256:
+        raise UsageError("--memory-mb must be at least 256")
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        sizes = [spec.size(n) for n in args.size] if args.size else list(spec.sizes)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    try:
+        backend = get_backend(args.backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    target = get_target(args.target or spec.target)
+
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    runs = []
+    for i, size in enumerate(sizes, 1):
+        if len(sizes) > 1:
+            console.print(f"[{i}/{len(sizes)}] size {size.name}: simulating ...", style="dim")
+        try:
+            runs.append(simulate_size(spec, size, backend, target=target, precise=not args.fp32,
+                                      stochastic_rounding=args.stochastic_rounding, timeout_s=args.timeout,
+                                      memory_mb=args.memory_mb))
+        except SpecError as exc:
+            raise UsageError(str(exc)) from None
+    findings = prioritize(dedupe(f for sr in runs for f in sr.findings))
+    code = exit_code(findings, args.fail_on)
+    if any(sr.within_tolerance is False for sr in runs) and args.fail_on != "never":
+        code = 1
+    if args.format == "json":
+        doc = {"schema": SCHEMA, "port": spec.summary(), "target": target.name, "backend": args.backend,
+               "precise": not args.fp32, "tolerance": spec.tolerance.model_dump(),
+               "sizes": [_size_json(sr, target) for sr in runs],
+               "findings": [f.to_json() for f in findings], "exit_code": code}
+        json.dump(doc, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_text(spec, runs, findings, target, args, sys.stdout)
+    return code

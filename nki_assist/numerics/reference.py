@@ -1,0 +1,113 @@
+"""Run the port's NumPy reference in float64 on the dtype-rounded inputs.
+
+The reference is user code, so it runs in the same child process mechanism as kernels (time and
+memory limits). Every failure (it raises, times out, returns nothing usable, NaN/Inf) comes back
+as a `ReferenceResult` with status and a TC105 finding, never as an exception.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..findings import Finding
+from ..rules import registry
+from ..toolchain.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, run_in_child
+from .inputs import upcast
+from .spec import PortSpec
+
+RefStatus = Literal["ok", "error", "timeout", "out-of-memory", "bad-output", "missing"]
+
+
+@dataclass
+class ReferenceResult:
+    status: RefStatus
+    outputs: list[np.ndarray] = field(default_factory=list)  # float64 (or the reference's int dtype)
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    line: int | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def child_call(path: str, function: str, args: list) -> Any:
+    """Executed inside the child."""
+    spec = importlib.util.spec_from_file_location(f"_nki_assist_reference_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, function)(*args)
+
+
+def normalize_outputs(value: Any) -> list[np.ndarray]:
+    """Reference return value -> list of arrays; TypeError when it is not arrays or numbers."""
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    outs = []
+    for i, item in enumerate(items):
+        if item is None:
+            raise TypeError(f"output {i} is None")
+        arr = np.asarray(item)
+        if arr.dtype == object or arr.dtype.kind not in "fiub":
+            raise TypeError(f"output {i} is {type(item).__name__} (dtype {arr.dtype}), not a numeric array")
+        outs.append(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
+    return outs
+
+
+def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeout_s: float = DEFAULT_TIMEOUT_S,
+                  memory_mb: int = DEFAULT_MEMORY_MB) -> ReferenceResult:
+    """Call the spec's reference on `args` (upcast to float64) in a child process."""
+    rule = registry.get("TC105")
+    path = spec.reference_path
+    if path is None:
+        return ReferenceResult("missing", error="the spec has no [port].reference")
+    where = f" for size {size_name!r}" if size_name else ""
+    ev: dict[str, Any] = {"reference": spec.port.reference, "size": size_name}
+
+    def fail(status: RefStatus, msg: str, line: int | None, elapsed: float, **extra) -> ReferenceResult:
+        f = rule.finding(msg, file=str(path), line=line, evidence={**ev, **extra})
+        return ReferenceResult(status, findings=[f], error=msg, line=line, elapsed_s=elapsed)
+
+    out = run_in_child("nki_assist.numerics.reference:child_call",
+                       {"path": str(path), "function": spec.reference_function, "args": upcast(args)},
+                       timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path))
+    fn = spec.reference_function
+    if out.status == "timeout":
+        return fail("timeout", f"The reference {fn} did not finish within {timeout_s:g} s{where}.", out.line,
+                    out.elapsed_s, timeout_s=timeout_s)
+    if out.status == "out-of-memory":
+        return fail("out-of-memory", f"The reference {fn} exceeded the {memory_mb} MiB memory limit{where}.",
+                    out.line, out.elapsed_s, memory_limit_mb=memory_mb)
+    if out.status != "ok":
+        return fail("error", f"The reference {fn} raised {out.error}{where}.", out.line, out.elapsed_s,
+                    exception=out.error)
+    try:
+        outputs = normalize_outputs(out.value)
+    except TypeError as exc:
+        return fail("bad-output", f"The reference {fn} returned an unusable value{where}: {exc}.", None,
+                    out.elapsed_s)
+    result = ReferenceResult("ok", outputs=outputs, elapsed_s=out.elapsed_s)
+    for i, arr in enumerate(outputs):
+        nan, inf = int(np.isnan(arr).sum()) if arr.dtype.kind == "f" else 0, int(np.isinf(arr).sum()) if arr.dtype.kind == "f" else 0
+        if nan or inf:
+            result.findings.append(rule.finding(
+                f"The reference {fn} output {i} has {nan} NaN and {inf} Inf of {arr.size} values{where}; "
+                f"elements where the reference is not finite cannot be judged.",
+                file=str(path), evidence={**ev, "output": i, "nan": nan, "inf": inf}))
+    return result
+
+
+def check_shapes(ref: ReferenceResult, kernel_outputs: list[np.ndarray], spec: PortSpec, size_name: str) -> list[Finding]:
+    """TC105 when the reference's output count differs from the kernel's (shape differences are TC107)."""
+    if not ref.ok or len(ref.outputs) == len(kernel_outputs):
+        return []
+    return [registry.get("TC105").finding(
+        f"The reference {spec.reference_function} returned {len(ref.outputs)} outputs for size {size_name!r}; "
+        f"the kernel returned {len(kernel_outputs)}.",
+        file=str(spec.reference_path), evidence={"reference_outputs": len(ref.outputs),
+                                                 "kernel_outputs": len(kernel_outputs), "size": size_name})]

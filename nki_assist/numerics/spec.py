@@ -1,0 +1,381 @@
+"""Port spec (`port.toml`): the CUDA file, the NKI port, the NumPy reference, inputs, sizes, tolerance.
+
+Format in design.md "Port spec". Paths are relative to the spec file. Every problem raises a
+`SpecError` whose message names the file, the key and the problem; the CLI turns it into exit 2.
+Nothing here runs user code: kernel and reference arities are read from the source with `ast`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import ml_dtypes
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..hardware import TARGETS
+
+Dist = Literal["normal", "uniform", "randint", "ones", "zeros"]
+
+# Storage dtypes a spec may declare (NKI names; nki.api.shared.rst data types) -> NumPy / ml_dtypes.
+DTYPES: dict[str, Any] = {
+    "float64": np.float64,
+    "float32": np.float32,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float8_e4m3": ml_dtypes.float8_e4m3,  # Neuron legacy e4m3, max 240
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,  # OCP, max 448
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int16": np.int16,
+    "int8": np.int8,
+    "uint32": np.uint32,
+    "uint16": np.uint16,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+    "bool_": np.bool_,
+}
+_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}
+
+
+class SpecError(Exception):
+    """A port spec problem: the message names the file, the key and the problem."""
+
+
+def resolve_dtype(name: str) -> np.dtype:
+    key = _ALIASES.get(name, name)
+    if key not in DTYPES:
+        raise KeyError(name)
+    return np.dtype(DTYPES[key])
+
+
+def dtype_name(dtype: Any) -> str:
+    """Canonical spec name of a NumPy / ml_dtypes dtype ("bfloat16", "float32", ...)."""
+    return np.dtype(dtype).name
+
+
+class PortSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    cuda: str | None = None
+    cuda_kernel: str | None = None
+    nki: str
+    nki_kernel: str | None = None
+    reference: str | None = None  # "file.py:function"
+    target: str = "trn2"
+    grid: list[int] | None = None  # legacy launch grid kernel[grid]
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        if v not in TARGETS:
+            raise ValueError(f"unknown target {v!r}; choose one of {', '.join(TARGETS)}")
+        return v
+
+    @field_validator("reference")
+    @classmethod
+    def _reference(cls, v: str | None) -> str | None:
+        if v is not None and (v.count(":") != 1 or not all(p.strip() for p in v.split(":"))):
+            raise ValueError(f"{v!r} is not of the form \"file.py:function\"")
+        return v
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and (not v or any(g < 1 for g in v)):
+            raise ValueError("grid must be a non-empty list of positive ints")
+        return v
+
+
+class InputSpec(BaseModel):
+    """One kernel argument: a generated array (`shape`, `dtype`, ...) or a plain value (`value`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    shape: list[int | str] | None = None
+    dtype: str = "float32"
+    dist: Dist = "normal"
+    mean: float = 0.0
+    scale: float = 1.0
+    low: float | None = None
+    high: float | None = None
+    seed: int = 0
+    value: Any = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "InputSpec":
+        has_value = "value" in self.model_fields_set
+        if has_value and self.shape is not None:
+            raise ValueError("give either `value` (a scalar or option) or `shape` (an array), not both")
+        if not has_value and self.shape is None:
+            raise ValueError("missing `shape` (or `value` for a scalar/option)")
+        if self.shape is not None:
+            for dim in self.shape:
+                if isinstance(dim, int) and dim < 1:
+                    raise ValueError(f"shape dimensions must be >= 1, got {dim}")
+                if isinstance(dim, str) and not dim.isidentifier():
+                    raise ValueError(f"shape entry {dim!r} is neither an int nor a size symbol name")
+        try:
+            resolve_dtype(self.dtype)
+        except KeyError:
+            raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}") from None
+        if self.dist == "uniform" and self.low is not None and self.high is not None and self.low >= self.high:
+            raise ValueError(f"uniform needs low < high, got low={self.low} high={self.high}")
+        if self.dist == "randint" and self.low is not None and self.high is not None and self.low >= self.high:
+            raise ValueError(f"randint needs low < high, got low={self.low} high={self.high}")
+        if self.scale < 0:
+            raise ValueError("scale must be >= 0")
+        return self
+
+    @property
+    def is_value(self) -> bool:
+        return "value" in self.model_fields_set
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return resolve_dtype(self.dtype)
+
+    @property
+    def symbols(self) -> list[str]:
+        return [d for d in (self.shape or []) if isinstance(d, str)]
+
+
+class SizeSpec(BaseModel):
+    """One `[[sizes]]` table: a name plus integer bindings of the shape symbols."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+    @property
+    def bindings(self) -> dict[str, int]:
+        return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _ints(self) -> "SizeSpec":
+        for key, val in (self.model_extra or {}).items():
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise ValueError(f"size symbol {key} must be a positive int, got {val!r}")
+        return self
+
+
+class Tolerance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rtol: float = Field(default=1e-2, ge=0)
+    atol: float = Field(default=1e-3, ge=0)
+
+
+class Golden(BaseModel):
+    """Inputs/outputs captured from the real CUDA kernel on a GPU (npz, arrays named like the inputs)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inputs: str | None = None
+    outputs: str | None = None
+    size: str | None = None  # the size the captured arrays belong to (default: the first size)
+
+
+class _SpecFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    port: PortSection
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    sizes: list[SizeSpec] = Field(default_factory=list)
+    tolerance: Tolerance = Field(default_factory=Tolerance)
+    golden: Golden | None = None
+
+
+class PortSpec:
+    """A validated port spec; paths resolved against the spec's folder (as given, not absolutized)."""
+
+    def __init__(self, path: Path, data: _SpecFile, kernel_name: str, reference_fn: str | None):
+        self.path = path
+        self.dir = path.parent
+        self.port = data.port
+        self.inputs: dict[str, InputSpec] = data.inputs
+        self.sizes: list[SizeSpec] = data.sizes
+        self.tolerance = data.tolerance
+        self.golden = data.golden
+        self.kernel_name = kernel_name
+        self.reference_function = reference_fn
+
+    @property
+    def name(self) -> str:
+        return self.port.name
+
+    @property
+    def target(self) -> str:
+        return self.port.target
+
+    @property
+    def nki_path(self) -> Path:
+        return self.dir / self.port.nki
+
+    @property
+    def cuda_path(self) -> Path | None:
+        return self.dir / self.port.cuda if self.port.cuda else None
+
+    @property
+    def reference_path(self) -> Path | None:
+        return self.dir / self.port.reference.split(":")[0] if self.port.reference else None
+
+    @property
+    def grid(self) -> tuple[int, ...] | None:
+        return tuple(self.port.grid) if self.port.grid else None
+
+    def size(self, name: str) -> SizeSpec:
+        for s in self.sizes:
+            if s.name == name:
+                return s
+        raise KeyError(f"no size {name!r} in {self.path}; sizes: {', '.join(s.name for s in self.sizes)}")
+
+    def shape_of(self, input_name: str, size: SizeSpec) -> tuple[int, ...]:
+        spec = self.inputs[input_name]
+        b = size.bindings
+        return tuple(d if isinstance(d, int) else b[d] for d in spec.shape or ())
+
+    def input_bytes(self, size: SizeSpec) -> int:
+        """Bytes of all generated arrays of a size (float64 scratch not counted)."""
+        total = 0
+        for name, spec in self.inputs.items():
+            if not spec.is_value:
+                total += math.prod(self.shape_of(name, size)) * spec.np_dtype.itemsize
+        return total
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "target": self.target, "nki": str(self.nki_path),
+                "nki_kernel": self.kernel_name,
+                "cuda": str(self.cuda_path) if self.cuda_path else None,
+                "reference": self.port.reference}
+
+
+def _loc(loc: tuple) -> str:
+    parts: list[str] = []
+    for p in loc:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        else:
+            parts.append(("." if parts else "") + str(p))
+    return "".join(parts) or "(top level)"
+
+
+def _functions(path: Path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _is_kernel(fn: ast.FunctionDef) -> bool:
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in ("jit", "trace", "baremetal", "benchmark", "simulate_kernel", "nki_jit"):
+            return True
+    return False
+
+
+def arity(fn: ast.FunctionDef) -> tuple[int, int | None]:
+    """(required positional, max positional or None for *args)."""
+    a = fn.args
+    positional = len(a.posonlyargs) + len(a.args)
+    required = positional - len(a.defaults)
+    return required, None if a.vararg else positional
+
+
+def _check_arity(fn: ast.FunctionDef, n: int, where: str, what: str, names: list[str]) -> str | None:
+    lo, hi = arity(fn)
+    if n < lo or (hi is not None and n > hi):
+        takes = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
+        return (f"{where}: {what} {fn.name!r} (line {fn.lineno}) takes {takes} positional arguments, "
+                f"but [inputs] declares {n} ({', '.join(names) or 'none'})")
+    return None
+
+
+def load_spec(path: str | Path) -> PortSpec:
+    """Read and validate a port spec; raise `SpecError` naming file, key and problem."""
+    path = Path(path)
+    where = str(path)
+    if not path.is_file():
+        raise SpecError(f"{where}: spec file not found")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{where}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{where}: not UTF-8 text: {exc}") from None
+    try:
+        data = _SpecFile.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "missing":
+                msg = "required key is missing"
+            elif err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            problems.append(f"{where}: {_loc(err['loc'])}: {msg}")
+        raise SpecError("\n".join(problems)) from None
+
+    base = path.parent
+    files = [("port.nki", data.port.nki), ("port.cuda", data.port.cuda)]
+    if data.port.reference:
+        files.append(("port.reference", data.port.reference.split(":")[0]))
+    if data.golden:
+        files += [("golden.inputs", data.golden.inputs), ("golden.outputs", data.golden.outputs)]
+    for key, rel in files:
+        if rel and not (base / rel).is_file():
+            raise SpecError(f"{where}: {key}: file not found: {base / rel}")
+
+    names = list(data.inputs)
+    # Sizes: unique names, every symbol bound, no stray bindings silently ignored.
+    symbols = {s for spec in data.inputs.values() for s in spec.symbols}
+    if not data.sizes:
+        if symbols:
+            raise SpecError(f"{where}: sizes: shapes use symbols {sorted(symbols)} but no [[sizes]] binds them")
+        data.sizes = [SizeSpec(name="default")]
+    seen: set[str] = set()
+    for i, size in enumerate(data.sizes):
+        if size.name in seen:
+            raise SpecError(f"{where}: sizes[{i}].name: duplicate size name {size.name!r}")
+        seen.add(size.name)
+        for inp, spec in data.inputs.items():
+            for sym in spec.symbols:
+                if sym not in size.bindings:
+                    raise SpecError(f"{where}: inputs.{inp}.shape: symbol {sym!r} is not bound by size "
+                                    f"{size.name!r} (sizes[{i}])")
+    if data.golden and data.golden.size and data.golden.size not in seen:
+        raise SpecError(f"{where}: golden.size: no size named {data.golden.size!r}")
+
+    # Kernel: exists, is the only kernel when unnamed, takes the declared inputs.
+    try:
+        kfuncs = _functions(base / data.port.nki)
+    except SyntaxError as exc:
+        raise SpecError(f"{where}: port.nki: {base / data.port.nki} does not parse: {exc.msg} (line {exc.lineno})") from None
+    kernel = data.port.nki_kernel
+    if kernel is None:
+        kernels = [n for n, f in kfuncs.items() if _is_kernel(f)] or (list(kfuncs) if len(kfuncs) == 1 else [])
+        if len(kernels) != 1:
+            found = ", ".join(kernels or kfuncs) or "no functions"
+            raise SpecError(f"{where}: port.nki_kernel: cannot tell which kernel to run in {data.port.nki} "
+                            f"({found}); set nki_kernel")
+        kernel = kernels[0]
+    elif kernel not in kfuncs:
+        raise SpecError(f"{where}: port.nki_kernel: no top-level function {kernel!r} in {data.port.nki}")
+    problem = _check_arity(kfuncs[kernel], len(names), f"{where}: port.nki_kernel", "kernel", names)
+    if problem:
+        raise SpecError(problem)
+
+    ref_fn = None
+    if data.port.reference:
+        rfile, ref_fn = (p.strip() for p in data.port.reference.split(":"))
+        try:
+            rfuncs = _functions(base / rfile)
+        except SyntaxError as exc:
+            raise SpecError(f"{where}: port.reference: {base / rfile} does not parse: {exc.msg} (line {exc.lineno})") from None
+        if ref_fn not in rfuncs:
+            raise SpecError(f"{where}: port.reference: no top-level function {ref_fn!r} in {rfile} "
+                            f"(found: {', '.join(rfuncs) or 'none'})")
+        problem = _check_arity(rfuncs[ref_fn], len(names), f"{where}: port.reference", "reference", names)
+        if problem:
+            raise SpecError(problem)
+    return PortSpec(path, data, kernel, ref_fn)
