@@ -125,3 +125,15 @@ def test_sarif_schema_rejects_a_broken_log():
 def test_unknown_format():
     with pytest.raises(ValueError, match="unknown format 'xml'"):
         render_check(None, "xml")
+
+
+def test_sarif_with_the_real_registry_is_valid():
+    from nki_assist.check import CheckReport
+    from nki_assist.rules.registry import all_rules
+
+    data = json.loads(render_check(CheckReport(), "sarif"))
+    jsonschema.Draft4Validator(SCHEMA).validate(data)
+    rules = data["runs"][0]["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == [s.id for s in all_rules()]
+    assert all(r["helpUri"].endswith(f"/docs/rules/{r['name']}.md") for r in rules)
+    assert data["runs"][0]["results"] == []
