@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.rules.registry import all_rules, docs_text, get
+from nki_assist.rules.registry import all_rules, docs_text, get, registry_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("## What it finds", "## Why it matters on Trainium", "## Example", "## Fix")
@@ -37,3 +37,7 @@ def test_lookup_by_id_and_name():
     assert spec.name in docs_text(spec.id)
     with pytest.raises(KeyError):
         get("XYZ999")
+
+
+def test_rule_ids_and_names_are_unique():
+    assert registry_problems() == []

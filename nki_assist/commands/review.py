@@ -1,0 +1,141 @@
+"""`nki-assist review`: the full review of a port, with the written assessment."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+DESCRIPTION = (
+    "Review a CUDA-to-NKI port: static checks of both files, migration checks, the kernel run in the "
+    "simulator on every size of the spec under several numerical scenarios, the cost model, and a "
+    "written assessment whose every item cites verified findings. `review PORT.toml`, or "
+    "`review --nki F [--cuda F]` without a spec (static and migration checks only). Never uses the "
+    "network unless --llm openai is given."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .common import add_fail_on, add_format, add_target
+
+    p.add_argument("spec", nargs="?", metavar="PORT.toml", help="port spec (see README 'Port spec')")
+    p.add_argument("--nki", metavar="FILE", help="NKI kernel file (without a spec)")
+    p.add_argument("--cuda", metavar="FILE", help="CUDA kernel file (without a spec)")
+    add_format(p, ["md", "text", "json", "html"], "md")
+    add_target(p)
+    add_fail_on(p, "never")
+    p.add_argument("--size", action="append", metavar="NAME", help="only this size of the spec (repeatable)")
+    p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
+                   help="how the kernel runs (default: builtin simulator)")
+    p.add_argument("--no-run", action="store_true", help="do not execute the kernel (static and migration only)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="wall-time limit per kernel run (default 60)")
+    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB", help="memory limit per kernel run (default 4096)")
+    p.add_argument("--stochastic-rounding", action="store_true", help="add the trainium-sr scenario")
+    p.add_argument("--gpu-precision", choices=["float32", "float16", "tf32", "float64"], default=None,
+                   help="accumulation precision of the gpu-model scenario (default: from the CUDA kernel)")
+    p.add_argument("--profile", metavar="SUMMARY.json", help="neuron-profile / Neuron Explorer summary JSON")
+    p.add_argument("--llm", choices=["none", "openai"], default="none",
+                   help="drafter: none = deterministic (default); openai = any OpenAI-compatible server "
+                        "(OPENAI_API_KEY, OPENAI_BASE_URL)")
+    p.add_argument("--model", help="LLM model name (with --llm openai)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
+    p.add_argument("--rubric", metavar="FILE", help="rubric TOML to score against (default: the built-in rubric)")
+    p.add_argument("--cache-dir", metavar="DIR", help="LLM response cache (default: .nki-assist-cache)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (plots beside it for md)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..cli import UsageError
+    from ..numerics.spec import SpecError
+    from ..review import ReviewOptions, review_files, review_port
+    from .common import exit_code
+
+    if not args.spec and not args.nki:
+        raise UsageError("give a PORT.toml or --nki FILE")
+    if args.spec and args.nki:
+        raise UsageError("give either PORT.toml or --nki/--cuda, not both")
+    for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
+        if f and not Path(f).is_file():
+            raise UsageError(f"{f}: no such file")
+    opts = ReviewOptions(target=args.target, sizes=args.size, backend=args.backend, run=not args.no_run,
+                         timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
+                         stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
+                         model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=args.cache_dir,
+                         plots=args.format in ("md", "html") and (args.format == "html" or bool(args.output)))
+    progress = None if args.quiet else _progress()
+    try:
+        if args.spec:
+            result = review_port(args.spec, opts, progress=progress.update if progress else None)
+        else:
+            result = review_files(args.nki, args.cuda, opts, progress=progress.update if progress else None)
+    except SpecError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        if progress:
+            progress.close()
+    text = _render(result, args)
+    if args.output:
+        out = Path(args.output)
+        out.write_text(text, encoding="utf-8")
+        if args.format == "md":
+            for name, png in result.plots.items():
+                (out.parent / f"{out.stem}-{name}").write_bytes(png)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return exit_code(result.review.findings, args.fail_on)
+
+
+def _render(result, args) -> str:
+    review = result.review
+    if args.format == "json":
+        return json.dumps(review.to_json(), indent=2)
+    if args.format == "html":
+        from ..report.html import render_html
+
+        return render_html(review, plots=result.plots)
+    from ..report.markdown import render_markdown
+
+    md = render_markdown(review)
+    if args.output and result.plots:
+        from pathlib import Path
+
+        stem = Path(args.output).stem
+        md += "\n" + "\n".join(f"![{name}]({stem}-{name})" for name in result.plots) + "\n"
+    if args.format == "text":
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        console = Console(file=None, force_terminal=False, width=100, record=True)
+        with console.capture() as cap:
+            console.print(Markdown(md))
+        return cap.get()
+    return md
+
+
+class _progress:
+    """Progress on stderr: a rich bar on a terminal, one line per stage otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+        if self.tty:
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("review", total=100)
+
+    def update(self, message: str, percent: float) -> None:
+        if self.tty:
+            self.bar.update(self.task, completed=percent, description=message)
+        elif message != self.last:
+            print(f"[{percent:5.1f}%] {message}", file=sys.stderr)
+            self.last = message
+
+    def close(self) -> None:
+        if self.tty:
+            self.bar.stop()

@@ -1,0 +1,213 @@
+"""Turn the scenario matrix into findings with a stated cause and the numbers as evidence.
+
+The cause comes from which scenarios fail where: trainium fails but trainium-fp32 passes -> storage
+precision; both fail -> algorithm; only ragged sizes fail -> boundary handling; NaN/Inf with a finite
+reference -> overflow or uninitialized memory; error slope ~1 -> low-precision accumulation; a gap to
+the GPU model within rounding -> accumulation order. Lines come from the static and simulation
+findings that name the same cause, so a finding here confirms (and is merged with) the static one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..findings import Finding
+from ..rules import registry
+from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
+from .metrics import Agreement
+from .scenarios import NumericsResult, SizeResult
+
+PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk")
+ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "loop-carried-dependency",
+                        "uninitialized-read", "missing-boundary-mask")
+
+
+def ragged_sizes(res: NumericsResult) -> set[str]:
+    """Sizes with a bound symbol that is not a multiple of 128 (tile-unaligned tails)."""
+    return {sr.size for sr in res.sizes if any(v > 1 and v % 128 for v in sr.bindings.values())}
+
+
+def _anchor(findings: Iterable[Finding], categories: tuple[str, ...], nki_path: str) -> Finding | None:
+    """The first finding (priority order of `categories`) on the NKI file that names the cause."""
+    pool = [f for f in findings if f.line and f.file and (f.file == nki_path or f.file.endswith(nki_path.split("/")[-1]))]
+    for cat in categories:
+        for f in pool:
+            if f.category == cat:
+                return f
+    return None
+
+
+def _worst(ags: list[Agreement | None]) -> Agreement | None:
+    real = [a for a in ags if a is not None]
+    return max(real, key=lambda a: (a.mismatch_fraction, a.max_abs if a.max_abs == a.max_abs else 0)) if real else None
+
+
+def _ev(ag: Agreement | None, **extra: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = dict(extra)
+    if ag is not None:
+        ev.update(max_abs=ag.max_abs, max_rel=ag.max_rel, max_ulp=ag.max_ulp,
+                  mismatch_fraction=round(ag.mismatch_fraction, 6), worst_index=list(ag.worst_index or ()),
+                  rtol=ag.rtol, atol=ag.atol, output_dtype=ag.dtype)
+    return ev
+
+
+def _place(anchor: Finding | None, nki_path: str, kernel_line: int | None) -> dict[str, Any]:
+    if anchor is not None:
+        return {"file": anchor.file, "line": anchor.line, "end_line": anchor.end_line, "column": anchor.column,
+                "confidence": "high"}
+    return {"file": nki_path, "line": kernel_line, "confidence": "medium"}
+
+
+def growth_fits(res: NumericsResult) -> list[GrowthFit]:
+    fits = []
+    for scenario in ("trainium", "trainium-fp32"):
+        lengths, errors = [], []
+        for sr in res.sizes:
+            ag = _worst(sr.agreement(scenario))
+            if sr.reduction_length and ag is not None:
+                lengths.append(sr.reduction_length)
+                errors.append(ag.mean_abs)
+        f = fit(lengths, errors, scenario)
+        if f:
+            fits.append(f)
+    return fits
+
+
+def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kernel_line: int | None) -> list[Finding]:
+    """Findings explaining every failing scenario; `prior` are static/migration/simulation findings."""
+    out: list[Finding] = []
+    ragged = ragged_sizes(res)
+    aligned_fail_fp32 = []
+    for sr in res.sizes:
+        trn, fp32 = sr.passed("trainium"), sr.passed("trainium-fp32")
+        trn_run = sr.runs.get("trainium")
+        if not sr.reference.ok:
+            continue
+        crashed = trn_run is not None and trn_run.status != "ok"
+        if sr.size in ragged and (crashed or trn is False):
+            continue  # handled below, together with the aligned sizes
+        if trn is False and fp32 is True:
+            anchor = _anchor(prior, PRECISION_CATEGORIES, nki_path)
+            ag = _worst(sr.agreement("trainium"))
+            ag32 = _worst(sr.agreement("trainium-fp32"))
+            what = f"`{anchor.evidence.get('name') or anchor.name}` ({anchor.category}, line {anchor.line})" if anchor else "a low-precision intermediate"
+            out.append(registry.get("NUM101").finding(
+                f"Size {sr.size}: fails the tolerance with real storage dtypes (max abs {ag.max_abs:.3g}, "
+                f"{ag.mismatch_fraction:.1%} of elements out) but passes with fp32 storage (max abs "
+                f"{ag32.max_abs:.3g}); the rounding of {what} causes it.",
+                category=anchor.category if anchor and anchor.category in PRECISION_CATEGORIES else "low-precision-accumulation",
+                evidence=_ev(ag, size=sr.size, fp32_max_abs=ag32.max_abs, scenario="trainium vs trainium-fp32",
+                             cause_rule=anchor.rule if anchor else None),
+                **_place(anchor, nki_path, kernel_line)))
+        elif fp32 is False:
+            aligned_fail_fp32.append(sr)
+        nan_trn = _worst(sr.agreement("trainium"))
+        if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
+            uninit = _anchor(prior, ("uninitialized-read",), nki_path)
+            anchor = uninit or _anchor(prior, ("overflow-risk",), nki_path)
+            cause = "memory read before it was written" if uninit else "values leaving the dtype's range"
+            out.append(registry.get("NUM104").finding(
+                f"Size {sr.size}: the output has {nan_trn.nan_actual} NaN and {nan_trn.inf_actual} Inf values "
+                f"where the reference is finite ({cause}).",
+                category=anchor.category if anchor else "overflow-risk",
+                evidence=_ev(nan_trn, size=sr.size, nan=nan_trn.nan_actual, inf=nan_trn.inf_actual),
+                **_place(anchor, nki_path, kernel_line)))
+    if aligned_fail_fp32:
+        sr = aligned_fail_fp32[0]
+        anchor = _anchor(prior, ALGORITHM_CATEGORIES, nki_path)
+        ag = _worst(sr.agreement("trainium-fp32"))
+        sizes = ", ".join(s.size for s in aligned_fail_fp32)
+        out.append(registry.get("NUM102").finding(
+            f"Fails the tolerance even with fp32 storage on size(s) {sizes} (max abs {ag.max_abs:.3g}, "
+            f"{ag.mismatch_fraction:.1%} of elements out, worst at {list(ag.worst_index or ())}): the "
+            f"computation differs from the reference"
+            + (f", consistent with {anchor.rule} {anchor.name} at line {anchor.line}." if anchor else "."),
+            category=anchor.category if anchor else "output-mismatch",
+            evidence=_ev(ag, sizes=[s.size for s in aligned_fail_fp32], scenario="trainium-fp32 vs reference",
+                         cause_rule=anchor.rule if anchor else None),
+            **_place(anchor, nki_path, kernel_line)))
+    out.extend(_ragged(res, ragged, prior, nki_path, kernel_line))
+    out.extend(_growth(res, prior, nki_path, kernel_line))
+    out.extend(_order_gap(res, prior, nki_path, kernel_line))
+    return out
+
+
+def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
+    fails, passes = [], []
+    for sr in res.sizes:
+        if not sr.reference.ok:
+            continue
+        run = sr.runs.get("trainium")
+        bad = (run is not None and run.status != "ok") or sr.passed("trainium-fp32") is False or sr.passed("trainium") is False
+        (fails if bad else passes).append(sr)
+    rag_fail = [s for s in fails if s.size in ragged]
+    if not rag_fail or not any(s.size not in ragged for s in passes):
+        return []
+    anchor = _anchor(prior, ("missing-boundary-mask", "indexing-error"), nki_path)
+    sr = rag_fail[0]
+    run = sr.runs.get("trainium")
+    ag = _worst(sr.agreement("trainium-fp32")) or _worst(sr.agreement("trainium"))
+    how = (f"the kernel stops with {run.status} ({(run.error or '').strip()[:120]})" if run is not None and run.status != "ok"
+           else f"{ag.mismatch_fraction:.1%} of elements are wrong (max abs {ag.max_abs:.3g})" if ag else "it fails")
+    odd = {k: v for k, v in sr.bindings.items() if v > 1 and v % 128}
+    return [registry.get("NUM103").finding(
+        f"Passes on aligned size(s) {', '.join(s.size for s in passes if s.size not in ragged)} but on ragged "
+        f"size {sr.size} ({', '.join(f'{k}={v}' for k, v in odd.items())}) {how}: the tail tile is not handled.",
+        evidence=_ev(ag, size=sr.size, ragged_bindings=odd, failing_sizes=[s.size for s in rag_fail],
+                     status=run.status if run else None),
+        **_place(anchor, nki_path, kernel_line))]
+
+
+def _growth(res, prior, nki_path, kernel_line) -> list[Finding]:
+    fits = {f.scenario: f for f in growth_fits(res)}
+    trn = fits.get("trainium")
+    res.notes.extend(f"growth fit {f.scenario}: slope {f.slope:.2f} over {res.reduction_symbol}={list(f.lengths)}"
+                     for f in fits.values())
+    if trn is None or trn.slope < LOW_PRECISION_SLOPE:
+        return []
+    fp = fits.get("trainium-fp32")
+    if fp is not None and fp.slope >= LOW_PRECISION_SLOPE:
+        return []  # the algorithm itself grows this way; not a storage-precision effect
+    anchor = _anchor(prior, ("low-precision-accumulation", "dtype-mismatch"), nki_path)
+    return [registry.get("NUM105").finding(
+        f"Output error grows with slope {trn.slope:.2f} in log-log over {res.reduction_symbol} = "
+        f"{list(trn.lengths)} (mean abs error {trn.errors[0]:.3g} -> {trn.errors[-1]:.3g}); fp32 accumulation "
+        f"grows ~0.5" + (f" (fp32-storage run: {fp.slope:.2f})" if fp else "") + ".",
+        evidence={"slope": round(trn.slope, 3), "r2": round(trn.r2, 3), "lengths": list(trn.lengths),
+                  "errors": list(trn.errors), "fp32_slope": round(fp.slope, 3) if fp else None,
+                  "reduction_symbol": res.reduction_symbol, "threshold": LOW_PRECISION_SLOPE},
+        **_place(anchor, nki_path, kernel_line))]
+
+
+def _nice(x: float) -> float:
+    """Round a tolerance up to 1, 2 or 5 times a power of ten."""
+    import math
+
+    if x <= 0:
+        return 0.0
+    e = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10**e >= x:
+            return float(f"{m * 10**e:.3g}")
+    return x
+
+
+def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
+    worst = None
+    for sr in res.sizes:
+        if sr.passed("trainium") is not True:
+            continue
+        ag = _worst(sr.agreement("trainium", "gpu-model"))
+        if ag is not None and (worst is None or ag.max_rel > worst[1].max_rel):
+            worst = (sr, ag)
+    if worst is None or worst[1].max_abs == 0:
+        return []
+    sr, ag = worst
+    anchor = _anchor(prior, ("accumulation-order", "low-precision-accumulation"), nki_path)
+    rtol, atol = _nice(ag.max_rel * 1.5), _nice(ag.max_abs * 1.5)
+    return [registry.get("NUM106").finding(
+        f"The port and the modelled CUDA output ({sr.gpu_model_source}) differ by at most {ag.max_abs:.3g} abs / "
+        f"{ag.max_rel:.3g} rel on size {sr.size}: rounding and reduction order, not a defect. Compare GPU and "
+        f"Trainium outputs with rtol >= {rtol:g}, atol >= {atol:g}.",
+        evidence=_ev(ag, size=sr.size, gpu_model=sr.gpu_model_source, needed_rtol=rtol, needed_atol=atol),
+        **_place(anchor, nki_path, kernel_line))]

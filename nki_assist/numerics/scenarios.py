@@ -1,0 +1,224 @@
+"""Run a port under every numerical scenario, on every size, and compare each with the reference.
+
+Scenarios (issue 4):
+  reference       the NumPy reference in float64 on the dtype-rounded inputs
+  trainium        the kernel in the simulator with real storage dtypes (bf16/fp8 rounding)
+  trainium-fp32   the same kernel with fp32 storage: isolates algorithm bugs from rounding
+  gpu-model       the reference evaluated at the CUDA kernel's accumulation precision (best estimate of
+                  the CUDA output), or the spec's [golden] outputs when given
+  trainium-sr     optional: stochastic rounding
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..findings import Finding
+from ..hardware import Target
+from ..toolchain.sandbox import run_in_child
+from ..toolchain.types import RunResult
+from .inputs import make_inputs, upcast
+from .metrics import Agreement, compare
+from .reference import ReferenceResult, normalize_outputs, run_reference
+from .spec import PortSpec, SizeSpec
+
+KERNEL_SCENARIOS = {"trainium": dict(precise=True), "trainium-fp32": dict(precise=False),
+                    "trainium-sr": dict(precise=True, stochastic_rounding=True)}
+GPU_PRECISIONS = ("float32", "float16", "tf32", "float64")
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class SizeResult:
+    size: str
+    bindings: dict[str, int]
+    reduction_length: int | None
+    reference: ReferenceResult
+    runs: dict[str, RunResult] = field(default_factory=dict)
+    gpu_model: list[np.ndarray] | None = None
+    gpu_model_source: str | None = None  # "reference@float32", "golden", ...
+    # (scenario, against) -> one Agreement per output (None when shapes differ)
+    agreements: dict[tuple[str, str], list[Agreement | None]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def agreement(self, scenario: str, against: str = "reference") -> list[Agreement | None]:
+        return self.agreements.get((scenario, against), [])
+
+    def passed(self, scenario: str, against: str = "reference") -> bool | None:
+        """True/False when compared; None when the scenario did not produce comparable outputs."""
+        ags = self.agreement(scenario, against)
+        if not ags or any(a is None for a in ags):
+            return None
+        return all(a.passed for a in ags)
+
+
+@dataclass
+class NumericsResult:
+    sizes: list[SizeResult]
+    scenarios: list[str]
+    gpu_precision: str
+    reduction_symbol: str | None
+    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # kernel/reference findings collected per run
+    seconds: float = 0.0
+
+
+def reduction_symbol(spec: PortSpec, output_shapes: list[tuple[int, ...]], size: SizeSpec) -> str | None:
+    """The size symbol that is reduced over: bound in the inputs but absent from every output dim.
+
+    With several candidates the largest is taken (K of a GEMM is larger than a batch of 1)."""
+    b = size.bindings
+    out_dims = {d for shape in output_shapes for d in shape}
+    used = {s for inp in spec.inputs.values() for s in inp.symbols}
+    cands = [s for s in used if b.get(s) not in out_dims]
+    return max(cands, key=lambda s: b[s]) if cands else None
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32 (10 explicit mantissa bits), round-to-nearest-even."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    lsb = (bits >> 13) & 1
+    bits = ((bits + 0xFFF + lsb) >> 13) << 13
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def gpu_model_args(args: list[Any], precision: str) -> list[Any]:
+    """Inputs as the CUDA kernel computes with them: float arrays cast to its accumulation dtype."""
+    out = []
+    for a in upcast(args):
+        if isinstance(a, np.ndarray) and a.dtype == np.float64:
+            if precision == "float16":
+                a = a.astype(np.float16)
+            elif precision == "tf32":
+                a = _tf32(a.astype(np.float32))
+            elif precision == "float32":
+                a = a.astype(np.float32)
+        out.append(a)
+    return out
+
+
+def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> list[Agreement | None]:
+    res: list[Agreement | None] = []
+    for i in range(max(len(actual), len(expected))):
+        if i >= len(actual) or i >= len(expected) or np.shape(actual[i]) != np.shape(expected[i]):
+            res.append(None)
+        else:
+            res.append(compare(actual[i], expected[i], rtol=rtol, atol=atol))
+    return res
+
+
+def _golden_outputs(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
+    g = spec.golden
+    if not g or not g.outputs:
+        return None
+    if (g.size or spec.sizes[0].name) != size.name:
+        return None
+    with np.load(spec.dir / g.outputs) as z:
+        return [np.asarray(z[k]).astype(np.float64) for k in z.files]
+
+
+def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
+                  gpu_precision: str = "float32", stochastic: bool = False, timeout_s: float = 60.0,
+                  memory_mb: int = 4096, progress: Progress | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> NumericsResult:
+    """Run every scenario on every selected size; never raises for anything user code does."""
+    t0 = time.perf_counter()
+    chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
+    scen = ["trainium", "trainium-fp32"] + (["trainium-sr"] if stochastic else [])
+    rtol, atol = spec.tolerance.rtol, spec.tolerance.atol
+    result = NumericsResult([], ["reference", *scen, "gpu-model"], gpu_precision, None)
+    steps = len(chosen) * (len(scen) + 2)
+    step = 0
+
+    def tick(msg: str) -> None:
+        nonlocal step
+        step += 1
+        if progress:
+            progress(msg, 100.0 * step / max(steps, 1))
+
+    for size in chosen:
+        if cancelled and cancelled():
+            result.notes.append("cancelled before all sizes ran")
+            break
+        args = make_inputs(spec, size)
+        ref = run_reference(spec, args, size_name=size.name, timeout_s=timeout_s, memory_mb=memory_mb)
+        result.findings.extend(ref.findings)
+        tick(f"{size.name}: reference")
+        sr = SizeResult(size.name, size.bindings, None, ref)
+        for name in scen:
+            run = backend.run(str(spec.nki_path), spec.kernel_name, args, target=target, timeout_s=timeout_s,
+                              memory_mb=memory_mb, grid=spec.grid, trace=(name == "trainium"),
+                              **KERNEL_SCENARIOS[name])
+            sr.runs[name] = run
+            if name == "trainium":  # violations are the same in every scenario; report them once
+                result.findings.extend(run.findings)
+            tick(f"{size.name}: {name}")
+        golden = _golden_outputs(spec, size)
+        if golden is not None:
+            sr.gpu_model, sr.gpu_model_source = golden, "golden"
+        elif ref.ok:
+            out = run_in_child("nki_assist.numerics.reference:child_call",
+                               {"path": str(spec.reference_path), "function": spec.reference_function,
+                                "args": gpu_model_args(args, gpu_precision)},
+                               timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path))
+            if out.status == "ok":
+                try:
+                    sr.gpu_model = normalize_outputs(out.value)
+                    sr.gpu_model_source = f"reference@{gpu_precision}"
+                except TypeError as exc:
+                    sr.notes.append(f"gpu-model: {exc}")
+            else:
+                sr.notes.append(f"gpu-model: reference at {gpu_precision} failed: {out.error}")
+        tick(f"{size.name}: gpu-model")
+        if ref.ok:
+            for name, run in sr.runs.items():
+                if run.status == "ok" and run.outputs:
+                    sr.agreements[(name, "reference")] = _compare_all(run.outputs, ref.outputs, rtol, atol)
+            if sr.gpu_model is not None:
+                sr.agreements[("gpu-model", "reference")] = _compare_all(sr.gpu_model, ref.outputs, rtol, atol)
+            if result.reduction_symbol is None:
+                result.reduction_symbol = reduction_symbol(spec, [o.shape for o in ref.outputs], size)
+        trn = sr.runs.get("trainium")
+        if sr.gpu_model is not None and trn is not None and trn.status == "ok":
+            sr.agreements[("trainium", "gpu-model")] = _compare_all(trn.outputs, sr.gpu_model, rtol, atol)
+        if result.reduction_symbol:
+            sr.reduction_length = size.bindings.get(result.reduction_symbol)
+        result.sizes.append(sr)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _num(v: float | None) -> float | str | None:
+    if v is None:
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else "inf"
+    return v
+
+
+def matrix_rows(res: NumericsResult) -> list[dict[str, Any]]:
+    """The scenario x size table of the Review JSON (`numerics.matrix`)."""
+    rows = []
+    for sr in res.sizes:
+        for (scenario, against), ags in sr.agreements.items():
+            for i, ag in enumerate(ags):
+                row: dict[str, Any] = {"size": sr.size, "scenario": scenario, "against": against, "output": i}
+                if ag is None:
+                    row.update(passed=False, note="output count or shape differs")
+                else:
+                    row.update({k: _num(v) if isinstance(v, float) else v for k, v in ag.to_json().items()
+                                if k in ("max_abs", "max_rel", "max_ulp", "mean_abs", "mismatch_fraction",
+                                         "nan_actual", "inf_actual", "worst_index", "passed", "dtype")})
+                rows.append(row)
+        for name, run in sr.runs.items():
+            if run.status != "ok":
+                rows.append({"size": sr.size, "scenario": name, "against": "reference", "output": None,
+                             "passed": False, "note": f"{run.status}: {run.error or ''}".strip()})
+    return rows
+

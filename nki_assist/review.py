@@ -1,0 +1,289 @@
+"""The review pipeline: a port (or bare files) in, one Review out.
+
+Stages, each degrading to a note instead of failing the review:
+  static checks on both files -> migration checks (CUDA vs NKI facts) -> numerics scenarios on every
+  size (simulator in a child process) + attribution -> cost model on the largest size that ran ->
+  prioritised findings F1..Fn -> written assessment (deterministic drafter or LLM, grounded).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .findings import Finding, dedupe, prioritize
+from .hardware import Target, get_target
+from .schema import Numerics, Performance, PortInfo, Review
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class ReviewOptions:
+    target: str | None = None  # overrides the spec's target
+    sizes: list[str] | None = None
+    backend: str = "builtin"
+    run: bool = True  # execute the kernel (simulation, numerics, cost model)
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    gpu_precision: str | None = None  # None: from the CUDA kernel's accumulators (fp32 default)
+    stochastic: bool = False
+    profile: str | None = None  # neuron-profile summary JSON
+    llm: str = "none"
+    model: str | None = None
+    base_url: str | None = None
+    rubric: str | None = None
+    cache_dir: str | None = None
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    plots: bool = True
+
+
+@dataclass
+class ReviewResult:
+    review: Review
+    plots: dict[str, bytes] = field(default_factory=dict)  # name -> PNG
+    seconds: float = 0.0
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes: list[str]) -> list[Finding]:
+    from .check import CheckOptions, check_text
+
+    text = _read(path)
+    if text is None:
+        notes.append(f"{display}: cannot be read; no static checks")
+        return []
+    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore)))
+    notes.extend(res.notes)
+    if res.status != "checked":
+        notes.append(f"{display}: static checks {res.status}: {res.reason}")
+    return res.findings
+
+
+def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_display: str | None,
+               nki_kernel: str | None, cuda_kernel: str | None, target: Target, notes: list[str]) -> list[Finding]:
+    if cuda_path is None:
+        notes.append("no CUDA file: migration checks skipped")
+        return []
+    from .parse.cuda import parse_cuda
+    from .parse.nki import parse_nki
+    from .rules.migration import run_migration_rules
+
+    nki_text, cuda_text = _read(nki_path), _read(cuda_path)
+    if nki_text is None or cuda_text is None:
+        notes.append("migration checks skipped: a source file cannot be read")
+        return []
+    try:
+        return run_migration_rules(parse_cuda(cuda_text, cuda_display), parse_nki(nki_text, nki_display), target,
+                                   cuda_kernel=cuda_kernel, nki_kernel=nki_kernel)
+    except Exception as exc:  # a migration-rule bug must not lose the rest of the review
+        notes.append(f"migration checks failed internally ({type(exc).__name__}: {exc})")
+        return []
+
+
+def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
+    """Accumulation precision of the CUDA kernel for the gpu-model scenario (fp32 unless it says otherwise)."""
+    if cuda_path is None:
+        return "float32"
+    from .parse.cuda import parse_cuda
+
+    text = _read(cuda_path) or ""
+    cf = parse_cuda(text, str(cuda_path))
+    kernels = [k for k in cf.kernels if k.qualifier == "global" and (cuda_kernel is None or k.name == cuda_kernel)]
+    dtypes = {str(getattr(a, "dtype", "") or "") for k in kernels for a in getattr(k, "accumulators", [])}
+    if any(d in ("half", "__half", "float16", "__nv_bfloat16", "bfloat16") for d in dtypes) and "float" not in dtypes:
+        return "float16"
+    if any(d == "double" for d in dtypes):
+        return "float64"
+    return "float32"
+
+
+def _kernel_line(path: Path, name: str | None) -> int | None:
+    from .toolchain.base import kernel_def_line
+
+    return kernel_def_line(str(path), name)
+
+
+def review_port(spec_path: str, options: ReviewOptions | None = None, *, progress: Progress | None = None,
+                cancel: threading.Event | None = None) -> ReviewResult:
+    """Full review of a port spec. Raises SpecError (a usage problem) only for an invalid spec."""
+    from .numerics.spec import load_spec
+
+    t0 = time.perf_counter()
+    opts = options or ReviewOptions()
+    say = progress or (lambda msg, pct: None)
+    spec = load_spec(spec_path)
+    target = get_target(opts.target or spec.target)
+    notes: list[str] = []
+    base = Path(spec_path).parent
+
+    def rel(p: Path | None) -> str | None:
+        return None if p is None else str(p) if not p.is_relative_to(base) else str(p.relative_to(base))
+
+    nki_disp, cuda_disp = rel(spec.nki_path), rel(spec.cuda_path)
+    port = PortInfo(name=spec.name, target=target.name, nki=nki_disp, cuda=cuda_disp, nki_kernel=spec.kernel_name,
+                    cuda_kernel=spec.port.cuda_kernel, spec=str(spec_path))
+    say("static checks", 2.0)
+    findings = _static(spec.nki_path, nki_disp, opts, target, notes)
+    if spec.cuda_path is not None:
+        findings += _static(spec.cuda_path, cuda_disp, opts, target, notes)
+    say("migration checks", 6.0)
+    findings += _migration(spec.nki_path, nki_disp, spec.cuda_path, cuda_disp, spec.kernel_name,
+                           spec.port.cuda_kernel, target, notes)
+    review = Review(port=port, notes=notes)
+    plots: dict[str, bytes] = {}
+    if opts.run and not (cancel and cancel.is_set()):
+        findings += _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel)
+    elif not opts.run:
+        notes.append("kernel not executed (--no-run): numerics and performance are null")
+    review.findings = _finalize(findings, base)
+    say("drafting the assessment", 92.0)
+    review.assessment = _assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
+                                               **({cuda_disp: _read(spec.cuda_path) or ""} if cuda_disp else {})})
+    say("done", 100.0)
+    return ReviewResult(review, plots, time.perf_counter() - t0)
+
+
+def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
+    """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
+    out = []
+    for f in dedupe(findings):
+        if f.file and Path(f.file).is_absolute():
+            p = Path(f.file)
+            if p.is_relative_to(base.resolve()):
+                f = f.model_copy(update={"file": str(p.relative_to(base.resolve()))})
+        out.append(f)
+    return prioritize(out)
+
+
+def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
+                prior: list[Finding], nki_disp: str, base: Path, say: Progress,
+                cancel: threading.Event | None) -> list[Finding]:
+    from .numerics.attribution import attribute, growth_fits
+    from .numerics.scenarios import matrix_rows, run_scenarios
+    from .toolchain.registry import get_backend
+
+    notes = review.notes
+    try:
+        backend = get_backend(opts.backend)
+    except Exception as exc:
+        notes.append(f"backend {opts.backend!r} unavailable ({exc}); kernel not executed")
+        return []
+    if not spec.reference_function:
+        notes.append("the spec has no reference: numerics compare nothing")
+    gpu = opts.gpu_precision or _cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+    res = run_scenarios(spec, target=target, backend=backend, sizes=opts.sizes, gpu_precision=gpu,
+                        stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
+                        progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
+                        cancelled=(cancel.is_set if cancel else None))
+    out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
+    kline = _kernel_line(spec.nki_path, spec.kernel_name)
+    out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline)
+    fits = growth_fits(res)
+    review.numerics = Numerics(
+        sizes=[{"name": s.size, **s.bindings, "reduction_length": s.reduction_length} for s in res.sizes],
+        scenarios=res.scenarios, matrix=matrix_rows(res), gpu_model_precision=gpu,
+        reduction_symbol=res.reduction_symbol, growth=[f.to_json() for f in fits],
+        tolerance={"rtol": spec.tolerance.rtol, "atol": spec.tolerance.atol},
+        notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3))
+    review.resources = {s.size: _peaks(s.runs.get("trainium"), target) for s in res.sizes}
+    if opts.plots:
+        from .numerics.plots import error_plot
+
+        png = error_plot(res)
+        if png:
+            plots["numerics.png"] = png
+    say("cost model", 85.0)
+    out += _performance(spec, res, opts, target, review, plots, nki_disp)
+    return out
+
+
+def _rebase(f: Finding, path: Path, display: str) -> Finding:
+    """Simulator findings name the kernel file by its absolute path; reports use the spec-relative one."""
+    if f.file and Path(f.file).resolve() == path.resolve():
+        return f.model_copy(update={"file": display})
+    return f
+
+
+def _peaks(run, target: Target) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    p = run.peaks
+    return {"status": run.status, "sbuf_bytes_per_partition": p.sbuf_bytes_per_partition,
+            "sbuf_percent": round(100.0 * p.sbuf_bytes_per_partition / target.sbuf_usable_bytes_per_partition, 1),
+            "psum_bytes_per_partition": p.psum_bytes_per_partition, "psum_banks": p.psum_banks,
+            "sbuf_line": p.sbuf_line, "psum_line": p.psum_line, "instructions": len(run.trace)}
+
+
+def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
+                 nki_disp: str) -> list[Finding]:
+    from . import perf
+
+    ran = [s for s in res.sizes if (r := s.runs.get("trainium")) is not None and r.status == "ok" and r.trace]
+    if not ran:
+        review.notes.append("performance: no size ran to completion with a trace; no estimate")
+        return []
+    sr = max(ran, key=lambda s: spec.input_bytes(spec.size(s.size)))
+    run = sr.runs["trainium"]
+    out_bytes = sum(o.nbytes for o in run.outputs)
+    est = perf.estimate(run, target, min_input_bytes=spec.input_bytes(spec.size(sr.size)), min_output_bytes=out_bytes)
+    findings = perf.perf_findings(est, run, target, file=nki_disp)
+    if opts.profile:
+        try:
+            prof = perf.load_profile(opts.profile)
+            est = perf.merge_profile(est, prof, kernel_name=spec.kernel_name)
+            findings += perf.profile_findings(prof, file=nki_disp)
+        except Exception as exc:
+            review.notes.append(f"profile {opts.profile}: {exc}")
+    performance = perf.to_performance(est)
+    extra = dict(performance.model_extra or {})
+    extra["size"] = sr.size
+    review.performance = Performance(**{**performance.model_dump(exclude=set(extra)), **extra})
+    if opts.plots:
+        try:
+            plots.update(perf.render_plots(est))
+        except Exception as exc:
+            review.notes.append(f"performance plots failed: {exc}")
+    return [_rebase(f, spec.nki_path, nki_disp) for f in findings]
+
+
+def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str]):
+    from .feedback import draft_assessment
+
+    return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
+                            rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir)
+
+
+def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | None = None, *,
+                 nki_kernel: str | None = None, cuda_kernel: str | None = None,
+                 progress: Progress | None = None) -> ReviewResult:
+    """Review without a spec: static and migration checks only (nothing can run without inputs)."""
+    t0 = time.perf_counter()
+    opts = options or ReviewOptions()
+    target = get_target(opts.target)
+    notes: list[str] = []
+    say = progress or (lambda msg, pct: None)
+    nki_p, cuda_p = Path(nki), Path(cuda) if cuda else None
+    say("static checks", 5.0)
+    findings = _static(nki_p, nki, opts, target, notes)
+    if cuda_p is not None:
+        findings += _static(cuda_p, cuda, opts, target, notes)
+    findings += _migration(nki_p, nki, cuda_p, cuda, nki_kernel, cuda_kernel, target, notes)
+    notes.append("no port spec: the kernel was not executed, so numerics and performance are null "
+                 "(write a port.toml with inputs and sizes to get them)")
+    review = Review(port=PortInfo(name=nki_p.stem, target=target.name, nki=nki, cuda=cuda, nki_kernel=nki_kernel,
+                                  cuda_kernel=cuda_kernel), notes=notes)
+    review.findings = _finalize(findings, Path("."))
+    say("drafting the assessment", 80.0)
+    review.assessment = _assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})})
+    return ReviewResult(review, {}, time.perf_counter() - t0)
