@@ -1,0 +1,297 @@
+"""NKI front end: tree-sitter-python parse of an NKI file into kernel facts (both dialects).
+
+Public API: `is_nki_source`, `parse_nki`, `kernel_resources`, and the fact classes re-exported from
+`nki_model`. Never raises on bad code: syntax errors are listed in `NkiFile.syntax_errors` and the
+parts that parse still produce facts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from typing import Any
+
+from ..hardware import Target, get_target
+from . import consts
+from .consts import Env, Folder, Lin
+from .nki_extract import KERNEL_DECORATORS, Extractor, canonical_api
+from .nki_model import (  # noqa: F401  (re-exported)
+    ALLOC_APIS, DMA_APIS, MATMUL_APIS, Allocation, ApiRef, Assert, Assignment, Call, Loop, Matmul,
+    NkiFile, NkiKernel, Operand, Param, Return, Subtraction,
+)
+
+__all__ = [
+    "is_nki_source", "parse_nki", "kernel_resources", "NkiFile", "NkiKernel", "Param", "Allocation",
+    "Loop", "Call", "Matmul", "Operand", "Assert", "Assignment", "Subtraction", "ApiRef", "Return",
+    "proves_divisible",
+]
+
+_NKI_IMPORT = re.compile(
+    rb"^[ \t]*(?:import[ \t]+(?:neuronxcc\.nki|nki)\b|from[ \t]+(?:neuronxcc\.nki|nki)\b|"
+    rb"from[ \t]+neuronxcc[ \t]+import[ \t]+[^\n]*\bnki\b|from[ \t]+torch_neuronx[ \t]+import[ \t]+[^\n]*\bnki_jit\b)",
+    re.M,
+)
+
+
+def is_nki_source(text: str) -> bool:
+    """Cheap test: does the file import `neuronxcc.nki` / `nki` in any form?"""
+    if "nki" not in text:
+        return False
+    return _NKI_IMPORT.search(text.encode("utf-8", "replace")) is not None
+
+
+@cache
+def _parser():
+    import tree_sitter_python as tsp
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tsp.language()))
+
+
+def parse_nki(text: str, path: str) -> NkiFile:
+    """Parse `text` (the contents of `path`) into facts; never raises on bad code."""
+    src = text.encode("utf-8", "replace")
+    tree = _parser().parse(src)
+    root = tree.root_node
+    nf = NkiFile(path=path, dialect="unknown", line_count=text.count("\n") + (0 if text.endswith("\n") else 1))
+    imports: dict[str, str] = {}
+    ex = Extractor(src, imports, Env())
+    _imports(root, ex, nf, imports)
+    nf.imports = dict(imports)
+    nf.dialect = _dialect(imports, nf.imports_full)
+    if root.has_error:
+        nf.syntax_errors = _syntax_errors(root, ex)
+    module_env = ex.module_env
+    functions, jit_wrapped = _module(root, ex, module_env, nf)
+    facts: dict[str, NkiKernel] = {}
+    for fn, deco in functions:
+        try:
+            k = ex.function(fn, deco)
+        except RecursionError:
+            continue
+        facts.setdefault(k.name, k)
+    for name in jit_wrapped:
+        if name in facts and facts[name].decorator is None:
+            facts[name].decorator = "nki.jit"
+    nf.kernels = _select_kernels(facts)
+    return nf
+
+
+def _imports(root, ex: Extractor, nf: NkiFile, imports: dict[str, str]) -> None:
+    stack = list(root.named_children)
+    while stack:
+        st = stack.pop()
+        t = st.type
+        if t in ("if_statement", "try_statement", "block", "else_clause", "except_clause", "ERROR",
+                 "finally_clause", "elif_clause"):
+            stack.extend(st.named_children)
+            continue
+        if t == "import_statement":
+            for c in st.named_children:
+                if c.type == "dotted_name":
+                    head = ex.text(c).split(".")[0]
+                    imports[head] = head
+                    _note(nf, ex, head, c)
+                    if ex.text(c).startswith(("neuronxcc.nki", "nki")):
+                        nf.imports_full.append(ex.text(c))
+                elif c.type == "aliased_import":
+                    full = ex.text(c.child_by_field_name("name"))
+                    alias = ex.text(c.child_by_field_name("alias"))
+                    imports[alias] = full
+                    _note(nf, ex, alias, c)
+        elif t == "import_from_statement":
+            mod_node = st.child_by_field_name("module_name")
+            if mod_node is None:
+                continue
+            mod = ex.text(mod_node)
+            for c in st.children_by_field_name("name"):
+                if c.type == "dotted_name":
+                    imports[ex.text(c)] = f"{mod}.{ex.text(c)}"
+                    _note(nf, ex, ex.text(c), c)
+                elif c.type == "aliased_import":
+                    alias = ex.text(c.child_by_field_name("alias"))
+                    imports[alias] = f"{mod}.{ex.text(c.child_by_field_name('name'))}"
+                    _note(nf, ex, alias, c)
+
+
+def _note(nf: NkiFile, ex: Extractor, alias: str, node) -> None:
+    line, col, _, end_col = ex.pos(node.parent if node.parent is not None else node)
+    nf.import_lines[alias] = (line, col, end_col)
+
+
+def _dialect(imports: dict[str, str], full_imports: list[str]) -> str:
+    mods = set(imports.values()) | set(full_imports)
+    legacy = any(m.startswith("neuronxcc.nki") or m == "torch_neuronx.nki_jit" for m in mods)
+    new = any(m == "nki" or m.startswith("nki.") for m in mods)
+    if legacy and new:
+        return "transitional"
+    if legacy:
+        return "legacy"
+    if new:
+        return "new"
+    return "unknown"
+
+
+def _syntax_errors(root, ex: Extractor, limit: int = 50) -> list[tuple[int, int, str]]:
+    out: list[tuple[int, int, str]] = []
+    stack = [root]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        if n.is_missing:
+            line, col, _, _ = ex.pos(n)
+            out.append((line, col, f"missing `{n.type}`"))
+            continue
+        if n.type == "ERROR":
+            line, col, _, _ = ex.pos(n)
+            snippet = ex.text(n).strip().splitlines()[0][:40] if ex.text(n).strip() else ""
+            out.append((line, col, f"cannot parse `{snippet}`" if snippet else "unexpected input"))
+            continue
+        if n.has_error:
+            stack.extend(reversed(n.children))
+    return sorted(out)
+
+
+def _module(root, ex: Extractor, env: Env, nf: NkiFile):
+    """Module constants (bound once), function definitions with their kernel decorator."""
+    functions: list[tuple[Any, str | None]] = []
+    jit_wrapped: set[str] = set()
+    counts: dict[str, int] = {}
+    assigns = []
+    for st in root.named_children:
+        if st.type == "expression_statement" and st.named_children and st.named_children[0].type == "assignment":
+            a = st.named_children[0]
+            for n in ex._target_names(a.child_by_field_name("left")):
+                counts[n] = counts.get(n, 0) + 1
+            assigns.append(a)
+    for a in assigns:
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if right is None:
+            continue
+        if left is not None and left.type == "identifier" and counts.get(ex.text(left)) == 1:
+            v = ex.folder.fold(right, env)
+            if v is not None:
+                env.values[ex.text(left)] = v
+        # kernel = nki.jit(fn)
+        if right.type == "call":
+            d = ex.folder.dotted(right.child_by_field_name("function"))
+            if d and canonical_api(_full(ex, d)) in ("nki.jit", "torch_neuronx.nki_jit"):
+                args = right.child_by_field_name("arguments")
+                for c in (args.named_children if args else []):
+                    if c.type == "identifier":
+                        jit_wrapped.add(ex.text(c))
+    for st in root.named_children:
+        fn, deco = st, None
+        if st.type == "decorated_definition":
+            fn = st.child_by_field_name("definition")
+            for d in st.named_children:
+                if d.type != "decorator" or not d.named_children:
+                    continue
+                expr = d.named_children[0]
+                if expr.type == "call":
+                    expr = expr.child_by_field_name("function")
+                dotted = ex.folder.dotted(expr) if expr is not None else None
+                if dotted:
+                    api = canonical_api(_full(ex, dotted))
+                    if api in KERNEL_DECORATORS:
+                        deco = KERNEL_DECORATORS[api]
+        elif st.type == "class_definition":
+            continue
+        if fn is not None and fn.type == "function_definition":
+            functions.append((fn, deco))
+    return functions, jit_wrapped
+
+
+def _full(ex: Extractor, dotted: str) -> str:
+    head, _, rest = dotted.partition(".")
+    mod = ex.imports.get(head)
+    if mod is None:
+        return dotted
+    return f"{mod}.{rest}" if rest else mod
+
+
+def _select_kernels(facts: dict[str, NkiKernel]) -> list[NkiKernel]:
+    """Decorated kernels plus the undecorated functions they call (transitively)."""
+    chosen = {n for n, k in facts.items() if k.decorator is not None}
+    if not chosen:
+        chosen = {n for n, k in facts.items()
+                  if any(c.api.startswith(("nl.", "nisa.")) for c in k.calls)}
+    todo = list(chosen)
+    while todo:
+        k = facts[todo.pop()]
+        for callee in k.called_functions:
+            if callee in facts and callee not in chosen:
+                chosen.add(callee)
+                todo.append(callee)
+    return sorted((facts[n] for n in chosen), key=lambda k: k.line)
+
+
+def proves_divisible(kernel: NkiKernel, num: Any, den: int) -> bool:
+    """True when the kernel's asserts (or the numbers) prove `num % den == 0`."""
+    i = consts.as_int(num)
+    if i is not None:
+        return i % den == 0
+    env = getattr(kernel, "_env", None)
+    if env is None:
+        env = Env(divisors=kernel.divisors)
+    return env.divisible(num, den)
+
+
+# ---- resources -----------------------------------------------------------------------------------
+
+def _scope_peak(allocs: list[Allocation], weight) -> tuple[int, list[Allocation]]:
+    """Peak over loop scopes of the sum of allocations live in that scope (own + enclosing scopes).
+
+    An allocation is live in its scope (the loop body it is created in) and every scope nested in
+    it; sibling loops do not overlap. Repeated bindings of one name in one scope count once (max).
+    """
+    by_key: dict[tuple, tuple[int, Allocation]] = {}
+    for a in allocs:
+        w = weight(a)
+        if w is None:
+            continue
+        path = tuple(lp.id for lp in a.loops)
+        key = (path, a.name if a.name else f"@{a.line}:{a.col}")
+        if key not in by_key or by_key[key][0] < w:
+            by_key[key] = (w, a)
+    paths = {k[0] for k in by_key} | {()}
+    best, best_allocs = 0, []
+    for p in paths:
+        live = [(w, a) for (ap, _), (w, a) in by_key.items() if p[:len(ap)] == ap]
+        total = sum(w for w, _ in live)
+        if total > best:
+            best, best_allocs = total, [a for _, a in sorted(live, key=lambda x: (x[1].line, x[1].col))]
+    return best, best_allocs
+
+
+def psum_banks_of(a: Allocation, target: Target) -> int | None:
+    if a.free_bytes is None or a.blocks is None:
+        return None
+    return a.blocks * max(1, math.ceil(a.free_bytes / target.psum_bank_bytes))
+
+
+def kernel_resources(kernel: NkiKernel, target: Target | str | None = None) -> dict[str, Any]:
+    """Static estimate of on-chip memory from the kernel's allocations and their loop scopes."""
+    if not isinstance(target, Target):
+        target = get_target(target)
+    sbuf = [a for a in kernel.allocations if a.buffer == "sbuf"]
+    psum = [a for a in kernel.allocations if a.buffer == "psum"]
+    sbuf_peak, sbuf_live = _scope_peak(sbuf, lambda a: a.bytes_per_partition)
+    banks, bank_live = _scope_peak(psum, lambda a: psum_banks_of(a, target))
+    psum_bytes, _ = _scope_peak(psum, lambda a: a.bytes_per_partition)
+    unknown = [a for a in sbuf + psum if a.bytes_per_partition is None]
+    return {
+        "target": target.name,
+        "sbuf_peak_bytes_per_partition": sbuf_peak,
+        "sbuf_budget_bytes_per_partition": target.sbuf_usable_bytes_per_partition,
+        "sbuf_percent": round(100.0 * sbuf_peak / target.sbuf_usable_bytes_per_partition, 1),
+        "sbuf_live": [(a.name, a.line, a.bytes_per_partition) for a in sbuf_live],
+        "psum_banks": banks,
+        "psum_bank_limit": target.psum_banks,
+        "psum_bytes_per_partition": psum_bytes,
+        "psum_live": [(a.name, a.line, psum_banks_of(a, target)) for a in bank_live],
+        "unknown_size_allocations": [(a.name, a.line) for a in unknown],
+    }
+
+
+del Folder, Lin

@@ -1,0 +1,76 @@
+"""Shared helpers for the static NKI rule families: registration and Finding construction."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ..findings import Finding, Severity
+from ..hardware import Target
+from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
+from .registry import get
+
+Check = Callable[[NkiFile, Target], Iterable[Finding]]
+CHECKS: list[tuple[str, Check]] = []
+
+
+def check(rule_id: str) -> Callable[[Check], Check]:
+    """Register a check for `rule_id`; checks run over the extracted facts, never the tree."""
+
+    def deco(fn: Check) -> Check:
+        CHECKS.append((rule_id, fn))
+        return fn
+
+    return deco
+
+
+def emit(rule_id: str, nf: NkiFile, line: int, col: int, end_line: int | None, end_col: int | None,
+         message: str, evidence: dict[str, Any] | None = None, *, severity: Severity | None = None,
+         fix: str | None = None, confidence: str = "high") -> Finding:
+    fields: dict[str, Any] = dict(file=nf.path, line=max(1, line), column=max(1, col),
+                                  end_line=max(1, end_line or line), end_column=max(1, end_col or col),
+                                  evidence=evidence or {}, confidence=confidence)
+    if fix is not None:
+        fields["fix"] = fix
+    return get(rule_id).finding(message, severity=severity, **fields)
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]" if shape is not None else "[?]"
+
+
+def loop_label(lp: Loop) -> str:
+    trips = f"{lp.trip_count} iterations" if lp.trip_count is not None else f"trip {lp.trip_expr}"
+    var = f" `{lp.var}`" if lp.var else ""
+    return f"loop{var} (line {lp.line}, {trips})"
+
+
+def inside(line: int, lp: Loop) -> bool:
+    return lp.line <= line <= lp.end_line
+
+
+def allocation_of(k: NkiKernel, name: str, before_line: int | None = None) -> Allocation | None:
+    """The latest allocation bound to `name` at or before `before_line`."""
+    best = None
+    for a in k.allocations:
+        if a.name == name and (before_line is None or a.line <= before_line):
+            if best is None or a.line >= best.line:
+                best = a
+    return best
+
+
+def defined_outside(k: NkiKernel, name: str, lp: Loop) -> bool:
+    if any(p.name == name for p in k.params):
+        return True
+    return any(a.name == name and not inside(a.line, lp) and a.line < lp.line for a in k.assignments)
+
+
+def fresh_in_loop_before(k: NkiKernel, w: Assignment, lp: Loop) -> bool:
+    """`name = <new value>` inside the loop before `w`: the loop body starts from a fresh value."""
+    return any(a.name == w.name and inside(a.line, lp) and a.start_byte < w.start_byte and a.op == "="
+               and not a.subscript and a.name not in a.reads for a in k.assignments)
+
+
+def reads_self(w: Assignment) -> bool:
+    if w.op not in ("=", "call"):
+        return True
+    return w.name in w.reads

@@ -1,0 +1,244 @@
+"""Memory-hierarchy rules: partitions, SBUF budget, PSUM banks, matmul limits, placement, DMA shape."""
+
+from __future__ import annotations
+
+from ..findings import Severity
+from ..hardware import DTYPE_BYTES, Target
+from ..parse.nki import kernel_resources, psum_banks_of
+from ..parse.nki_model import DMA_APIS, NkiFile
+from .nki_common import check, emit, loop_label, shape_str
+
+HBM = ("hbm", "shared_hbm", "private_hbm")
+KIB = 1024
+
+
+@check("NKI101")
+def partition_dim(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for a in k.allocations:
+            if a.buffer not in ("sbuf", "psum") or not isinstance(a.partitions, int):
+                continue
+            if a.partitions > t.partitions:
+                where = "loads" if a.implicit else "allocates"
+                yield emit("NKI101", nf, a.line, a.col, a.end_line, a.end_col,
+                           f"`{a.name or a.api}` {where} a {a.buffer.upper()} tile {shape_str(a.shape)} with "
+                           f"{a.partitions} rows on the partition axis; {t.name} has {t.partitions} partitions.",
+                           {"tensor": a.name, "shape": list(a.shape or ()), "partitions": a.partitions,
+                            "partition_limit": t.partitions, "buffer": a.buffer},
+                           fix=f"Tile the partition axis into blocks of {t.partitions} (nl.tile_size.pmax) rows.")
+
+
+@check("NKI102")
+def sbuf_budget(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        res = kernel_resources(k, t)
+        peak, budget = res["sbuf_peak_bytes_per_partition"], t.sbuf_usable_bytes_per_partition
+        if peak <= budget:
+            continue
+        live = [a for a in k.allocations if a.buffer == "sbuf" and (a.name, a.line, a.bytes_per_partition)
+                in res["sbuf_live"]]
+        biggest = max(live, key=lambda a: a.bytes_per_partition or 0)
+        parts = ", ".join(f"`{n}` line {ln}: {b} B" for n, ln, b in res["sbuf_live"][:6])
+        yield emit("NKI102", nf, biggest.line, biggest.col, biggest.end_line, biggest.end_col,
+                   f"SBUF tiles live together need {peak} B per partition ({parts}); {t.name} has {budget} B "
+                   f"usable per partition ({t.sbuf_bytes_per_partition} B physical).",
+                   {"sbuf_bytes_per_partition": peak, "budget_bytes_per_partition": budget,
+                    "physical_bytes_per_partition": t.sbuf_bytes_per_partition,
+                    "percent": res["sbuf_percent"],
+                    "live": [{"tensor": n, "line": ln, "bytes_per_partition": b} for n, ln, b in res["sbuf_live"]]},
+                   fix=f"Shrink `{biggest.name}` ({biggest.bytes_per_partition} B per partition): fewer block "
+                       "dims or a narrower free size, or allocate it inside the loop that uses it.")
+
+
+@check("NKI103")
+def psum_tile(nf: NkiFile, t: Target):
+    # NeuronCore-v4 matmuls may write up to 8 banks (4096 fp32 / 8192 bf16): only the bank total binds there
+    limit = max(t.psum_bank_bytes, t.moving_fmax * 4)
+    for k in nf.kernels:
+        for a in k.allocations:
+            if a.buffer != "psum" or a.free_bytes is None or a.free_bytes <= limit:
+                continue
+            elems = a.free_bytes // DTYPE_BYTES.get(a.dtype or "float32", 4)
+            half = max(1, t.psum_bank_bytes // DTYPE_BYTES.get(a.dtype or "float32", 4))
+            yield emit("NKI103", nf, a.line, a.col, a.end_line, a.end_col,
+                       f"PSUM tile {shape_str(a.shape)} {a.dtype or 'float32'} needs {a.free_bytes} B per partition; "
+                       f"a PSUM bank holds {t.psum_bank_bytes} B.",
+                       {"tensor": a.name, "shape": list(a.shape or ()), "bytes_per_partition": a.free_bytes,
+                        "bank_bytes": t.psum_bank_bytes, "free_elems": elems},
+                       fix=f"Split the free dimension into {half}-wide blocks, one PSUM bank each.")
+
+
+@check("NKI104")
+def psum_banks(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        res = kernel_resources(k, t)
+        if res["psum_banks"] <= t.psum_banks:
+            continue
+        live = [a for a in k.allocations if a.buffer == "psum" and (a.name, a.line, psum_banks_of(a, t))
+                in res["psum_live"]]
+        last = max(live, key=lambda a: (a.line, a.col))
+        parts = ", ".join(f"`{n}` line {ln}: {b}" for n, ln, b in res["psum_live"][:8])
+        yield emit("NKI104", nf, last.line, last.col, last.end_line, last.end_col,
+                   f"PSUM tiles live together need {res['psum_banks']} banks ({parts}); a partition has "
+                   f"{t.psum_banks} banks of {t.psum_bank_bytes} B.",
+                   {"psum_banks": res["psum_banks"], "bank_limit": t.psum_banks, "bank_bytes": t.psum_bank_bytes,
+                    "live": [{"tensor": n, "line": ln, "banks": b} for n, ln, b in res["psum_live"]]})
+
+
+@check("NKI105")
+def matmul_limits(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for mm in k.matmuls:
+            c = mm.call
+            dst_bf16 = mm.dst is not None and mm.dst.dtype == "bfloat16"
+            n_max = t.moving_fmax_bf16_dst if dst_bf16 else t.moving_fmax
+            over = []
+            if mm.K is not None and mm.K > t.contraction_max:
+                over.append(f"contraction K={mm.K} > {t.contraction_max}")
+            if mm.M is not None and mm.M > t.stationary_fmax:
+                over.append(f"stationary free M={mm.M} > {t.stationary_fmax}")
+            if mm.N is not None and mm.N > n_max:
+                over.append(f"moving free N={mm.N} > {n_max}")
+            if not over:
+                continue
+            yield emit("NKI105", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}` exceeds the Tensor Engine tile limits on {t.name}: {'; '.join(over)}.",
+                       {"K": mm.K, "M": mm.M, "N": mm.N, "K_max": t.contraction_max,
+                        "M_max": t.stationary_fmax, "N_max": n_max})
+
+
+@check("NKI106")
+def matmul_placement(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for mm in k.matmuls:
+            c = mm.call
+            for op in (mm.stationary, mm.moving):
+                if op is None:
+                    continue
+                buf = "hbm" if op.is_param else op.buffer
+                if buf in HBM or buf == "psum":
+                    yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,
+                               f"`{c.api}` reads operand `{op.text}` from {buf.upper()}; the Tensor Engine reads "
+                               "only SBUF.",
+                               {"operand": op.text, "role": op.role, "buffer": buf},
+                               fix=f"Load `{op.name}` into an SBUF tile first (nl.load / nisa.dma_copy"
+                                   + (", or nisa.tensor_copy from PSUM" if buf == "psum" else "") + ").")
+            if mm.dst is not None and mm.dst.buffer not in (None, "psum", "unknown"):
+                yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,
+                           f"`{c.api}` writes its result to `{mm.dst.text}` in {mm.dst.buffer.upper()}; the Tensor "
+                           "Engine writes only PSUM.",
+                           {"operand": mm.dst.text, "role": "dst", "buffer": mm.dst.buffer},
+                           fix="Allocate the destination with buffer=nl.psum and copy it to SBUF afterwards.")
+
+
+@check("NKI107")
+def dma_from_psum(nf: NkiFile, t: Target):
+    if nf.dialect not in ("new", "transitional"):
+        return
+    for k in nf.kernels:
+        for c in k.calls:
+            if c.api not in ("nisa.dma_copy", "nl.store", "nisa.dma_transpose", "nl.load"):
+                continue
+            src = c.operand("value") if c.api == "nl.store" else c.operand("src")
+            if src is None or src.buffer != "psum":
+                continue
+            yield emit("NKI107", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}` reads `{src.text}` directly from PSUM; NKI 0.3+ has no PSUM source for DMA "
+                       "(and nl.store cannot take PSUM).",
+                       {"api": c.api, "operand": src.text, "buffer": "psum"},
+                       fix=f"Copy `{src.name}` to an SBUF tile with nisa.tensor_copy (or nl.copy) and DMA from SBUF.")
+
+
+def _dma_region(c):
+    """The transferred region: the HBM side when its shape is known, else the on-chip side."""
+    ops = [o for o in c.operands if o.role in ("src", "dst", "value") and o.shape]
+    ops.sort(key=lambda o: 0 if (o.is_param or o.buffer in HBM) else 1)
+    return ops[0] if ops else None
+
+
+@check("NKI108")
+def small_dma(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for c in k.calls:
+            if c.api not in DMA_APIS or not c.loops:
+                continue
+            inner = c.loops[-1]
+            if inner.trip_count is not None and inner.trip_count <= 1:
+                continue
+            region = _dma_region(c)
+            if region is None or len(region.shape) < 1:
+                continue
+            parts = region.shape[0] if isinstance(region.shape[0], int) else None
+            free = region.free_elems
+            dtype = c._kw_dtype if getattr(c, "_kw_dtype", None) else None  # type: ignore[attr-defined]
+            dtype = dtype or next((o.dtype for o in c.operands if o.dtype), None)
+            esize = DTYPE_BYTES.get(dtype) if dtype else None
+            problems, ev = [], {"shape": list(region.shape), "dtype": dtype, "loop_line": inner.line,
+                                "min_bytes_per_partition": t.dma_min_bytes_per_partition}
+            if parts is not None and parts < t.partitions:
+                problems.append(f"{parts} of {t.partitions} partitions")
+                ev["partitions"] = parts
+            if free is not None:
+                # unknown dtype: only certain when even fp32 stays under the minimum
+                bpp = free * esize if esize else (free * 4 if free * 4 < t.dma_min_bytes_per_partition else None)
+                if bpp is not None and bpp < t.dma_min_bytes_per_partition:
+                    problems.append(f"{bpp} B per partition{'' if esize else ' (at most, fp32)'}")
+                    ev["bytes_per_partition"] = bpp
+            if not problems:
+                continue
+            yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}` of {shape_str(region.shape)} inside {loop_label(inner)} moves "
+                       f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
+                       f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost.",
+                       ev, confidence="high" if esize or "partitions" in ev else "medium")
+
+
+@check("NKI109")
+def loop_invariant_load(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        stored = {(c.operand("dst").name, c.line) for c in k.calls
+                  if c.api in ("nl.store", "nisa.dma_copy") and c.operand("dst") is not None}
+        for c in k.calls:
+            if c.api not in ("nl.load", "nl.load_transpose2d", "nisa.dma_copy") or not c.loops:
+                continue
+            src = c.operand("src")
+            if src is None or not (src.is_param or src.buffer in HBM):
+                continue
+            inner = c.loops[-1]
+            if inner.id in c.dep_loops or (inner.trip_count is not None and inner.trip_count <= 1):
+                continue
+            if inner.kind in ("while", "iter", "fori_loop"):
+                continue
+            if any(n == src.name and inner.line <= ln <= inner.end_line for n, ln in stored):
+                continue  # the loop also writes that tensor: the reload may be intended
+            times = f"{inner.trip_count} times" if inner.trip_count else "once per iteration"
+            yield emit("NKI109", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}({src.text})` inside {loop_label(inner)} does not depend on "
+                       f"`{inner.var}`: the same HBM region is loaded {times}.",
+                       {"tensor": src.name, "loop_var": inner.var, "loop_line": inner.line,
+                        "trip_count": inner.trip_count, "shape": list(src.shape) if src.shape else None},
+                       fix=f"Hoist the load above line {inner.line} and reuse the tile inside the loop.")
+
+
+@check("NKI110")
+def output_buffer(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        if k.decorator is None:
+            continue
+        for r in k.returns:
+            for name in r.names:
+                allocs = [a for a in k.allocations if a.name == name and not a.implicit and a.line <= r.line]
+                if not allocs:
+                    continue
+                a = allocs[-1]
+                if nf.dialect in ("new", "transitional"):
+                    bad = a.buffer not in ("shared_hbm", "unknown")
+                else:
+                    bad = a.buffer in ("sbuf", "psum")
+                if not bad:
+                    continue
+                yield emit("NKI110", nf, r.line, r.col, r.line, r.end_col,
+                           f"Kernel `{k.name}` returns `{name}` allocated in {a.buffer} (line {a.line}); kernel "
+                           f"outputs must be HBM tensors{' in nl.shared_hbm (NKI 0.3+)' if nf.dialect != 'legacy' else ''}.",
+                           {"tensor": name, "buffer": a.buffer, "allocation_line": a.line, "dialect": nf.dialect},
+                           severity=Severity.ERROR)

@@ -1,0 +1,82 @@
+"""Migration-correctness rules: carried dependencies, unused inputs, unguarded floor-divided trips."""
+
+from __future__ import annotations
+
+from ..findings import Severity
+from ..hardware import Target
+from ..parse import consts
+from ..parse.nki import proves_divisible
+from ..parse.nki_model import NkiFile
+from .nki_common import (allocation_of, check, defined_outside, emit, fresh_in_loop_before, inside,
+                         loop_label, reads_self)
+
+
+@check("NKI201")
+def affine_carried(nf: NkiFile, t: Target):
+    if nf.dialect not in ("legacy", "transitional"):
+        return
+    for k in nf.kernels:
+        for w in k.assignments:
+            if not reads_self(w):
+                continue
+            alloc = allocation_of(k, w.name, w.line)
+            if w.value_kind == "matmul" and w.op in ("+=", "call") and alloc is not None and alloc.buffer == "psum":
+                continue  # psum += matmul: the documented associative accumulation
+            for lp in reversed(w.loops):
+                if lp.kind != "affine_range" or lp.id in w.index_dep_loops:
+                    continue
+                if not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
+                    continue
+                where = f" in {alloc.buffer.upper()}" if alloc is not None and alloc.buffer != "unknown" else ""
+                yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col,
+                           f"`{w.name}`{where} is read and written by every iteration of nl.affine_range "
+                           f"{loop_label(lp)}: a loop-carried dependency, but affine_range iterations may run in "
+                           "any order (legacy NKI).",
+                           {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
+                            "buffer": alloc.buffer if alloc else None},
+                           fix=f"Use nl.sequential_range for the loop on line {lp.line}"
+                               + (", or accumulate the matmul into a PSUM tile with `+=`." if w.value_kind == "matmul"
+                                  else "."))
+                break
+
+
+@check("NKI202")
+def unused_input(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        if "locals" in k.called_functions or "vars" in k.called_functions:
+            continue
+        for p in k.params:
+            if p.name in k.used_names or p.name.startswith("_") or p.name in ("self", "cls"):
+                continue
+            yield emit("NKI202", nf, p.line, p.col, p.line, p.col + len(p.name),
+                       f"Input `{p.name}` of kernel `{k.name}` is never read.",
+                       {"parameter": p.name, "kernel": k.name},
+                       fix=f"Read `{p.name}` where the CUDA kernel does (bias, scale, residual?) or remove it.")
+
+
+@check("NKI203")
+def floor_div_trip(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for lp in k.loops:
+            for num_text, num, den, *_ in lp.floor_divs:
+                if proves_divisible(k, num, den):
+                    continue
+                n_int = consts.as_int(num)
+                if n_int is not None:
+                    tail = n_int % den
+                    yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
+                               f"{loop_label(lp)} runs {num_text} // {den} = {n_int // den} tiles of {den}: the last "
+                               f"{tail} of {n_int} elements are never processed.",
+                               {"numerator": n_int, "tile": den, "trip_count": n_int // den, "dropped": tail},
+                               severity=Severity.ERROR)
+                    continue
+                syms = {s for term, _ in (num.terms if isinstance(num, consts.Lin) else ()) for s in [term]}
+                if syms & k.guarded_names or any(inside(g, lp) for g in k.guard_lines):
+                    continue  # an assert / if / min() / mask= handles the tail
+                yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
+                           f"{loop_label(lp)} runs `{num_text} // {den}` iterations with no assert that {den} "
+                           f"divides {num_text} and no mask or min() clamp: when {num_text} % {den} != 0 the tail is "
+                           "silently skipped.",
+                           {"numerator": num_text, "tile": den, "trip_expr": lp.trip_expr},
+                           fix=f"Add `assert {num_text} % {den} == 0` at the top of the kernel, or loop over "
+                               f"ceil({num_text} / {den}) tiles and clamp the last tile with min().")

@@ -1,0 +1,129 @@
+"""Numerical-accuracy rules: low-precision accumulators, exp overflow, variance cancellation,
+activation valid ranges, fp8 variants."""
+
+from __future__ import annotations
+
+from ..findings import Severity
+from ..hardware import ACTIVATION_VALID_RANGE, FP8_MAX, LOW_PRECISION_FLOATS, Target
+from ..parse.nki_model import NkiFile
+from .nki_common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, loop_label, reads_self
+
+_MAX_APIS = {"nl.max", "nisa.max8", "nl.amax", "nl.reduce_max"}
+_ACT_APIS = {"nisa.activation", "nisa.activation_reduce"}
+
+
+@check("NKI401")
+def low_precision_acc(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for w in k.assignments:
+            if not w.loops or not reads_self(w):
+                continue
+            if not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub")):
+                continue
+            a = allocation_of(k, w.name, w.line)
+            if a is None or a.dtype not in LOW_PRECISION_FLOATS or a.buffer not in ("sbuf", "unknown"):
+                continue
+            for lp in reversed(w.loops):
+                if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
+                    continue
+                yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                           f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates across {loop_label(lp)}: "
+                           f"every add rounds the running sum to {a.dtype} (8 significant bits for bfloat16).",
+                           {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
+                            "allocation_line": a.line},
+                           fix=f"Allocate `{w.name}` as nl.float32 (or accumulate in PSUM) and cast to {a.dtype} "
+                               "once after the loop.")
+                break
+
+
+def _is_exp(c) -> bool:
+    return c.api in ("nl.exp",) or (c.api in _ACT_APIS and c.op in ("nl.exp", "np.exp"))
+
+
+def _is_max(c) -> bool:
+    if c.api in _MAX_APIS:
+        return True
+    return c.api == "nisa.tensor_reduce" and (c.op or "").endswith(("max", "maximum"))
+
+
+@check("NKI402")
+def exp_overflow(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        max_lines = [c.line for c in k.calls if _is_max(c)]
+        for c in k.calls:
+            if not _is_exp(c):
+                continue
+            if any(ln <= c.line for ln in max_lines) or "bias" in c.kwargs:
+                continue
+            data = c.operand("data", "x")
+            arg = data.text if data else (c.args[-1] if c.args else "")
+            if "-" in arg or "subtract" in arg:
+                continue
+            yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}` exponentiates `{arg}` with no max reduction before it in `{k.name}`: "
+                       "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
+                       {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
+                       confidence="medium")
+
+
+@check("NKI403")
+def variance(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for s in k.subtractions:
+            if {s.left_tag, s.right_tag} != {"mean_sq", "sq_mean"} or s.left_tag != "mean_sq":
+                continue
+            known = [d for d in s.dtypes if d]
+            if known and all(d in ("float32",) for d in known):
+                continue
+            low = [d for d in known if d in LOW_PRECISION_FLOATS]
+            dt = low[0] if low else None
+            yield emit("NKI403", nf, s.line, s.col, s.end_line, s.end_col,
+                       f"`{s.text}` computes variance as E[x^2] - E[x]^2"
+                       + (f" in {dt}" if dt else "") +
+                       ": when the mean is large relative to the spread the two terms cancel and the result can "
+                       "come out negative or zero.",
+                       {"expression": s.text, "dtype": dt},
+                       confidence="high" if dt else "medium")
+
+
+@check("NKI404")
+def activation_range(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for c in k.calls:
+            if c.api not in _ACT_APIS or not c.op:
+                continue
+            fn = c.op.rsplit(".", 1)[-1]
+            if fn not in ACTIVATION_VALID_RANGE:
+                continue
+            lo, hi = ACTIVATION_VALID_RANGE[fn]
+            narrow = fn in ("sin", "arctan")
+            rng = f"[{lo:.4g}, {hi:.4g}]" if fn != "reciprocal" else f"+/-[{lo:.3g}, {hi:.3g}]"
+            yield emit("NKI404", nf, c.line, c.col, c.end_line, c.end_col,
+                       f"`{c.api}(op={c.op})` is a ScalarE polynomial approximation valid only on {rng}"
+                       + ("; activation does no range reduction (sin(9.0) returns ~27.65)" if fn == "sin" else "")
+                       + "; outside that range the output is invalid.",
+                       {"function": fn, "valid_min": lo, "valid_max": hi},
+                       severity=Severity.WARNING if narrow else Severity.INFO,
+                       confidence="medium")
+
+
+@check("NKI405")
+def fp8_variant(nf: NkiFile, t: Target):
+    if t.supports_fp8_e4m3fn:
+        return
+    for k in nf.kernels:
+        seen = set()
+        for a in k.allocations:
+            if a.dtype == "float8_e4m3fn":
+                seen.add(a.line)
+                yield emit("NKI405", nf, a.line, a.col, a.end_line, a.end_col,
+                           f"`{a.name}` is float8_e4m3fn (OCP, max {FP8_MAX['float8_e4m3fn']:g}); {t.name}'s Tensor "
+                           f"Engine takes only float8_e4m3 (max {FP8_MAX['float8_e4m3']:g}).",
+                           {"dtype": "float8_e4m3fn", "target": t.name, "max_e4m3": FP8_MAX["float8_e4m3"],
+                            "max_e4m3fn": FP8_MAX["float8_e4m3fn"]})
+        for c in k.calls:
+            if getattr(c, "_kw_dtype", None) == "float8_e4m3fn" and c.line not in seen:
+                yield emit("NKI405", nf, c.line, c.col, c.end_line, c.end_col,
+                           f"`{c.api}` casts to float8_e4m3fn (OCP, max {FP8_MAX['float8_e4m3fn']:g}); {t.name}'s "
+                           f"Tensor Engine takes only float8_e4m3 (max {FP8_MAX['float8_e4m3']:g}).",
+                           {"dtype": "float8_e4m3fn", "target": t.name})
