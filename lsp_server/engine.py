@@ -1,0 +1,185 @@
+"""The server's only door onto the nki-assist engine (check, parse, resources, review).
+
+Everything here runs in a worker thread, never on the event loop. Engine modules are imported
+lazily so the server starts fast and keeps working while parts of the engine are missing. Tests
+replace `analyze` (unit) or use the `NKI_ASSIST_LSP_TEST_FAULT` hook (end to end).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .settings import Settings
+
+# Test-only fault injection (documented in docs/lsp.md): "rule-crash" makes the check of any
+# document containing FAULT_MARKER raise, "rule-hang" makes it block for HANG_SECONDS.
+FAULT_ENV = "NKI_ASSIST_LSP_TEST_FAULT"
+FAULT_MARKER = "nki-assist-test-fault"
+HANG_SECONDS = 20.0
+STOP = threading.Event()  # set at shutdown so injected hangs end
+
+# NKI files import the legacy (`neuronxcc.nki`) or the new (`nki`) package.
+_NKI_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:neuronxcc\.nki|neuronxcc\s+import\s+nki|nki)\b", re.M)
+CUDA_SUFFIXES = (".cu", ".cuh")
+CUDA_LANGUAGE_IDS = {"cuda-cpp", "cuda"}
+
+
+def language_of(path: str | None, language_id: str | None, text: str) -> str | None:
+    """"nki", "cuda" or None (not ours). Cheap: a suffix test and one regex scan."""
+    suffix = Path(path).suffix.lower() if path else ""
+    if suffix in CUDA_SUFFIXES or (not suffix and language_id in CUDA_LANGUAGE_IDS):
+        return "cuda"
+    if suffix in (".py", ".pyi") or (not suffix and language_id == "python"):
+        return "nki" if _is_nki(text) else None
+    return None
+
+
+def _is_nki(text: str) -> bool:
+    if "nki" not in text:
+        return False
+    try:
+        from nki_assist.parse.nki import is_nki_source
+    except ImportError:
+        return _NKI_IMPORT.search(text) is not None
+    try:
+        return bool(is_nki_source(text))
+    except Exception:  # noqa: BLE001
+        return _NKI_IMPORT.search(text) is not None
+
+
+def check_path(path: str | None, uri: str, language: str) -> str:
+    """The path handed to the engine: the real file path, or a pseudo path with the right suffix."""
+    if path:
+        return path
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", uri.split(":", 1)[-1]) or "untitled"
+    return name + (".cu" if language == "cuda" else ".py")
+
+
+@dataclass
+class Analysis:
+    """What one analysis of one document version produced."""
+
+    uri: str
+    version: int | None
+    language: str | None
+    target: str | None = None  # the hardware target the check used
+    findings: list[Any] = field(default_factory=list)
+    nki_file: Any = None  # parse_nki result (NKI files only), for hover and lens
+    resources: dict[str, dict] = field(default_factory=dict)  # kernel name -> kernel_resources()
+    notes: list[str] = field(default_factory=list)  # shown in the log, e.g. "file too large"
+    error: str | None = None  # the engine failed; previous diagnostics are kept
+    seconds: float = 0.0
+
+
+def _inject_fault(text: str) -> None:
+    fault = os.environ.get(FAULT_ENV, "")
+    if not fault or FAULT_MARKER not in text:
+        return
+    if fault == "rule-crash":
+        raise RuntimeError("injected rule crash (NKI_ASSIST_LSP_TEST_FAULT=rule-crash)")
+    if fault == "rule-hang":
+        STOP.wait(HANG_SECONDS)
+
+
+def load_file_config(path: str | None):
+    """`[tool.nki-assist]` for a file on disk, or None (untitled, deleted, engine missing)."""
+    if not path:
+        return None
+    try:
+        from nki_assist.config import load_config
+    except ImportError:
+        return None
+    try:
+        return load_config(Path(path).parent)
+    except Exception:  # noqa: BLE001 - a broken config must not stop diagnostics
+        return None
+
+
+def check_options(settings: Settings, config):
+    """CheckOptions from `[tool.nki-assist]` with the editor settings on top: the editor's target
+    and select win when set, its ignore list is added."""
+    from nki_assist import check
+
+    if config is not None and hasattr(check, "options_from_config"):
+        options = check.options_from_config(config, target=settings.target,
+                                            select=list(settings.select) or None)
+    else:
+        options = check.CheckOptions(target=settings.target or getattr(config, "target", None) or "trn2",
+                                     select=list(settings.select) or getattr(config, "select", None),
+                                     ignore=list(getattr(config, "ignore", None) or []))
+    options.ignore = list(options.ignore) + list(settings.ignore)
+    options.fail_on = "never"
+    if settings.max_file_bytes:
+        options.max_file_bytes = settings.max_file_bytes
+    return options
+
+
+def _run_check(path: str, text: str, options, result: Analysis) -> None:
+    from nki_assist import check
+
+    _inject_fault(text)
+    if not hasattr(check, "check_text"):  # the minimal engine API
+        result.findings = list(check.check_source(path, text, options))
+        return
+    outcome = check.check_text(path, text, options)
+    result.findings = list(outcome.findings)
+    if outcome.status == "error":  # e.g. a rule raised: the engine isolated it, we say so
+        result.error = outcome.reason
+    elif outcome.status == "skipped" and outcome.notes:
+        result.notes.append(outcome.reason)
+
+
+def analyze(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
+            settings: Settings) -> Analysis:
+    """Check one document version. Never raises: failures land in `Analysis.error`."""
+    started = time.perf_counter()
+    language = language_of(path, language_id, text)
+    result = Analysis(uri=uri, version=version, language=language)
+    if language is None:
+        return result
+    try:
+        config = load_file_config(path)
+        limit = settings.max_file_bytes or getattr(config, "max_file_bytes", None) or 5_000_000
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            result.notes.append(f"{size / 1e6:.1f} MB is above the {limit / 1e6:.1f} MB limit "
+                                "(max-file-bytes); nki-assist skipped this file")
+            return result
+        options = check_options(settings, config)
+        result.target = options.target
+        engine_path = check_path(path, uri, language)
+        _run_check(engine_path, text, options, result)
+        if language == "nki" and not result.error:
+            result.nki_file, result.resources = _parse_nki(text, engine_path, options.target)
+    except Exception as exc:  # noqa: BLE001 - one bad check never takes the server down
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        result.seconds = time.perf_counter() - started
+    return result
+
+
+def _parse_nki(text: str, path: str, target_name: str) -> tuple[Any, dict[str, dict]]:
+    """Parsed kernels and per-kernel resources; (None, {}) when the parser is missing or fails."""
+    try:
+        from nki_assist.hardware import get_target
+        from nki_assist.parse.nki import kernel_resources, parse_nki
+    except ImportError:
+        return None, {}
+    try:
+        nki_file = parse_nki(text, path)
+    except Exception:  # noqa: BLE001 - half-typed code; findings already cover syntax problems
+        return None, {}
+    target = get_target(target_name)
+    resources = {}
+    for kernel in getattr(nki_file, "kernels", None) or []:
+        try:
+            resources[kernel.name] = dict(kernel_resources(kernel, target))
+        except Exception:  # noqa: BLE001
+            continue
+    return nki_file, resources

@@ -1,0 +1,381 @@
+"""The nki-assist language server (pygls 2): wiring between LSP and the modules of this package.
+
+Checks run debounced in a thread pool; a result is published only if the document still has the
+version that was analysed. One store publishes diagnostics by push, or serves them by pull when the
+client supports `textDocument/diagnostic` (never both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from . import __version__, engine
+from .actions import code_actions
+from .diagnostics import note_diagnostic, to_diagnostic
+from .hover import diagnostic_text, item_hover
+from .lens import REVIEW_COMMAND, code_lenses
+from .positions import from_lsp_position
+from .review import ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, run_review
+from .settings import SECTION, Settings, parse_settings
+from .store import DiagnosticsStore
+
+log = logging.getLogger("nki_assist.lsp")
+PULL_WAIT_SECONDS = 5.0
+CHECK_WORKERS = 3  # a hung check keeps one worker; the others keep serving other files
+
+
+class NkiAssistServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("nki-assist", __version__)
+        self.settings = Settings()
+        self.executor = ThreadPoolExecutor(max_workers=CHECK_WORKERS, thread_name_prefix="nki-assist-check")
+        self.review_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nki-assist-review")
+        self.store = DiagnosticsStore(publish=self.text_document_publish_diagnostics)
+        self.pending: dict[str, asyncio.Task] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
+        self.review_lock = asyncio.Lock()
+        self._tokens = itertools.count(1)
+
+    # -- documents ---------------------------------------------------------------------------
+    def document(self, uri: str) -> TextDocument | None:
+        """The open document, never one read from disk (closed documents are not analysed)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    @staticmethod
+    def path_of(doc: TextDocument) -> str | None:
+        """The file path of a `file:` document; None for `untitled:` and other schemes."""
+        return uris.to_fs_path(doc.uri) if doc.uri.startswith("file:") else None
+
+    def schedule(self, uri: str, delay: float) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.pending[uri] = asyncio.get_running_loop().create_task(self._analyze_later(uri, delay))
+
+    async def _analyze_later(self, uri: str, delay: float) -> None:
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            return  # a newer edit superseded this one
+        if self.pending.get(uri) is asyncio.current_task():
+            del self.pending[uri]  # from here on a newer edit queues behind us instead of cancelling
+        async with self.locks.setdefault(uri, asyncio.Lock()):
+            doc = self.document(uri)
+            if doc is None:
+                return
+            version, text, settings = doc.version, doc.source, self.settings
+            loop = asyncio.get_running_loop()
+            analysis = await loop.run_in_executor(
+                self.executor, engine.analyze, uri, self.path_of(doc), doc.language_id, version, text, settings)
+            doc = self.document(uri)
+            if doc is None or doc.version != version or settings is not self.settings:
+                return  # stale: a newer version (or new settings) is queued behind us
+            self._publish(uri, doc, analysis)
+
+    def _publish(self, uri: str, doc: TextDocument, analysis: engine.Analysis) -> None:
+        if analysis.error:
+            self.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Error, message=f"nki-assist: check of {uri} failed: {analysis.error}"))
+            diagnostics = [note_diagnostic(
+                f"nki-assist could not check this file ({analysis.error}); other files are unaffected. "
+                "See the nki-assist output for details.")]
+        elif analysis.notes:
+            for note in analysis.notes:
+                self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                               message=f"nki-assist: {uri}: {note}"))
+            diagnostics = [note_diagnostic("nki-assist: " + note) for note in analysis.notes]
+        else:
+            lines = doc.lines
+            codec = doc.position_codec
+            diagnostics = []
+            for finding in analysis.findings:
+                try:
+                    diagnostics.append(to_diagnostic(finding, lines, doc_path=self.path_of(doc),
+                                                     language=analysis.language, codec=codec))
+                except Exception as exc:  # noqa: BLE001 - one malformed finding must not hide the rest
+                    log.warning("cannot convert finding %r: %s", finding, exc)
+        self.store.set(uri, analysis.version, diagnostics, analysis)
+
+    # -- settings ----------------------------------------------------------------------------
+    def apply_settings(self, raw: Any) -> None:
+        settings, problems = parse_settings(raw)
+        self.settings = settings
+        for problem in problems:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                             message=f"nki-assist: {problem}"))
+
+    async def pull_settings(self) -> None:
+        caps = self.client_capabilities.workspace
+        if not (caps and caps.configuration):
+            return
+        scope = self.workspace.root_uri
+        try:
+            result = await self.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section=SECTION, scope_uri=scope)]))
+        except Exception as exc:  # noqa: BLE001 - keep the settings we have
+            log.warning("workspace/configuration failed: %s", exc)
+            return
+        self.apply_settings(result[0] if result else None)
+
+    def reanalyze_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0)
+
+    def target(self, analysis: engine.Analysis | None):
+        from nki_assist.hardware import get_target
+
+        return get_target(getattr(analysis, "target", None) or self.settings.target)
+
+    def roots(self) -> list[str]:
+        roots = [uris.to_fs_path(f.uri) for f in self.workspace.folders.values()]
+        if not roots and self.workspace.root_path:
+            roots = [self.workspace.root_path]
+        return [r for r in roots if r]
+
+
+def create_server() -> NkiAssistServer:
+    """A fresh server with every feature registered (one per process, or per unit test)."""
+    ls = NkiAssistServer()
+    ls.feature(types.INITIALIZE)(initialize)
+    ls.feature(types.INITIALIZED)(initialized)
+    ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(types.TEXT_DOCUMENT_HOVER)(hover)
+    ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+               types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))(code_action)
+    ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(code_lens)
+    ls.command(REVIEW_COMMAND)(review_port_command)
+    ls.feature(types.SHUTDOWN)(shutdown)
+    return ls
+
+
+def _supports_pull(caps: types.ClientCapabilities) -> bool:
+    return bool(caps.text_document and caps.text_document.diagnostic)
+
+
+def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
+    ls.apply_settings((params.initialization_options or {}).get("settings")
+                      if isinstance(params.initialization_options, dict) else None)
+    if _supports_pull(params.capabilities):
+        ls.store.pull = True
+        workspace = params.capabilities.workspace
+        if workspace and workspace.diagnostics and workspace.diagnostics.refresh_support:
+            ls.store.refresh = lambda: ls.workspace_diagnostic_refresh(None)
+        if types.TEXT_DOCUMENT_DIAGNOSTIC not in ls.protocol.fm.features:
+            ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+                identifier="nki-assist", inter_file_dependencies=False, workspace_diagnostics=False,
+            ))(pull_diagnostics)
+
+
+async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> None:
+    caps = ls.client_capabilities.workspace
+    if caps and caps.did_change_configuration and caps.did_change_configuration.dynamic_registration:
+        try:
+            await ls.client_register_capability_async(types.RegistrationParams(registrations=[
+                types.Registration(id="nki-assist-config", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                                   register_options={"section": SECTION})]))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("cannot register for configuration changes: %s", exc)
+    await ls.pull_settings()
+    ls.reanalyze_all()
+
+
+async def did_change_configuration(ls: NkiAssistServer, params: types.DidChangeConfigurationParams) -> None:
+    await ls.pull_settings()
+    ls.reanalyze_all()
+
+
+def did_open(ls: NkiAssistServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)
+
+
+def did_change(ls: NkiAssistServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, ls.settings.debounce_ms / 1000)
+
+
+def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    ls.locks.pop(uri, None)
+    ls.store.clear(uri)
+
+
+async def pull_diagnostics(ls: NkiAssistServer, params: types.DocumentDiagnosticParams):
+    uri = params.text_document.uri
+    doc = ls.document(uri)
+    if doc is None:
+        return ls.store.report(None, None)
+    entry = await ls.store.wait_for(uri, doc.version, PULL_WAIT_SECONDS)
+    return ls.store.report(entry, params.previous_result_id)
+
+
+def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover | None:
+    uri, pos = params.text_document.uri, params.position
+    doc, entry = ls.document(uri), ls.store.get(uri)
+    if doc is None or entry is None:
+        return None
+    parts = []
+    for diagnostic in entry.diagnostics:
+        r = diagnostic.range
+        if (r.start.line, r.start.character) <= (pos.line, pos.character) <= (r.end.line, r.end.character):
+            data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+            if data.get("rule"):
+                parts.append(diagnostic_text(data["rule"], diagnostic.message, data.get("fix")))
+    analysis = entry.analysis
+    if analysis is not None and analysis.nki_file is not None:
+        lines = doc.lines
+        line, col = from_lsp_position(lines, pos, doc.position_codec)
+        try:
+            text = item_hover(analysis.nki_file, line, col, lines[line - 1] if line <= len(lines) else "",
+                              ls.target(analysis))
+        except Exception as exc:  # noqa: BLE001 - a hover must never fail the request
+            log.warning("hover failed: %s", exc)
+            text = None
+        if text:
+            parts.insert(0, text)
+    if not parts:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                    value="\n\n---\n\n".join(parts)))
+
+
+def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    only = params.context.only
+    if only and not any(str(k).startswith(types.CodeActionKind.QuickFix.value) for k in only):
+        return None
+    doc = ls.document(params.text_document.uri)
+    if doc is None:
+        return None
+    return code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec) or None
+
+
+def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    uri = params.text_document.uri
+    doc, entry = ls.document(uri), ls.store.get(uri)
+    if doc is None or entry is None or entry.analysis is None or entry.analysis.nki_file is None:
+        return None
+    path = ls.path_of(doc)
+    perf = ls.perf.get(str(Path(path).resolve())) if path else None
+    return code_lenses(uri, doc.lines, entry.analysis.nki_file, entry.analysis.resources, perf or {},
+                       ls.target(entry.analysis), doc.position_codec)
+
+
+async def review_port_command(ls: NkiAssistServer, *args: Any) -> dict:
+    """Review the port of the given (or only open) kernel; opens the markdown assessment."""
+    uri = args[0] if args and isinstance(args[0], str) else None
+    if uri is None and len(ls.workspace.text_documents) == 1:
+        uri = next(iter(ls.workspace.text_documents))
+    doc_path = uris.to_fs_path(uri) if uri else None
+    spec = find_port_spec(doc_path, ls.settings.port_spec, ls.roots())
+    if spec is None:
+        where = f"`{ls.settings.port_spec}`" if ls.settings.port_spec else "beside this file or in a parent folder"
+        return _fail(ls, f"nki-assist: no port spec found ({where}). Create a port.toml or set "
+                         "`nki-assist.review.portSpec`.")
+    if ls.review_lock.locked():
+        return _fail(ls, "nki-assist: a port review is already running.")
+    async with ls.review_lock:
+        return await _run_review(ls, spec, uri)
+
+
+def _fail(ls: NkiAssistServer, message: str, kind: types.MessageType = types.MessageType.Warning) -> dict:
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+    return {"ok": False, "message": message}
+
+
+async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
+    loop = asyncio.get_running_loop()
+    cancel = threading.Event()
+    token: str | None = None
+    window = ls.client_capabilities.window
+    if window and window.work_done_progress:
+        token = f"nki-assist-review-{next(ls._tokens)}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title="nki-assist: port review", message=spec.name, percentage=0, cancellable=True))
+            ls.work_done_progress.tokens[token].add_done_callback(lambda _f: cancel.set())
+        except Exception as exc:  # noqa: BLE001 - progress is a nicety, never a reason to fail
+            log.warning("work done progress unavailable: %s", exc)
+            token = None
+
+    def progress(message: str, percent: float | None = None) -> None:  # called from the worker
+        if token is not None and not cancel.is_set():
+            pct = None if percent is None else max(0, min(100, int(percent)))
+            loop.call_soon_threadsafe(ls.work_done_progress.report, token,
+                                      types.WorkDoneProgressReport(message=message, percentage=pct))
+
+    def end(message: str) -> None:
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            ls.work_done_progress.tokens.pop(token, None)
+
+    entry = ls.store.get(uri) if uri else None
+    target = getattr(entry.analysis, "target", None) if entry and entry.analysis else None
+    future = loop.run_in_executor(ls.review_executor, lambda: run_review(
+        spec, ls.settings, target=target or ls.settings.target, progress=progress, cancel=cancel))
+    try:
+        outcome = await asyncio.shield(future)
+    except asyncio.CancelledError:  # $/cancelRequest for the command itself
+        cancel.set()
+        end("cancelled")
+        raise
+    except ReviewCancelled:
+        end("cancelled")
+        return {"ok": False, "cancelled": True, "message": "review cancelled"}
+    except (ReviewUnavailable, ReviewRefused) as exc:
+        end(str(exc))
+        return _fail(ls, f"nki-assist: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the review failed; the server keeps serving
+        end("failed")
+        return _fail(ls, f"nki-assist: port review failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
+    if cancel.is_set():
+        end("cancelled")
+        return {"ok": False, "cancelled": True, "message": "review cancelled"}
+    end("done")
+    _remember_performance(ls, outcome)
+    summary = outcome.summary()
+    window_caps = ls.client_capabilities.window
+    if window_caps and window_caps.show_document and window_caps.show_document.support:
+        try:
+            await ls.window_show_document_async(types.ShowDocumentParams(uri=summary["uri"], take_focus=True))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("window/showDocument failed: %s", exc)
+    return {"ok": True, **summary}
+
+
+def _remember_performance(ls: NkiAssistServer, outcome) -> None:
+    nki = outcome.nki_path()
+    perf = outcome.performance()
+    if nki is None or not perf:
+        return
+    kernel = getattr(getattr(outcome.review, "port", None), "nki_kernel", None) or "*"
+    ls.perf.setdefault(str(nki), {})[kernel] = perf
+    workspace = ls.client_capabilities.workspace
+    if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
+
+
+def shutdown(ls: NkiAssistServer, params: Any) -> None:
+    engine.STOP.set()
+    for task in ls.pending.values():
+        task.cancel()
+    ls.executor.shutdown(wait=False, cancel_futures=True)
+    ls.review_executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,31 @@
+"""`nki-assist lsp`: the language server (stdio by default, `--tcp HOST:PORT` for debugging)."""
+
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = ("Run the nki-assist language server: diagnostics, hover, code lens, quick fixes and the "
+               "port-review command for editors. Speaks LSP on stdio unless --tcp is given.")
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stdio", action="store_true", help="speak LSP on stdin/stdout (the default)")
+    p.add_argument("--tcp", metavar="HOST:PORT", type=_host_port, default=None,
+                   help="listen on a TCP socket instead of stdio (for debugging)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from lsp_server import main
+    except ImportError as exc:
+        from ..cli import UsageError
+
+        raise UsageError(f"the language server is not installed ({exc})") from None
+    return main(tcp=args.tcp)
