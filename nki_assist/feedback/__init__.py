@@ -1,0 +1,61 @@
+"""Feedback: rubric-aligned written assessments from verified findings.
+
+    draft_assessment(review)                 deterministic drafter (default, offline)
+    draft_assessment(review, llm="openai")   LLM drafter, grounding-checked, falls back to deterministic
+    load_rubric(path)                        the rubric (bundled default or a user TOML file)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..findings import prioritize
+from ..hardware import DEFAULT_TARGET, TARGETS, get_target
+from ..schema import Assessment, Review
+from .cache import default_cache_dir
+from .drafter import draft, verdict_for
+from .prompts import prompt_version
+from .rubric import Rubric, RubricError, load_rubric
+
+__all__ = [
+    "Assessment", "Rubric", "RubricError", "default_cache_dir", "draft_assessment", "load_rubric",
+    "prompt_version", "verdict_for", "LLM_CHOICES",
+]
+
+LLM_CHOICES = ("none", "openai")
+
+
+def _numbered(review: Review) -> Review:
+    """Findings need unique ids F1..Fn in priority order; renumber a review that lacks them."""
+    ids = [f.id for f in review.findings]
+    if all(ids) and len(set(ids)) == len(ids):
+        return review
+    return review.model_copy(update={"findings": prioritize(review.findings)})
+
+
+def draft_assessment(review: Review, *, llm: str = "none", model: str | None = None,
+                     base_url: str | None = None, rubric_path: str | None = None,
+                     sources: dict[str, str] | None = None, cache_dir: str | None = None,
+                     timeout_s: float = 60.0, max_retries: int = 2,
+                     progress: Callable[[str], None] | None = None) -> Assessment:
+    """Write the assessment of `review`.
+
+    llm="none": deterministic drafter. llm="openai": OpenAI-compatible Chat Completions
+    (OPENAI_API_KEY, OPENAI_BASE_URL or `base_url`, `model`); the reply must pass the grounding
+    check (one repair round), else the deterministic draft is returned with drafter="fallback".
+    `sources` maps file paths (as findings cite them) to text, for prompt excerpts and grounding.
+    `cache_dir` enables the on-disk reply cache (None: no cache; see default_cache_dir()).
+    Raises RubricError for a bad rubric file and ValueError for an unknown `llm`.
+    """
+    if llm not in LLM_CHOICES:
+        raise ValueError(f"unknown llm {llm!r}; choose one of {', '.join(LLM_CHOICES)}")
+    rubric = load_rubric(rubric_path)
+    review = _numbered(review)
+    target = get_target(review.port.target if review.port.target in TARGETS else DEFAULT_TARGET)
+    if llm == "none":
+        return draft(review, rubric, target)
+    from .llm import draft_with_llm
+
+    return draft_with_llm(review, rubric, target, sources=sources, model=model, base_url=base_url,
+                          cache_dir=cache_dir, timeout_s=timeout_s, max_retries=max_retries,
+                          progress=progress)

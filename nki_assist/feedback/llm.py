@@ -1,0 +1,321 @@
+"""LLM drafter: OpenAI Chat Completions `.parse()` into the strict reply model, grounding-checked.
+
+Any OpenAI-compatible server works through `base_url` (vLLM, Ollama, llama.cpp). One repair round
+with the violations listed; on any remaining failure the deterministic draft is returned with
+drafter="fallback" and the reason. The API key never leaves the HTTP Authorization header: it is not
+part of the cache key, cache entries, logs, metadata or messages (`redact` scrubs server echoes).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from .. import taxonomy
+from ..hardware import Target
+from ..schema import Assessment, LlmMeta, Review
+from .cache import ReplyCache, cache_key
+from .drafter import draft
+from .grounding import Context, validate
+from .prompts import build_messages, build_repair, prompt_version
+from .reply import REPLY_SCHEMA_VERSION, AssessmentReply, to_assessment
+from .rubric import Rubric
+
+log = logging.getLogger("nki_assist.feedback")
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+# USD per million tokens (input, output), OpenAI list prices as published in 2025. Unknown -> no cost.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+}
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    name = _DATED.sub("", model.strip().lower())
+    return PRICES_PER_MTOK.get(name)
+
+
+def cost_usd(model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    price = price_of(model)
+    if price is None or prompt_tokens is None or completion_tokens is None:
+        return None
+    return round((prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6, 9)
+
+
+_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
+
+
+def redact(text: str, key: str | None) -> str:
+    """Remove the API key (and anything that looks like a bearer token or sk- key) from text."""
+    if key:
+        text = text.replace(key, "***")
+    return _SECRETISH.sub(lambda m: "Bearer ***" if m.group(0).startswith("Bearer") else "sk-***", text)
+
+
+def safe_url(url: str) -> str:
+    """The base URL without user:password@ (never recorded)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass
+class CallResult:
+    reply: AssessmentReply | None = None
+    raw: str = ""  # the reply text, for the repair turn
+    problem: str | None = None  # why `reply` is None
+    fatal: bool = False  # transport/refusal: no repair round
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached: bool = False
+
+
+@dataclass
+class Session:
+    model: str
+    base_url: str
+    api_key: str | None
+    timeout_s: float
+    max_retries: int
+    cache: ReplyCache | None
+    progress: Callable[[str], None] | None = None
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_known: bool = True
+    asked: int = 0
+    _client: Any = field(default=None, repr=False)
+
+    def say(self, msg: str) -> None:
+        msg = redact(msg, self.api_key)
+        log.info(msg)
+        if self.progress:
+            try:
+                self.progress(msg)
+            except Exception:  # a broken progress callback must not break the review
+                pass
+
+    def client(self) -> Any:
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(api_key=self.api_key or "unused", base_url=self.base_url,
+                                  timeout=self.timeout_s, max_retries=self.max_retries)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:
+                pass
+
+    def _count(self, res: CallResult) -> None:
+        if res.cached:
+            return
+        if res.prompt_tokens is None or res.completion_tokens is None:
+            self.tokens_known = False
+        else:
+            self.prompt_tokens += res.prompt_tokens
+            self.completion_tokens += res.completion_tokens
+
+    def ask(self, messages: list[dict[str, str]]) -> CallResult:
+        key = cache_key(model=self.model, base_url=self.base_url, messages=messages,
+                        schema_version=REPLY_SCHEMA_VERSION, prompt_version=prompt_version())
+        self.asked += 1
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    reply = AssessmentReply.model_validate_json(hit["content"])
+                    self.say("LLM reply served from cache")
+                    res = CallResult(reply=reply, raw=hit["content"], cached=True,
+                                     prompt_tokens=hit.get("prompt_tokens"),
+                                     completion_tokens=hit.get("completion_tokens"))
+                    self._count(res)
+                    return res
+                except ValidationError:
+                    pass  # stale entry from an older schema: ask again
+        self.attempts += 1
+        res = self._call(messages)
+        self._count(res)
+        if res.reply is not None and self.cache is not None:
+            self.cache.put(key, {"content": res.raw, "model": self.model,
+                                 "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens})
+        return res
+
+    def _call(self, messages: list[dict[str, str]]) -> CallResult:
+        import openai
+
+        self.say(f"asking {self.model} at {self.base_url} (timeout {self.timeout_s:g}s, {self.max_retries} retries)")
+        res = CallResult()
+        try:
+            raw = self.client().chat.completions.with_raw_response.parse(
+                model=self.model, messages=messages, response_format=AssessmentReply, temperature=0,
+            )
+            body = _json_or_none(raw.http_response)
+            res.raw, res.prompt_tokens, res.completion_tokens = _content_and_usage(body)
+            completion = raw.parse()
+        except openai.LengthFinishReasonError:
+            res.problem = "the reply was truncated (finish_reason=length); the JSON is incomplete"
+            return res
+        except openai.ContentFilterFinishReasonError:
+            res.problem, res.fatal = "the reply was stopped by the provider's content filter", True
+            return res
+        except openai.APITimeoutError:
+            res.problem = f"the LLM request timed out after {self.timeout_s:g}s ({self.max_retries} retries)"
+            res.fatal = True
+            return res
+        except openai.APIConnectionError:
+            res.problem, res.fatal = f"could not connect to {self.base_url} ({self.max_retries} retries)", True
+            return res
+        except openai.APIStatusError as exc:
+            detail = _status_detail(exc)
+            res.problem, res.fatal = f"the LLM server answered HTTP {exc.status_code}{detail}", True
+            return res
+        except (ValidationError, ValueError) as exc:
+            res.problem = f"the reply is not valid JSON for the assessment schema ({_short(exc)})"
+            return res
+        except openai.OpenAIError as exc:
+            res.problem, res.fatal = f"LLM client error ({exc.__class__.__name__})", True
+            return res
+        except Exception as exc:  # never a traceback for the user; the review falls back
+            res.problem, res.fatal = f"unexpected LLM client failure ({exc.__class__.__name__})", True
+            return res
+        if not completion.choices:
+            res.problem = "the reply has no choices"
+            return res
+        message = completion.choices[0].message
+        if getattr(message, "refusal", None):
+            res.problem, res.fatal = f"the model refused: {_short(message.refusal)}", True
+            return res
+        if message.parsed is None:
+            res.problem = "the reply has no content"
+            return res
+        try:  # validate again: a server may return 200 without enforcing the schema
+            res.reply = AssessmentReply.model_validate(message.parsed.model_dump())
+        except ValidationError as exc:
+            res.problem = f"the reply does not match the assessment schema ({_short(exc)})"
+        return res
+
+
+def _json_or_none(response: Any) -> Any:
+    try:
+        return response.json()
+    except Exception:
+        return None
+
+
+def _content_and_usage(body: Any) -> tuple[str, int | None, int | None]:
+    content, pt, ct = "", None, None
+    if isinstance(body, dict):
+        try:
+            content = body["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            content = ""
+        usage = body.get("usage") or {}
+        if isinstance(usage, dict):
+            pt = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
+            ct = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else None
+    return content, pt, ct
+
+
+def _short(x: Any, limit: int = 200) -> str:
+    text = " ".join(str(x).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _status_detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    msg = None
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        msg = err.get("message") if isinstance(err, dict) else None
+    return f": {_short(msg)}" if msg else ""
+
+
+def resolve_settings(model: str | None, base_url: str | None) -> tuple[str, str, str | None]:
+    """(model, base_url, api_key) from arguments and the OPENAI_* environment."""
+    api_key = os.environ.get("OPENAI_API_KEY") or None
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    name = model or os.environ.get("NKI_ASSIST_MODEL") or DEFAULT_MODEL
+    return name, url.rstrip("/"), api_key
+
+
+def draft_with_llm(review: Review, rubric: Rubric, target: Target, *, sources: dict[str, str] | None,
+                   model: str | None, base_url: str | None, cache_dir: str | None, timeout_s: float,
+                   max_retries: int, progress: Callable[[str], None] | None) -> Assessment:
+    fallback = draft(review, rubric, target)
+    name, url, api_key = resolve_settings(model, base_url)
+    s = Session(model=name, base_url=url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries,
+                cache=ReplyCache(cache_dir) if cache_dir else None, progress=progress)
+    meta = LlmMeta(model=name, base_url=safe_url(url), prompt_version=prompt_version())
+
+    def finish(assessment: Assessment, reason: str | None, violations: list[str]) -> Assessment:
+        meta.attempts = s.attempts
+        meta.cached = s.asked > 0 and s.attempts == 0
+        if meta.cached:
+            meta.cost_usd = 0.0  # nothing was spent on this run
+        elif s.attempts and s.tokens_known:
+            meta.prompt_tokens, meta.completion_tokens = s.prompt_tokens, s.completion_tokens
+            meta.cost_usd = cost_usd(name, s.prompt_tokens, s.completion_tokens)
+        meta.fallback_reason = redact(reason, api_key) if reason else None
+        meta.violations = [redact(v, api_key) for v in violations]
+        assessment.llm = meta
+        assessment.prompt_version = prompt_version()
+        assessment.rubric_name = rubric.label
+        if reason:
+            s.say(f"LLM draft not used, deterministic fallback: {meta.fallback_reason}")
+        return assessment
+
+    def fall_back(reason: str, violations: list[str]) -> Assessment:
+        return finish(fallback.model_copy(update={"drafter": "fallback"}, deep=True), reason, violations)
+
+    if api_key is None and url == DEFAULT_BASE_URL:
+        return fall_back("OPENAI_API_KEY is not set (needed for the OpenAI API; local servers take --base-url)", [])
+
+    try:
+        return _converse(s, review, rubric, target, sources, finish, fall_back)
+    finally:
+        s.close()
+
+
+def _converse(s: Session, review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
+              finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
+    ctx = Context(review, target, sources, rubric)
+    messages = build_messages(review, rubric, target, sources)
+    first = s.ask(messages)
+    if first.fatal:
+        return fall_back(first.problem or "LLM failure", [])
+    violations = validate(first.reply, ctx) if first.reply else [first.problem or "no reply"]
+    if not violations:
+        return finish(to_assessment(first.reply, list(taxonomy.CRITERIA_ORDER)), None, [])
+
+    s.say(f"LLM draft failed the grounding check ({len(violations)} problem(s)); one repair round")
+    second = s.ask(build_repair(messages, first.raw, violations))
+    if second.fatal:
+        return fall_back(f"repair round failed: {second.problem}", violations)
+    again = validate(second.reply, ctx) if second.reply else [second.problem or "no reply"]
+    if again:
+        return fall_back(f"the reply failed the grounding check after one repair round ({len(again)} problem(s))", again)
+    return finish(to_assessment(second.reply, list(taxonomy.CRITERIA_ORDER)), None, violations)

@@ -1,0 +1,15 @@
+"""Where the prompt templates and rubrics live: the repo checkout first, then the wheel's data dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent.parent  # nki_assist/
+
+
+def data_dir(kind: str) -> Path:
+    """`prompts` or `rubrics`: <repo>/<kind> in a checkout, nki_assist/_data/<kind> in a wheel."""
+    for root in (_PKG.parent / kind, _PKG / "_data" / kind):
+        if root.is_dir():
+            return root
+    raise FileNotFoundError(f"nki-assist data directory {kind!r} not found (broken install?)")
