@@ -1,0 +1,1 @@
+"""Eval suite: score review feedback against gold reviews (gold.py, match.py, metrics.py, runner)."""
