@@ -80,6 +80,11 @@ def compare(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: floa
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
     n = a.size
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _compare(actual, a, e, n, rtol, atol)
+
+
+def _compare(actual: np.ndarray, a: np.ndarray, e: np.ndarray, n: int, rtol: float, atol: float) -> Agreement:
     diff = np.abs(a - e)
     both_nan = np.isnan(a) & np.isnan(e)
     same_inf = np.isinf(a) & (a == e)
