@@ -1,0 +1,65 @@
+"""Shared-memory race analysis for CUDA101/CUDA102 over `CudaKernel.shared_accesses`.
+
+Model: barriers (`__syncthreads`, `__syncwarp`, cooperative-groups `sync`, PTX `bar.sync`) order
+everything before them against everything after them, by source position. An access pair is a hazard
+when the two touch different elements (different index text), or the same non-thread-indexed element
+written under a thread condition (`if (tid == 0) s[0] = x;`). A path without a barrier is either
+straight-line (source order) or around the back edge of a loop that contains both accesses.
+Conservative on purpose: any barrier between two accesses, even in a branch, clears the pair.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Iterator, NamedTuple
+
+from ..parse.cuda_model import CudaKernel, CudaLoop, SharedAccess
+
+
+class Race(NamedTuple):
+    kind: str  # raw (CUDA101) | war (CUDA102)
+    first: SharedAccess  # the access that happens first (write for raw, read for war)
+    second: SharedAccess  # the access the finding is reported at (read for raw, write for war)
+    via_loop: CudaLoop | None  # back edge the path goes around, if any
+
+
+def _hazard(w: SharedAccess, r: SharedAccess) -> bool:
+    if w.kind == "atomic" and r.kind == "atomic":
+        return False
+    if w.index == r.index:
+        return not w.thread_index and w.thread_cond
+    return True
+
+
+def find_races(k: CudaKernel) -> Iterator[Race]:
+    barriers = sorted(b.pos for b in k.barriers)
+
+    def clear(a: int, b: int) -> bool:
+        """No barrier strictly between byte offsets a < b."""
+        i = bisect_right(barriers, a)
+        return i >= len(barriers) or barriers[i] >= b
+
+    by_array: dict[str, list[SharedAccess]] = {}
+    for acc in k.shared_accesses:
+        by_array.setdefault(acc.array, []).append(acc)
+    for accesses in by_array.values():
+        writes = [a for a in accesses if a.kind in ("write", "atomic")]
+        reads = [a for a in accesses if a.kind in ("read", "atomic")]
+        if not writes or not reads:
+            continue
+        for r in reads:
+            for w in writes:
+                if w is r or not _hazard(w, r):
+                    continue
+                if w.pos < r.pos and w.stmt != r.stmt and clear(w.pos, r.pos):
+                    yield Race("raw", w, r, None)
+                elif r.pos < w.pos and w.stmt != r.stmt and clear(r.pos, w.pos):
+                    yield Race("war", r, w, None)
+                for li in set(w.loops) & set(r.loops):
+                    lp = k.loops[li]
+                    if r.pos <= w.pos or r.stmt == w.stmt:  # w -> back edge -> r
+                        if clear(w.pos, lp.end) and clear(lp.start, r.pos):
+                            yield Race("raw", w, r, lp)
+                    if w.pos <= r.pos or r.stmt == w.stmt:  # r -> back edge -> w
+                        if clear(r.pos, lp.end) and clear(lp.start, w.pos):
+                            yield Race("war", r, w, lp)
