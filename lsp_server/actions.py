@@ -88,6 +88,27 @@ def quick_fix_edits(data: dict, lines: Sequence[str], codec: PositionCodec = UTF
     return edits
 
 
+_AFFINE = re.compile(r"\baffine_range\b")
+
+
+def derived_edit(data: dict, lines: Sequence[str]) -> dict | None:
+    """A mechanical fix the LSP can derive from a finding's evidence when it carries no `edit`:
+    NKI201 (carried dependency in an affine_range loop) -> make that loop sequential_range."""
+    line = data.get("loop_line")
+    if data.get("rule") != "NKI201" or not isinstance(line, int) or not 1 <= line <= len(lines):
+        return None
+    text = lines[line - 1]
+    matches = list(_AFFINE.finditer(text))
+    if len(matches) != 1:
+        return None  # the loop line changed since the check; no guessing
+    m = matches[0]
+    var = data.get("loop_var")
+    return {"line": line, "col": m.start() + 1, "end_col": m.end() + 1, "old_text": "affine_range",
+            "new_text": "sequential_range",
+            "title": f"Make loop `{var}` sequential (nl.sequential_range)" if var else
+                     "Make the loop sequential (nl.sequential_range)"}
+
+
 def code_actions(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diagnostic],
                  codec: PositionCodec = UTF16) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
@@ -96,6 +117,8 @@ def code_actions(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Dia
         if diagnostic.source != SOURCE or not data or not data.get("rule"):
             continue
         rule = str(data["rule"])
+        if "edit" not in data and (derived := derived_edit(data, lines)) is not None:
+            data = {**data, "edit": derived}
         edits = quick_fix_edits(data, lines, codec)
         if edits:
             title = next((s.get("title") for s in _edit_specs(data) if s.get("title")), None)

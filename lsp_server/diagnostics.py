@@ -54,9 +54,13 @@ def finding_data(finding: Any, language: str | None) -> dict[str, Any]:
                             "line": finding.line}
     if finding.fix:
         data["fix"] = finding.fix
-    edit = (finding.evidence or {}).get("edit") if isinstance(finding.evidence, dict) else None
+    evidence = finding.evidence if isinstance(finding.evidence, dict) else {}
+    edit = evidence.get("edit")
     if isinstance(edit, (dict, list)):
         data["edit"] = edit
+    if isinstance(evidence.get("loop_line"), int):  # lets actions derive the sequential_range fix
+        data["loop_line"] = evidence["loop_line"]
+        data["loop_var"] = evidence.get("loop_var")
     return data
 
 

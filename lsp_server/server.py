@@ -79,8 +79,12 @@ class NkiAssistServer(LanguageServer):
                 return
             version, text, settings = doc.version, doc.source, self.settings
             loop = asyncio.get_running_loop()
-            analysis = await loop.run_in_executor(
-                self.executor, engine.analyze, uri, self.path_of(doc), doc.language_id, version, text, settings)
+            try:
+                analysis = await loop.run_in_executor(
+                    self.executor, engine.analyze, uri, self.path_of(doc), doc.language_id, version, text,
+                    settings)
+            except RuntimeError:  # the pool is shut down: the server is exiting
+                return
             doc = self.document(uri)
             if doc is None or doc.version != version or settings is not self.settings:
                 return  # stale: a newer version (or new settings) is queued behind us
@@ -111,25 +115,30 @@ class NkiAssistServer(LanguageServer):
         self.store.set(uri, analysis.version, diagnostics, analysis)
 
     # -- settings ----------------------------------------------------------------------------
-    def apply_settings(self, raw: Any) -> None:
+    def apply_settings(self, raw: Any) -> bool:
+        """Adopt the client's settings; True when they changed."""
         settings, problems = parse_settings(raw)
-        self.settings = settings
+        changed = settings != self.settings
+        if changed:
+            self.settings = settings
         for problem in problems:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
                                                              message=f"nki-assist: {problem}"))
+        return changed
 
-    async def pull_settings(self) -> None:
+    async def pull_settings(self) -> bool:
+        """Re-read `nki-assist.*` through workspace/configuration; True when it changed."""
         caps = self.client_capabilities.workspace
         if not (caps and caps.configuration):
-            return
+            return False
         scope = self.workspace.root_uri
         try:
             result = await self.workspace_configuration_async(types.ConfigurationParams(
                 items=[types.ConfigurationItem(section=SECTION, scope_uri=scope)]))
         except Exception as exc:  # noqa: BLE001 - keep the settings we have
             log.warning("workspace/configuration failed: %s", exc)
-            return
-        self.apply_settings(result[0] if result else None)
+            return False
+        return self.apply_settings(result[0] if result else None)
 
     def reanalyze_all(self) -> None:
         for uri in list(self.workspace.text_documents):
@@ -192,13 +201,13 @@ async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> N
                                    register_options={"section": SECTION})]))
         except Exception as exc:  # noqa: BLE001
             log.warning("cannot register for configuration changes: %s", exc)
-    await ls.pull_settings()
-    ls.reanalyze_all()
+    if await ls.pull_settings():
+        ls.reanalyze_all()  # documents opened before the settings arrived
 
 
 async def did_change_configuration(ls: NkiAssistServer, params: types.DidChangeConfigurationParams) -> None:
-    await ls.pull_settings()
-    ls.reanalyze_all()
+    if await ls.pull_settings():
+        ls.reanalyze_all()  # documents opened before the settings arrived
 
 
 def did_open(ls: NkiAssistServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -33,8 +33,13 @@ class DiagnosticsStore:
     _stale_served: set[str] = field(default_factory=set)  # pulled before their analysis finished
 
     def set(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic], analysis: Any = None) -> None:
-        self._counter += 1
-        entry = Entry(version, diagnostics, analysis, result_id=str(self._counter))
+        old = self.entries.get(uri)
+        if old is not None and old.version == version and old.diagnostics == diagnostics:
+            result_id = old.result_id  # same answer: a pulling client gets "unchanged"
+        else:
+            self._counter += 1
+            result_id = str(self._counter)
+        entry = Entry(version, diagnostics, analysis, result_id=result_id)
         self.entries[uri] = entry
         if self.pull:
             for fut in self._waiters.pop(uri, []):

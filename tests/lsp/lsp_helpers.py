@@ -50,6 +50,12 @@ def make_client_fixture(command: list[str], *, pull: bool = False, settings: dic
             lsp_client.registrations = []
             lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)(
                 lambda params: lsp_client.registrations.extend(params.registrations))
+            lsp_client.code_lens_refreshes = 0
+
+            def refresh(params):
+                lsp_client.code_lens_refreshes += 1
+
+            lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)(refresh)
         lsp_client.set_configuration(settings if settings is not None else FAST, section="nki-assist")
         await lsp_client.initialize_session(types.InitializeParams(
             capabilities=vscode_capabilities(pull),

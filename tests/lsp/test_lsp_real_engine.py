@@ -1,0 +1,99 @@
+"""End to end against the real engine (`nki-assist lsp`): real rules, parser and resources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lsp_helpers import REAL_SERVER, make_client_fixture, open_doc, replace_all, wait_diagnostics
+from lsprotocol import types
+
+pytest.importorskip("nki_assist.check")
+pytest.importorskip("nki_assist.parse.nki")
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+KERNEL = (Path(__file__).parent / "lsp_real_kernel_nki.py").read_text(encoding="utf-8")
+client = make_client_fixture(REAL_SERVER)
+
+
+def rule(diags, rule_id):
+    (d,) = [d for d in diags if d.code == rule_id]
+    return d
+
+
+def apply(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply single-line edits (UTF-16 columns) to text."""
+    lines = text.splitlines(keepends=True)
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        line = lines[e.range.start.line]
+        raw = line.encode("utf-16-le")
+        a, b = 2 * e.range.start.character, 2 * e.range.end.character
+        lines[e.range.start.line] = (raw[:a] + e.new_text.encode("utf-16-le") + raw[b:]).decode("utf-16-le")
+    return "".join(lines)
+
+
+async def test_real_rules_positions_hover_lens_and_fixes(client):
+    uri = (client.root / "add_rows_nki.py").as_uri()
+    open_doc(client, uri, KERNEL)
+    diags = await wait_diagnostics(client, uri, lambda d: {"NKI103", "NKI201", "NKI202"} <= {x.code for x in d})
+
+    psum = rule(diags, "NKI103")
+    line = KERNEL.splitlines()[7]
+    start = line.index("nl.ndarray")  # characters; one emoji before it adds one UTF-16 unit
+    assert (psum.range.start.line, psum.range.start.character) == (7, start + 1)
+    assert psum.range.end.character == start + 1 + len("nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)")
+    assert psum.severity == types.DiagnosticSeverity.Error
+    assert psum.code_description.href.endswith("/docs/rules/psum-tile-exceeds-bank.md")
+
+    async def hover(line, character):
+        result = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character)))
+        return result.contents.value if result else ""
+
+    acc = await hover(7, start - 4)  # on `acc`
+    assert "4.0 KiB" in acc and "25.0% of 16.0 KiB" in acc and "banks: 2 of 8" in acc and "exceeds one bank" in acc
+    assert "trip count: **4**" in await hover(9, 9)
+    on_diag = await hover(7, start + 5)
+    assert "**NKI103**" in on_diag and "PSUM" in on_diag
+
+    (lens,) = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert lens.command.title.startswith("SBUF peak 1.9% (4.0 KiB/partition) · PSUM 2/8 banks")
+
+    carried = rule(diags, "NKI201")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=carried.range,
+        context=types.CodeActionContext(diagnostics=[carried])))
+    fix = actions[0]
+    assert fix.title == "Make loop `i` sequential (nl.sequential_range)" and fix.is_preferred
+    fixed = apply(KERNEL, fix.edit.changes[uri])
+    assert "for i in nl.sequential_range(4):" in fixed
+
+    unused = rule(diags, "NKI202")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=unused.range,
+        context=types.CodeActionContext(diagnostics=[unused])))
+    (disable,) = [a for a in actions if a.title == "Disable NKI202 for this line"]
+    fixed = apply(fixed, disable.edit.changes[uri])
+    assert "def add_rows(a_tensor, b_tensor):  # noqa: NKI202\n" in fixed
+
+    replace_all(client, uri, fixed, version=2)
+    diags = await wait_diagnostics(client, uri, lambda d: not {"NKI201", "NKI202"} & {x.code for x in d})
+    assert {d.code for d in diags} == {"NKI103"}
+
+
+async def test_half_typed_code_never_breaks_the_server(client):
+    uri = (client.root / "typing_nki.py").as_uri()
+    open_doc(client, uri, KERNEL)
+    await wait_diagnostics(client, uri, lambda d: len(d) >= 3)
+    version = 1
+    for cut in range(len(KERNEL) - 1, len(KERNEL) - 200, -7):  # delete from the end, keystroke by keystroke
+        version += 1
+        replace_all(client, uri, KERNEL[:cut], version=version)
+    version += 1
+    replace_all(client, uri, KERNEL[: KERNEL.index("    for i")] + "    for i in nl.affine_range(\n", version=version)
+    diags = await wait_diagnostics(client, uri, lambda d: "NKI201" not in {x.code for x in d})
+    assert all(d.source == "nki-assist" for d in diags)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=7, character=20)))
+    assert hover is None or hover.contents.value
