@@ -723,7 +723,8 @@ class Extractor:
             if fn is not None and fn.type == "attribute":
                 obj = fn.child_by_field_name("object")
                 name, _, dtype, buf, param = self._region(obj, ctx)
-                return name, None, dtype, buf, param
+                if name in ctx.tiles:
+                    return name, None, dtype, buf, param
         return None, None, None, None, False
 
     def _slice_shape(self, base: tuple | None, idx: list, ctx: _Ctx) -> tuple | None:
@@ -827,6 +828,22 @@ class Extractor:
             self._subtraction(node, node.child_by_field_name("left"), node.child_by_field_name("right"), ctx)
         for c in node.named_children:
             self._scan(c, ctx, names, None)
+
+    def _scan_names(self, node, out: set[str]) -> None:
+        """Identifiers read in an expression (no fact recording)."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "identifier":
+                out.add(self.text(n))
+            elif n.type == "attribute":
+                stack.append(n.child_by_field_name("object"))
+            elif n.type == "keyword_argument":
+                v = n.child_by_field_name("value")
+                if v is not None:
+                    stack.append(v)
+            else:
+                stack.extend(n.named_children)
 
     def _subtraction(self, node, a, b, ctx: _Ctx) -> None:
         if a is None or b is None:
@@ -933,7 +950,6 @@ class Extractor:
         call = Call(api=api, args=[self.text(p) for p in pos], kwargs={k: self.text(v) for k, v in kw.items()},
                     line=line, col=col, end_line=end_line, end_col=end_col, loops=list(ctx.loops),
                     target=target, names=frozenset(inner), dst_style=dst_style)
-        call.dep_loops = self._dep_loops(set(inner), ctx)
         ctx.kernel.api_refs.append(ApiRef(api, line, col, end_line, end_col))
         for k, v in kw.items():
             kl, kc, kel, kec = self.pos(v.parent)
@@ -943,6 +959,17 @@ class Extractor:
         roles = ROLES.get(api, _DEFAULT_ROLES)[1 if dst_style else 0]
         bound: dict[str, Any] = dict(zip(roles, pos))
         bound.update(kw)
+        # what the call reads: for dst-style calls the destination's own names do not count
+        read_names = set(inner)
+        if dst_style and bound.get("dst") is not None:
+            read_names = set()
+            for r, n in bound.items():
+                if r != "dst" and n is not None:
+                    self._scan_names(n, read_names)
+            if bound["dst"].type == "subscript":
+                for sub in bound["dst"].children_by_field_name("subscript"):
+                    self._scan_names(sub, read_names)
+        call.dep_loops = self._dep_loops(read_names, ctx)
         first_shape = None
         for role, n in bound.items():
             if n is None or n.type not in ("identifier", "subscript", "call"):
@@ -979,10 +1006,7 @@ class Extractor:
             dnode = bound["dst"]
             dname = self._base_name(dnode)
             if dname:
-                reads = set()
-                for r, n in bound.items():
-                    if r != "dst" and n is not None:
-                        self._scan(n, ctx, reads, None)
+                reads = read_names - ({dname} if dname not in inner_data_names(bound, self) else set())
                 idx = self._index_names(dnode, ctx) if dnode.type == "subscript" else set()
                 kind = "matmul" if api in MATMUL_APIS else ("add" if call.op == "nl.add" else "other")
                 self._add_write(dname, node, "call", dnode.type == "subscript", reads | idx,
@@ -1062,6 +1086,15 @@ class Extractor:
             a = _make_alloc(call.target, call.line, call.col, call.end_line, call.end_col, api,
                             (mm.M, mm.N), "float32", "psum", 0, ctx, implicit=True)
             ctx.kernel.allocations.append(a)
+
+
+def inner_data_names(bound: dict, ex: "Extractor") -> set[str]:
+    """Names read by the non-destination operands of a dst-style call."""
+    out: set[str] = set()
+    for r, n in bound.items():
+        if r != "dst" and n is not None:
+            ex._scan_names(n, out)
+    return out
 
 
 def _int(v: Any) -> int | None:

@@ -63,7 +63,7 @@ RULES = [
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
              fix="Cast operands to bfloat16 (or fp8) on load; PSUM still accumulates in fp32."),
     # numerical accuracy
-    RuleSpec("NKI401", "low-precision-accumulator", "low-precision-accumulation", W,
+    RuleSpec("NKI401", "low-precision-sbuf-accumulator", "low-precision-accumulation", W,
              "A bf16/fp16/fp8 SBUF tile accumulates a sum across loop iterations.",
              fix="Accumulate in a float32 tile (or in PSUM) and cast once after the loop."),
     RuleSpec("NKI402", "exp-without-max-subtraction", "overflow-risk", W,
