@@ -130,6 +130,11 @@ def _partition_underutilized(est: PerfEstimate, target: Target, file: str | None
     if mean_p > 0.75 * target.partitions:
         return None
     changed = {c.seq: scaled(c, c.partitions / target.partitions) for c in narrow}
+    # The same fix (rows on partitions) spreads narrow DMAs over all 16 DMA engines.
+    narrow_dma = [c for c in est.costs if c.engine == "dma" and c.partitions < target.partitions
+                  and c.dma_engines < target.dma_engines]
+    for c in narrow_dma:
+        changed[c.seq] = scaled(c, c.dma_engines / target.dma_engines, bytes_factor=1.0)
     sp = _speedup(est, changed)
     if sp < MIN_SPEEDUP:
         return None
@@ -144,6 +149,7 @@ def _partition_underutilized(est: PerfEstimate, target: Target, file: str | None
         "focus_metric": "lane_utilization_percent", "value": round(util, 2),
         "mean_partitions": round(mean_p, 2), "lane_ratio": round(lane_ratio, 2),
         "time_share_percent": round(100 * narrow_t / total, 1), "instructions": len(narrow),
+        "narrow_dma_transfers": len(narrow_dma),
         "confirm_with": {"metric": "vector_engine_active_time / scalar_engine_active_time",
                          "direction": "decrease after packing; instruction counts drop by the lane ratio"},
     })

@@ -154,12 +154,28 @@ def matmul_fully_optimized(M: int, K: int, N: int, dtype: str = "bfloat16", bm_t
 
 
 def row_at_a_time(rows: int, cols: int, dtype: str = "float32") -> TraceBuilder:
-    """One row per instruction on a single partition: load, exp, scale, add, store."""
-    tb = TraceBuilder("rows.py")
+    """Row softmax one row per instruction, on a single partition (tests/fixtures/perf/rows_softmax.py)."""
+    tb = TraceBuilder("rows_softmax.py")
     for r in range(rows):
-        tb.load(9, "x", ((r, r + 1), (0, cols)), dtype)
-        tb.compute(10, "scalar", "activation", 1, cols, dtype)
-        tb.compute(11, "vector", "tensor_scalar", 1, cols, dtype)
-        tb.compute(12, "vector", "tensor_tensor", 1, cols, dtype, (("float32", "sbuf"), ("float32", "sbuf")))
-        tb.store(13, "out", ((r, r + 1), (0, cols)), dtype)
+        tb.load(14, "x", ((r, r + 1), (0, cols)), dtype)
+        tb.compute(15, "vector", "tensor_reduce", 1, 1, dtype, alu_op="max", in_free_elems=cols)
+        tb.compute(16, "scalar", "activation", 1, cols, dtype)
+        tb.compute(17, "vector", "tensor_reduce", 1, 1, dtype, alu_op="add", in_free_elems=cols)
+        tb.compute(18, "vector", "reciprocal", 1, 1, dtype)
+        tb.compute(19, "vector", "tensor_scalar", 1, cols, dtype)
+        tb.store(20, "out", ((r, r + 1), (0, cols)), dtype)
+    return tb
+
+
+def rows_packed(rows: int, cols: int, dtype: str = "float32") -> TraceBuilder:
+    """The same softmax with 128 rows per instruction."""
+    tb = TraceBuilder("rows_softmax_packed.py")
+    for t in range(rows // 128):
+        tb.load(14, "x", ((t * 128, (t + 1) * 128), (0, cols)), dtype)
+        tb.compute(15, "vector", "tensor_reduce", 128, 1, dtype, alu_op="max", in_free_elems=cols)
+        tb.compute(16, "scalar", "activation", 128, cols, dtype)
+        tb.compute(17, "vector", "tensor_reduce", 128, 1, dtype, alu_op="add", in_free_elems=cols)
+        tb.compute(18, "vector", "reciprocal", 128, 1, dtype)
+        tb.compute(19, "vector", "tensor_scalar", 128, cols, dtype)
+        tb.store(20, "out", ((t * 128, (t + 1) * 128), (0, cols)), dtype)
     return tb
