@@ -80,16 +80,24 @@ def _decimals(raw: str) -> int:
     return len(raw.split(".")[1]) if "." in raw and "e" not in raw.lower() else 0
 
 
-def _allowed(raw: str, x: float, allowed: set[float]) -> bool:
-    if x in ALWAYS_ALLOWED:
-        return True
-    d = _decimals(raw)
-    for a in allowed:
-        if abs(x - a) <= 1e-9 * max(1.0, abs(a)):
+class Allowed:
+    """Numbers a text may state: values as found (may be quoted rounded) and unit conversions (exact)."""
+
+    def __init__(self, values: set[float]):
+        self.values = values
+        self.derived = _derived(values)
+
+    def __or__(self, extra: set[float]) -> "Allowed":
+        return Allowed(self.values | extra)
+
+    def __contains__(self, item: tuple[str, float]) -> bool:
+        raw, x = item
+        if x in ALWAYS_ALLOWED:
             return True
-        if round(a, d) == x and (d > 0 or abs(a) >= 10):  # quoted with fewer digits
+        if any(abs(x - a) <= 1e-9 * max(1.0, abs(a)) for a in self.derived):
             return True
-    return False
+        d = _decimals(raw)  # quoted with fewer digits: 83.2 -> 83, 0.0312 -> 0.031
+        return any(round(a, d) == x and (d > 0 or abs(a) >= 10) for a in self.values)
 
 
 def _line_refs(text: str) -> list[int]:
@@ -129,23 +137,23 @@ class Context:
                 _collect(section.model_dump(mode="json"), self.all_numbers)
         counts = [sum(1 for f in review.findings if f.severity is s) for s in Severity]
         self.all_numbers.update(float(c) for c in counts + [len(review.findings)])
-        self.all_numbers = _derived(self.all_numbers)
+        self.all_allowed = Allowed(self.all_numbers)
 
-    def numbers_for(self, findings: list[Finding]) -> set[float]:
+    def numbers_for(self, findings: list[Finding]) -> Allowed:
         acc = set(self.base)
         _collect([f.to_json() for f in findings], acc)
         acc.add(float(len(findings)))
-        return _derived(acc)
+        return Allowed(acc)
 
 
-def _check_text(where: str, text: str, allowed: set[float], lines: set[int]) -> list[str]:
+def _check_text(where: str, text: str, allowed: Allowed, lines: set[int]) -> list[str]:
     problems = []
     refs = set(_line_refs(text))
     bad_lines = sorted(r for r in refs if r not in lines)
     if bad_lines:
         problems.append(f"{where} references line(s) {', '.join(map(str, bad_lines))} that no cited finding points at")
     ref_values = {float(r) for r in refs if r in lines}
-    unknown = [raw for raw, x in _numbers_in_prose(text) if x not in ref_values and not _allowed(raw, x, allowed)]
+    unknown = [raw for raw, x in _numbers_in_prose(text) if x not in ref_values and (raw, x) not in allowed]
     if unknown:
         shown = ", ".join(dict.fromkeys(unknown))
         problems.append(f"{where} states number(s) {shown} that do not appear in the cited findings, the source or the hardware facts")
@@ -204,7 +212,7 @@ def validate(reply: AssessmentReply, ctx: Context) -> list[str]:
             v.append(f"item {it.priority} ({sev}) is placed above an error item; errors come first")
             break
 
-    v.extend(_check_text("summary", reply.summary, ctx.all_numbers, _lines_of(findings)))
+    v.extend(_check_text("summary", reply.summary, ctx.all_allowed, _lines_of(findings)))
 
     scored = {c.id for c in ctx.rubric.scored()}
     given = [s.criterion for s in reply.rubric]

@@ -92,6 +92,8 @@ def hardware_facts(t: Target) -> list[tuple[str, str]]:
         ("roofline ridge (bf16, one core)", f"about {round(t.ridge_flops_per_byte)} FLOP per byte"),
         ("bf16 significand", "8 bits"),
         ("fp8 maxima", "float8_e4m3 240, float8_e4m3fn 448, float8_e5m2 57344"),
+        ("NKI dialects", "legacy `neuronxcc.nki` (0.1); `import nki` from 0.2 (ISA calls take dst=); "
+                         "`neuronxcc.nki` inside a kernel is a compile error from 0.4"),
     ]
 
 
