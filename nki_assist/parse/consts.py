@@ -45,6 +45,8 @@ class Lin:
         return Lin(((name, 1),), 0)
 
     def __str__(self) -> str:
+        if self.single is not None:
+            return self.single
         parts = []
         for t, c in self.terms:
             t = t if t.isidentifier() else f"({t})"

@@ -42,7 +42,9 @@ _FMA_NAMES = frozenset({"fmaf", "fma", "__fmaf_rn", "__fmaf_rz", "__fmaf_ieee_rn
                         "__hfma2", "fmaf_rn"})
 _ADD_NAMES = frozenset({"__hadd", "__hadd2", "__fadd_rn", "__dadd_rn"})
 _LOOPS = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
-_STATEMENTS = frozenset({"expression_statement", "declaration", "return_statement"})
+_SKIP = frozenset({"comment", "preproc_include", "string_literal", "raw_string_literal", "char_literal",
+                   "template_argument_list", "type_descriptor", "using_declaration", "alias_declaration",
+                   "namespace_alias_definition", "concatenated_string", "static_assert_declaration"})
 
 
 @cache
@@ -162,6 +164,8 @@ class _Walker:
 
     # -- walk ------------------------------------------------------------------------------------
     def run(self, root) -> None:
+        if self.has_error:
+            self._collect_errors(root)
         self.visit(root)
         for launch in self.out.launches:
             for k in self.out.kernels:
@@ -170,10 +174,7 @@ class _Walker:
         self.out.defines = {k: v for k, v in self.env.items()}
 
     def visit(self, node) -> None:
-        t = node.type
-        handler = _HANDLERS.get(t)
-        if self.has_error and (t == "ERROR" or node.is_missing):
-            self._syntax_error(node)
+        handler = _HANDLERS.get(node.type)
         if handler is not None:
             handler(self, node)
         else:
@@ -185,10 +186,31 @@ class _Walker:
             if not self.deep_note:
                 self.deep_note = True
                 self.out.notes.append(f"nesting deeper than {MAX_DEPTH} at line {self.line(node)}; facts below it skipped")
-        else:
-            for c in node.children:
-                self.visit(c)
+        else:  # anonymous tokens, leaves and fact-free subtrees need no visit
+            get = _HANDLERS.get
+            for c in node.named_children:
+                if c.child_count:
+                    t = c.type
+                    if t in _SKIP:
+                        continue
+                    handler = get(t)
+                    if handler is None:
+                        self.children(c)
+                    else:
+                        handler(self, c)
         self.depth -= 1
+
+    def _collect_errors(self, root) -> None:
+        """ERROR and MISSING nodes, descending only into subtrees that contain one."""
+        stack = [root]
+        while stack and len(self.out.syntax_errors) < 50:
+            node = stack.pop()
+            if node.type == "ERROR" or node.is_missing:
+                self._syntax_error(node)
+                if node.type != "ERROR":
+                    continue
+            stack.extend(c for c in reversed(node.children) if c.has_error or c.is_missing)
+        self.out.syntax_errors.sort()
 
     def _syntax_error(self, node) -> None:
         if len(self.out.syntax_errors) >= 50:
@@ -526,6 +548,7 @@ class _Walker:
         idx = len(ks.k.loops)
         ks.k.loops.append(lp)
         pushed = False
+        init = None
         if node.type == "for_statement":
             init = node.child_by_field_name("initializer")
             update = node.child_by_field_name("update")
@@ -538,11 +561,10 @@ class _Walker:
                 ks.cond_stack.append((r, True, ks.is_thread(r)))
                 pushed = True
         ks.loop_stack.append(idx)
-        for c in node.children:
-            if node.type == "for_statement" and c is not None and c.start_byte == getattr(
-                    node.child_by_field_name("initializer"), "start_byte", -1):
-                continue
-            self.visit(c)
+        skip = init.start_byte if init is not None else -1
+        for c in node.named_children:
+            if c.start_byte != skip and c.child_count:
+                self.visit(c)
         ks.loop_stack.pop()
         if pushed:
             ks.cond_stack.pop()

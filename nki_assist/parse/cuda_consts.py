@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from functools import lru_cache
 
 from .cuda_model import CUDA_TYPE_BYTES
 
@@ -57,16 +58,28 @@ def _number(digits: str, suffix: str) -> str:
 def fold(text: str, env: dict[str, Number], macros: dict[str, FunctionMacro] | None = None,
          _depth: int = 0) -> Number | None:
     """Value of a C constant expression, or None when it is not knowable from `env`."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text, 8) if len(text) > 1 and text[0] == "0" else int(text)
+    if text.isidentifier():
+        return env.get(text)
+    tree = _compile(text)
+    if tree is None:
+        return None
+    try:
+        return _eval(tree, env, macros or {}, _depth)
+    except (_Unknown, ArithmeticError, ValueError, TypeError, RecursionError, OverflowError):
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _compile(text: str) -> ast.AST | None:
     py = _to_python(text)
     if py is None:
         return None
     try:
-        tree = ast.parse(py, mode="eval")
+        return ast.parse(py, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    try:
-        return _eval(tree.body, env, macros or {}, _depth)
-    except (_Unknown, ArithmeticError, ValueError, TypeError, RecursionError, OverflowError):
         return None
 
 

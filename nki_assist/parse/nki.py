@@ -60,22 +60,59 @@ def parse_nki(text: str, path: str) -> NkiFile:
     _imports(root, ex, nf, imports)
     nf.imports = dict(imports)
     nf.dialect = _dialect(imports, nf.imports_full)
-    if root.has_error:
-        nf.syntax_errors = _syntax_errors(root, ex)
     module_env = ex.module_env
-    functions, jit_wrapped = _module(root, ex, module_env, nf)
+    # A syntax error can swallow the rest of the file into one ERROR node; then each top-level
+    # segment is parsed on its own (same line numbers) so the code that parses still yields facts.
+    pieces = [(root, ex)] if not root.has_error else _segments(text, imports, module_env)
     facts: dict[str, NkiKernel] = {}
-    for fn, deco in functions:
-        try:
-            k = ex.function(fn, deco)
-        except RecursionError:
-            continue
-        facts.setdefault(k.name, k)
+    jit_wrapped: set[str] = set()
+    for proot, pex in pieces:
+        if proot.has_error:
+            nf.syntax_errors += _syntax_errors(proot, pex)
+        functions, wrapped = _module(proot, pex, module_env, nf)
+        jit_wrapped |= wrapped
+        for fn, deco in functions:
+            try:
+                k = pex.function(fn, deco)
+            except RecursionError:
+                continue
+            facts.setdefault(k.name, k)
+    nf.syntax_errors.sort()
     for name in jit_wrapped:
         if name in facts and facts[name].decorator is None:
             facts[name].decorator = "nki.jit"
     nf.kernels = _select_kernels(facts)
     return nf
+
+
+_SEGMENT_START = re.compile(r"^(?:@|def\s|async\s+def\s|class\s|[A-Za-z_][\w.]*\s*(?:=|\(|,|:)|import\s|from\s|if\s|for\s|with\s|try:)")
+
+
+def _segments(text: str, imports: dict[str, str], env: Env):
+    """Parse each top-level statement group separately, padded so line numbers stay the same."""
+    lines = text.split("\n")
+    starts = []
+    for i, ln in enumerate(lines):
+        if ln[:1] not in ("", " ", "\t", "#") and _SEGMENT_START.match(ln):
+            if starts and lines[starts[-1]].startswith("@") and i == _next_code(lines, starts[-1]):
+                continue  # decorator glued to its def
+            starts.append(i)
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    out = []
+    for a, b in zip(starts, starts[1:] + [len(lines)]):
+        seg = "\n" * a + "\n".join(lines[a:b])
+        src = seg.encode("utf-8", "replace")
+        tree = _parser().parse(src)
+        out.append((tree.root_node, Extractor(src, imports, env)))
+    return out
+
+
+def _next_code(lines: list[str], i: int) -> int:
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("@"):
+        j += 1
+    return j if j < len(lines) else i
 
 
 def _imports(root, ex: Extractor, nf: NkiFile, imports: dict[str, str]) -> None:
