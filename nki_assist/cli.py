@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+# We use no pydantic plugins; skipping the entry-point scan saves ~0.2 s of start-up.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from . import __version__
 
@@ -30,7 +34,8 @@ def _module(name: str):
     return importlib.import_module(f"nki_assist.commands.{name}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with `only`, just that subcommand's module is imported (fast start-up)."""
     parser = argparse.ArgumentParser(
         prog="nki-assist",
         description="Review NKI kernels for AWS Trainium and the CUDA kernels they were ported from.",
@@ -39,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"nki-assist {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text)
+            continue
         try:
             mod = _module(name)
         except ModuleNotFoundError as exc:
@@ -52,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
@@ -67,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
         print(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        if "--debug" in (argv or sys.argv):
+        if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
         return EXIT_ERROR
 
