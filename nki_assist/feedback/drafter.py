@@ -61,8 +61,8 @@ def group_findings(findings: list[Finding]) -> list[list[Finding]]:
     seen: dict[tuple, int] = {}
     for i, f in enumerate(findings):
         keys: list[tuple] = []
-        if f.file and f.line:
-            keys.append(("line", f.file, f.line, f.criterion))  # one line, one concern
+        if f.file and f.line and f.severity is not Severity.INFO:
+            keys.append(("line", f.file, f.line, f.criterion))  # one line, one concern; nits stay apart
         keys.append(("rule", f.file, f.rule, f.severity.value))  # the same mistake repeated
         for k in ROOT_CAUSE_KEYS:
             if f.evidence.get(k) not in (None, "", [], {}):
@@ -217,7 +217,8 @@ def _score(review: Review, criterion: str) -> tuple[int, list[Finding]]:
 
 def _count(fs: list[Finding], sev: Severity) -> str:
     n = sum(1 for f in fs if f.severity is sev)
-    return f"{n} {sev.value}{'s' if n != 1 else ''}" if n else ""
+    plural = "s" if n != 1 and sev is not Severity.INFO else ""
+    return f"{n} {sev.value}{plural}" if n else ""
 
 
 def rubric_scores(review: Review, rubric: Rubric) -> list[RubricScore]:
@@ -252,7 +253,7 @@ def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
     verdict = verdict_for(list(review.findings))
     counts = {s: sum(1 for f in review.findings if f.severity is s) for s in Severity}
     blocking = [
-        f"{it.title} [{', '.join(it.finding_ids)}]"
+        f"{it.title.split(' (')[0]} [{', '.join(it.finding_ids)}]"
         for it, g in zip(items, groups)
         if any(f.severity is Severity.ERROR for f in g)
     ][:3]
@@ -263,7 +264,7 @@ def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
     if first_other and verdict != "approve-with-nits":
         it, g = first_other
         gain = max((f.est_speedup or 0.0) for f in g)
-        top_other = f"{it.title} [{', '.join(it.finding_ids)}]" + (
+        top_other = f"{it.title.split(' (')[0]} [{', '.join(it.finding_ids)}]" + (
             f", estimated {_fmt_speedup(gain)}" if gain else ""
         )
     missing = sorted({why for c in taxonomy.rubric_criteria() if (why := unverified(review, c))})

@@ -138,3 +138,14 @@ def test_realistic_deterministic_draft_passes_grounding():
     a = draft_assessment(r)
     reply = from_assessment(a, {x.id: x.severity.value for x in r.findings})
     assert validate(reply, Context(r, get_target("trn2"), sources(), load_rubric())) == []
+
+
+def test_info_on_a_warning_line_stays_a_separate_nit():
+    fs = [
+        f(rule="NKI203", name="floor-div", category="missing-boundary-mask", severity="warning", line=26, message="tail"),
+        f(rule="NKI502", name="deprecated-loop", category="deprecated-api", severity="info", line=26, message="alias"),
+        f(rule="NKI502", name="deprecated-loop", category="deprecated-api", severity="info", line=30, message="alias"),
+    ]
+    a = draft_assessment(review(fs))
+    assert [it.finding_ids for it in a.items] == [["F1"], ["F2", "F3"]]
+    assert "dialects" not in a.items[0].why
