@@ -89,6 +89,8 @@ _BIAS = re.compile(r"\b(\w*bias\w*)\s*\[")
 
 def value_hints(text: str, line: int, scale_params: re.Pattern | None) -> list[EpilogueHint]:
     """Bias / scale / activation work visible in one value expression."""
+    if "(" not in text and "[" not in text and (scale_params is None or not scale_params.search(text)):
+        return []
     hints: list[EpilogueHint] = []
     gelu_ctx = bool(GELU_CONTEXT.search(text))
     if _SIGMOID.search(text):

@@ -79,3 +79,11 @@ def test_unterminated_everything():
                  "template <int", "k<<<", '"open string', "__shared__ float s[[[];"):
         f, findings = check(text)
         assert isinstance(f.to_json(), dict)
+
+
+def test_error_in_a_kernel_signature_is_reported():
+    # the missing comma sits in the parameter list, a part of the tree the fact walk never enters
+    text = "__global__ void k(float* x int n) {\n    if (threadIdx.x < n) x[threadIdx.x] = 0.0f;\n}\n"
+    f, findings = check(text)
+    assert f.syntax_errors and f.syntax_errors[0].line == 1
+    assert [x.rule for x in findings if x.rule == "CUDA100"] == ["CUDA100"]
