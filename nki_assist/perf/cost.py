@@ -123,6 +123,11 @@ def _tensor_cost(entry: TraceEntry, target: Target, c: InstrCost) -> None:
     c.free = n
 
 
+def _alu(entry: TraceEntry, default: str) -> str:
+    ex = entry.extra
+    return str(ex.get("alu_op", ex.get("alu", ex.get("op", default)))).lower()
+
+
 def _vector_cycles(entry: TraceEntry, target: Target) -> tuple[float, float]:
     """(cycles, work cycles) for Vector/Scalar/GpSimd instructions (LISA cost table)."""
     n = max(int(entry.free_elems), 1)
@@ -132,12 +137,14 @@ def _vector_cycles(entry: TraceEntry, target: Target) -> tuple[float, float]:
     bf16_in = bool(entry.srcs) and all(s.dtype in ("bfloat16", "float16") for s in entry.srcs)
     if op == "tensor_tensor":
         bufs = sorted(s.buffer for s in entry.srcs)
-        alu = str(entry.extra.get("alu_op", entry.extra.get("op", ""))).lower()
+        alu = _alu(entry, "")
         one_pass = bufs == ["psum", "sbuf"] or (bf16_in and alu in ("add", "multiply", "mul", "subtract", "sub"))
         work = n if one_pass else 2 * n
     elif op == "tensor_reduce":
-        alu = str(entry.extra.get("alu_op", entry.extra.get("op", "add"))).lower()
-        src_n = max(int(entry.extra.get("in_free_elems", n)), n)
+        alu = _alu(entry, "add")
+        src = entry.srcs[0] if entry.srcs else None
+        src_free = math.prod(src.shape[1:]) if src is not None and len(src.shape) > 1 else n
+        src_n = max(int(entry.extra.get("in_free_elems", src_free)), n)
         work = src_n / 2 if bf16_in and alu in ("add", "max") else src_n
     elif op == "reciprocal":
         work = 8 * n
@@ -147,6 +154,9 @@ def _vector_cycles(entry: TraceEntry, target: Target) -> tuple[float, float]:
         work = 2 * n
     elif op == "scalar_tensor_tensor":
         work = n if bf16_in and n % 2 == 0 else 2 * n
+    elif op == "memset" and entry.dst is not None and entry.dst.buffer == "psum" and not entry.extra.get("value"):
+        # zeroing a PSUM accumulator folds into the first matmul's psum_zero flag (profiler acc_flags)
+        return 0.0, 0.0
     elif op == "memset":
         work = n / 2 if dt in ("bfloat16", "float16") and entry.extra.get("value", 0) == 0 else n
         return max(work, 1.0) + access_setup_cycles(target), work

@@ -160,6 +160,7 @@ def assumptions_for(target: Target) -> list[str]:
         f"{descriptor_overhead_bytes(target)} B of payload (2 KiB = 50% efficiency, per the DMA bandwidth guide).",
         f"DMA fixed latency {target.dma_fixed_cost_s * 1e6:.1f} us per transfer is hidden by queueing except "
         "before the first compute and after the last.",
+        "Zero-initialising a PSUM accumulator is free (folded into the first matmul's psum_zero flag).",
         "Engines overlap perfectly apart from the exposed prologue/epilogue; dependencies and buffer reuse "
         "inside the loop body are not modelled.",
         f"HBM bandwidth {target.hbm_bw_bytes_per_s / 1e9:.0f} GB/s per core (device bandwidth / cores).",

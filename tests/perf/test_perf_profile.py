@@ -59,7 +59,7 @@ def test_non_object_json(tmp_path):
 
 
 def test_merge_measured_replaces_estimate_side_by_side():
-    est = estimate(synth.matmul_fully_optimized(2048, 2048, 2048).run(), TRN1)
+    est = estimate(synth.matmul_block_free(512, 512, 1024).run(), TRN1)
     prof = load_profile(str(FIX / "profile_matmul_optimized.json"))
     merged = merge_profile(est, prof, kernel_name="nki_matmul_fully_optimized_")
     assert est.measured is None  # the input estimate is untouched
@@ -80,7 +80,7 @@ def test_merge_measured_replaces_estimate_side_by_side():
 
 
 def test_merge_name_mismatch_is_noted_and_not_trusted():
-    est = estimate(synth.matmul_fully_optimized(2048, 2048, 2048).run(), TRN1)
+    est = estimate(synth.matmul_block_free(512, 512, 1024).run(), TRN1)
     prof = load_profile(str(FIX / "profile_attention_bad.json"))
     merged = merge_profile(est, prof, kernel_name="nki_matmul_fully_optimized_")
     assert any("not 'nki_matmul_fully_optimized_'" in n for n in merged.notes)
