@@ -1,0 +1,29 @@
+"""Built-in NKI CPU simulator: runs legacy (`neuronxcc.nki`) and new (`nki`) kernels eagerly on NumPy.
+
+`run_kernel` executes a kernel in *this* process (the toolchain's builtin backend wraps it in a child
+process with time and memory limits). See docs/simulator.md for what is modelled and the fidelity gaps.
+"""
+
+from __future__ import annotations
+
+from ..hardware import Target
+from ..toolchain.types import RunResult
+
+
+def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *,
+               target: Target, precise: bool = True, stochastic_rounding: bool = False,
+               seed: int = 0, lenient: bool = True, grid: tuple[int, ...] | None = None,
+               trace: bool = True, max_trace: int = 2_000_000) -> RunResult:
+    """Run `kernel` (None = the only @nki.jit kernel) from the file at `path` on numpy `args`.
+
+    Never raises for kernel problems: violations, exceptions and unsupported APIs come back as findings
+    (source="simulation", on the kernel source line) with `status` telling whether the run completed.
+    """
+    from .runner import run_kernel as _run
+
+    return _run(path, kernel, args, kwargs, target=target, precise=precise,
+                stochastic_rounding=stochastic_rounding, seed=seed, lenient=lenient, grid=grid,
+                trace=trace, max_trace=max_trace)
+
+
+__all__ = ["run_kernel", "RunResult"]

@@ -1,0 +1,194 @@
+"""State of one simulation run: options, findings, trace, SBUF/PSUM ledger, loop context, source lines.
+
+The run is single-threaded and in-process, so the current context is a module global (`CTX`) that the
+shim functions read; `runner.run_kernel` sets it for the duration of a run and clears it afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..findings import Finding
+from ..hardware import Target
+from ..rules.registry import get as get_rule
+from ..toolchain.types import Operand, ResourcePeaks, TraceEntry
+from .dtypes import Rounder
+
+CTX: "SimContext | None" = None
+
+
+class StrictStop(Exception):
+    """Raised in strict mode at the first violation."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+class UnsupportedAPI(Exception):
+    """A kernel used an NKI (or other) API the simulator does not implement."""
+
+    def __init__(self, api: str, detail: str = ""):
+        super().__init__(f"{api} is not supported by the built-in simulator" + (f": {detail}" if detail else ""))
+        self.api = api
+
+
+@dataclass
+class LoopFrame:
+    kind: str  # affine | sequential | static | range
+    uid: int
+    start_seq: int  # allocation counter when the loop started (older storages live outside it)
+    n: int
+    iter: int = -1
+    scope: list = field(default_factory=list)  # storages allocated in the current iteration
+
+
+class SimContext:
+    def __init__(self, *, target: Target, kernel_file: str, display_file: str, legacy: bool,
+                 precise: bool, stochastic: bool, seed: int, lenient: bool, trace: bool, max_trace: int,
+                 static_depth: dict[int, int]):
+        self.target = target
+        self.kfile = kernel_file  # co_filename of the kernel module
+        self.display_file = display_file  # path reported in findings
+        self.legacy = legacy
+        self.lenient = lenient
+        self.round = Rounder(precise, stochastic, seed)
+        self.precise = precise
+        self.tracing = trace
+        self.max_trace = max_trace
+        self.static_depth = static_depth
+        self.trace: list[TraceEntry] = []
+        self.n_instr = 0
+        self.findings: list[Finding] = []
+        self._seen: dict[tuple[str, int | None], Finding] = {}
+        self.counts: dict[tuple[str, int | None], int] = {}
+        self.notes: list[str] = []
+        # ledger (bytes per partition)
+        self.alloc_seq = itertools.count(1)
+        self.sbuf_live = 0
+        self.psum_live = 0
+        self.psum_banks_live = 0
+        self.peaks = ResourcePeaks()
+        self.pending: list = []  # op results not yet counted (see commit_pending)
+        # loops
+        self.loops: list[LoopFrame] = []
+        self.loop_uid = itertools.count(1)
+        self.affine_path: tuple = ()
+        self.tag = 0
+        self.aff_start = 0  # start_seq of the innermost affine loop (storages older than it are tracked)
+        self._tag_of: dict[tuple, int] = {(): 0}
+        self.paths: list[tuple] = [()]
+        # grid
+        self.grid: tuple[int, ...] = ()
+        self.pid: tuple[int, ...] = ()
+        self.shared_allocs: list = []
+        self.shared_cursor = 0
+        self.outputs_created: list = []  # shared_hbm storages created by the kernel
+        self.last_chain: tuple = ()  # kernel-file lines of the current call stack (allocation site)
+        self.sites: dict = {}  # allocation site -> weakref of the last tensor allocated there
+
+    # -- source location ---------------------------------------------------------------------------
+    def site(self) -> tuple[int | None, int]:
+        """Kernel source line of the current call and its loop depth (static nesting over all frames)."""
+        f = sys._getframe(2)
+        kfile = self.kfile
+        line = None
+        depth = 0
+        sd = self.static_depth
+        chain = []
+        while f is not None:
+            if f.f_code.co_filename == kfile:
+                ln = f.f_lineno
+                if line is None:
+                    line = ln
+                chain.append(ln)
+                depth += sd.get(ln, 0)
+            f = f.f_back
+        self.last_chain = tuple(chain)
+        return line, depth
+
+    def line(self) -> int | None:
+        return self.site()[0]
+
+    # -- findings ----------------------------------------------------------------------------------
+    def report(self, rule: str, line: int | None, message: str, **evidence: Any) -> None:
+        """Record a violation once per (rule, line); strict mode stops at the first."""
+        key = (rule, line)
+        if key in self._seen:
+            self.counts[key] += 1
+            return
+        spec = get_rule(rule)
+        f = spec.finding(message, file=self.display_file, line=line, evidence=evidence, source="simulation")
+        self._seen[key] = f
+        self.counts[key] = 1
+        self.findings.append(f)
+        if not self.lenient:
+            raise StrictStop(f)
+
+    def report_safe(self, rule: str, line: int | None, message: str, **evidence: Any) -> None:
+        """Like report, but never stops (used after the run ended)."""
+        lenient, self.lenient = self.lenient, True
+        try:
+            self.report(rule, line, message, **evidence)
+        finally:
+            self.lenient = lenient
+
+    def seen(self, rule: str, line: int | None) -> bool:
+        return (rule, line) in self._seen
+
+    def finish_findings(self) -> list[Finding]:
+        for key, f in self._seen.items():
+            if self.counts[key] > 1:
+                f.evidence["occurrences"] = self.counts[key]
+        return self.findings
+
+    # -- trace -------------------------------------------------------------------------------------
+    def instr(self, engine: str, op: str, line: int | None, depth: int, dst=None, srcs=(), **kw) -> None:
+        self.n_instr += 1
+        if not self.tracing:
+            return
+        if len(self.trace) >= self.max_trace:
+            if len(self.trace) == self.max_trace:
+                self.notes.append(f"trace truncated at {self.max_trace} instructions")
+                self.trace.append(None)  # marker, removed at the end
+            return
+        dst_op = operand(dst) if dst is not None else None
+        src_ops = [operand(s) for s in srcs if s is not None and hasattr(s, "st")]
+        main = dst_op or (src_ops[0] if src_ops else None)
+        parts = kw.pop("partitions", None)
+        free = kw.pop("free_elems", None)
+        if main is not None:
+            if parts is None:
+                parts = main.partitions
+            if free is None:
+                n = 1
+                for d in main.shape:
+                    n *= d
+                free = n // max(parts, 1)
+        self.trace.append(TraceEntry(seq=self.n_instr, engine=engine, op=op, line=line, file=self.display_file,
+                                     dst=dst_op, srcs=src_ops, partitions=parts or 0, free_elems=free or 0,
+                                     loop_depth=depth, **kw))
+
+    # -- affine loop tags --------------------------------------------------------------------------
+    def retag(self) -> None:
+        aff = [f for f in self.loops if f.kind == "affine"]
+        path = tuple((f.uid, f.iter) for f in aff)
+        self.aff_start = aff[-1].start_seq if aff else 0
+        self.affine_path = path
+        t = self._tag_of.get(path)
+        if t is None:
+            t = len(self.paths)
+            self._tag_of[path] = t
+            self.paths.append(path)
+        self.tag = t
+
+
+def operand(t) -> Operand:
+    st = t.st
+    shape = t.shape
+    on_chip = st.buffer in ("sbuf", "psum")
+    return Operand(shape=shape, dtype=st.dt.name, buffer=st.buffer,
+                   partitions=(shape[0] if shape else 1) if on_chip else 1, name=st.name)

@@ -1,0 +1,750 @@
+"""Instruction semantics shared by both dialects and by `nl`/`nisa`.
+
+Every function here is one NeuronCore instruction: it reads its operands through `tensor.read` (checks),
+computes in fp32 with one numpy expression, writes the destination through `tensor.write` (rounding to
+the destination dtype) and appends one trace entry. `dst=None` means "return a new tile" (legacy style
+and `nl.*` convenience ops); otherwise the result goes into `dst` (new-dialect ISA style).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import context, mathops
+from .context import UnsupportedAPI
+from .dtypes import FLOAT32, DType, resolve
+from .indexing import Mask
+from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read, resolve as resolve_view
+from .tensor import tile_mask, write
+
+F32 = np.float32
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def ctx_site():
+    ctx = context.CTX
+    commit_pending(ctx)
+    line, depth = ctx.site()
+    return ctx, line, depth
+
+
+def opname(op) -> str:
+    n = getattr(op, "_nki_op", None)
+    if n is not None:
+        return n
+    if isinstance(op, str):
+        return op
+    try:
+        n = mathops.NUMPY_NAMES.get(op)
+    except TypeError:
+        n = None
+    if n is None:
+        raise UnsupportedAPI(f"operator {getattr(op, '__name__', op)!r}")
+    return n
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def fvals(t: Tensor, m, line, **kw) -> np.ndarray:
+    return mathops.f32(read(t, m, line, **kw))
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Legacy NKI type promotion (nki.api.shared.rst "NKI Type Promotion")."""
+    if a is b:
+        return a
+    if a.is_float and b.is_float:
+        names = {a.name, b.name}
+        if "float32" in names or "tfloat32" in names or "float32r" in names or names == {"float16", "bfloat16"}:
+            return FLOAT32
+        if all(n.startswith("float8") for n in names):
+            return resolve("bfloat16")
+        return a if a.itemsize >= b.itemsize else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    names = {a.name, b.name}
+    if names == {"int8", "uint8"}:
+        return resolve("int16")
+    if names == {"int32", "uint32"}:
+        return FLOAT32
+    return a if a.itemsize >= b.itemsize else b
+
+
+def scalar_dtype(v) -> DType:
+    """Weak Python scalars infer int32 / float32."""
+    if isinstance(v, (bool, np.bool_)):
+        return resolve("int32")
+    if isinstance(v, (int, np.integer)):
+        return resolve("int32")
+    return FLOAT32
+
+
+def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask=None) -> Tensor:
+    """Result tile of an op. With no mask the rounded value *is* the storage (no fill, no copy)."""
+    ctx = context.CTX
+    if value is not None and mask is None:
+        v = ctx.round(value, dt)
+        if v.shape != tuple(shape):
+            v = np.array(np.broadcast_to(v, shape))
+        elif not v.flags.writeable or not v.flags.owndata:
+            v = v.copy()
+        st = allocate(shape, dt, buffer, line=line, data=v, written=True, pending=True)
+    else:
+        st = allocate(shape, dt, buffer, line=line, pending=True)
+        if value is not None:
+            write(Tensor(st), ctx.round(value, dt), mask, line, exempt_affine=True)
+    t = Tensor(st)
+    t.fresh = True
+    bind_site(ctx, t)
+    return t
+
+
+def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, dtype, srcs, mask=None,
+         buffer: str = "sbuf", src_storages=(), extra: dict | None = None, **kw) -> Tensor:
+    """Write an fp32 result to dst (or a new tile), record the instruction, return the destination."""
+    result = np.asarray(result)
+    if dst is None:
+        dt = resolve(dtype) if dtype is not None else FLOAT32
+        m = tile_mask(mask, result.shape) if mask is not None else None
+        out = new_tile(result.shape, dt, buffer, line, result, m)
+        out.origin = (kw.get("_alu") or op, src_storages, result, m)
+    else:
+        if not is_tensor(dst):
+            raise TypeError(f"{op}: dst must be a tensor, got {type(dst).__name__}")
+        m = tile_mask(mask, dst.shape) if mask is not None else None
+        check_lowp_acc(ctx, dst, kw.get("_alu"), src_storages, line, depth)
+        write(dst, ctx.round(_fit(result, dst.shape, op), dst.st.dt), m, line)
+        out = dst
+    kw.pop("_alu", None)
+    ctx.instr(engine, op, line, depth, out, srcs, extra=extra or {}, **kw)
+    return out
+
+
+def _fit(result: np.ndarray, shape, op) -> np.ndarray:
+    if result.shape == tuple(shape):
+        return result
+    if result.size == int(np.prod(shape)):
+        return result.reshape(shape)
+    try:
+        return np.broadcast_to(result, shape)
+    except ValueError:
+        raise SimShapeError(f"{op}: result of shape {list(result.shape)} does not fit dst of shape "
+                            f"{list(shape)}") from None
+
+
+def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
+    """A running sum kept in a bf16/fp16/fp8 tile inside a loop (dst is also an input of the add)."""
+    if alu not in ("add", "subtract") or depth <= 0 and not ctx.loops:
+        return
+    st = dst.st
+    if not st.dt.low_precision or not ctx.precise:
+        return
+    if any(s is st or s is getattr(st, "alias", None) for s in src_storages):
+        ctx.report("SIM116", line,
+                   f"running sum accumulated in {st.dt.name} {st.name or st.buffer + ' tile'}{list(st.shape)} "
+                   f"inside a loop: each add rounds to {st.dt.name} (8 mantissa bits for bfloat16), so the "
+                   f"sum drifts and small terms vanish.",
+                   tensor=st.name, dtype=st.dt.name, shape=list(st.shape))
+
+
+def check_placement(ctx, line, op: str, t: Tensor, allowed: tuple[str, ...], role: str) -> None:
+    if t.st.buffer not in allowed and not (t.st.buffer.endswith("hbm") and "hbm" in allowed):
+        ctx.report("SIM106", line,
+                   f"{op}: {role} {t.st.name or ''}{list(t.shape)} is in {t.st.buffer.upper()}; it must be in "
+                   f"{' or '.join(a.upper() for a in allowed)}.",
+                   op=op, operand=role, buffer=t.st.buffer, allowed=list(allowed))
+
+
+def on_chip_operand(ctx, line, op, t, role="input"):
+    if t.st.buffer not in ON_CHIP:
+        check_placement(ctx, line, op, t, ON_CHIP, role)
+
+
+def operand_value(v, m, line, shape_p: int | None = None):
+    """A scalar or a [P,1] tensor operand (tensor_scalar / activation bias & scale), as fp32."""
+    if is_tensor(v):
+        return fvals(v, None, line)
+    if isinstance(v, (int, float, np.number, bool)):
+        return F32(v)
+    raise TypeError(f"operand must be a number or a tensor, got {type(v).__name__}")
+
+
+def dtype_name(t) -> str:
+    return t.st.dt.name
+
+
+def part_check(ctx, line, op, *ts):
+    ps = {t.shape[0] for t in ts if is_tensor(t) and t.shape and t.st.buffer in ON_CHIP}
+    if len(ps) > 1:
+        raise SimShapeError(f"{op}: operands span different partition counts {sorted(ps)} "
+                            f"(err_num_partition_mismatch)")
+
+
+# -- elementwise -----------------------------------------------------------------------------------
+def unary(name: str, x, *, dst=None, dtype=None, mask=None, engine="scalar", op_label=None) -> Tensor:
+    ctx, line, depth = ctx_site()
+    if not is_tensor(x):
+        raise TypeError(f"{name} expects a tensor, got {type(x).__name__}")
+    on_chip_operand(ctx, line, op_label or name, x)
+    m = tile_mask(mask, x.shape) if mask is not None else None
+    v = fvals(x, m, line)
+    r = mathops.UNARY[name](v)
+    return emit(ctx, op_label or "activation", engine, line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
+                mask=mask, src_storages=(x.st,), extra={"func": name})
+
+
+def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> Tensor:
+    ctx, line, depth = ctx_site()
+    ta, tb = is_tensor(a), is_tensor(b)
+    if not ta and not tb:
+        raise TypeError(f"{name}: at least one operand must be a tensor")
+    m = None
+    if mask is not None:
+        shape = np.broadcast_shapes(a.shape if ta else (), b.shape if tb else ())
+        m = tile_mask(mask, shape)
+    srcs = [x for x in (a, b) if is_tensor(x)]
+    for x in srcs:
+        on_chip_operand(ctx, line, name, x)
+    if ta and tb:
+        part_check(ctx, line, name, a, b)
+        if a.st.buffer == "psum" and b.st.buffer == "psum":
+            ctx.report("SIM106", line, f"{name}: both inputs are in PSUM; tensor_tensor reads at most one PSUM "
+                       "operand.", op=name, buffer="psum")
+    va = fvals(a, _sub(m, a), line) if ta else a
+    vb = fvals(b, _sub(m, b), line) if tb else b
+    ints = (not a.st.dt.is_float if ta else isinstance(a, (int, np.integer))) and (
+        not b.st.dt.is_float if tb else isinstance(b, (int, np.integer)))
+    if ints:
+        va = read(a, None, line) if ta else a
+        vb = read(b, None, line) if tb else b
+    try:
+        r = mathops.BINARY[name](va, vb)
+    except ValueError:
+        raise SimShapeError(f"{name}: operand shapes {list(np.shape(va))} and {list(np.shape(vb))} do not "
+                            f"broadcast") from None
+    if dtype is None:
+        da = a.st.dt if ta else scalar_dtype(a)
+        db = b.st.dt if tb else scalar_dtype(b)
+        dtype = promote(da, db)
+    kind = "tensor_tensor" if ta and tb else "tensor_scalar"
+    if engine is None:
+        engine = "gpsimd" if (ints and kind == "tensor_tensor") or name == "power" else "vector"
+    return emit(ctx, kind, engine, line, depth, r, dst=dst, dtype=dtype, srcs=srcs, mask=mask,
+                src_storages=tuple(x.st for x in srcs), extra={"alu": name}, _alu=name)
+
+
+def _sub(m, t):
+    if m is None:
+        return None
+    return m if m.shape == t.shape else None
+
+
+def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=False, negate=False,
+           op_label="tensor_reduce") -> Tensor:
+    ctx, line, depth = ctx_site()
+    on_chip_operand(ctx, line, op_label, x)
+    axes = _axes(axis, len(x.shape))
+    if 0 in axes and len(x.shape) > 1:
+        ctx.report("SIM115", line, f"{op_label} over axis 0 (the partition axis): Vector Engine reductions run "
+                   "along free axes only; transpose first or matmul with a ones vector.", api=op_label)
+    m = tile_mask(mask, x.shape) if mask is not None else None
+    v = fvals(x, m, line)
+    if m is not None:
+        fill = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}.get(name, 0.0)
+        v = np.where(m, v, F32(fill))
+    if name == "mean":
+        r = np.mean(v, axis=axes, keepdims=keepdims, dtype=F32)
+    elif name == "var":
+        r = np.var(v, axis=axes, keepdims=keepdims, dtype=F32)
+    else:
+        fn = mathops.REDUCE.get(name)
+        if fn is None:
+            raise UnsupportedAPI(f"reduction with operator {name}")
+        r = fn(v, axis=axes, keepdims=keepdims)
+    r = np.asarray(r, dtype=F32)
+    if negate:
+        r = -r
+    return emit(ctx, op_label, "vector", line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
+                src_storages=(x.st,), extra={"alu": name, "axis": list(axes)})
+
+
+def _axes(axis, nd) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(1, nd)) if nd > 1 else (0,)
+    if isinstance(axis, (list, tuple)):
+        return tuple(int(a) % nd for a in axis)
+    return (int(axis) % nd,)
+
+
+def copy(src, *, dst=None, dtype=None, mask=None, engine="vector", op_label="tensor_copy") -> Tensor:
+    ctx, line, depth = ctx_site()
+    on_chip_operand(ctx, line, op_label, src)
+    m = tile_mask(mask, src.shape) if mask is not None else None
+    v = read(src, m, line)
+    if engine == "gpsimd" and (src.st.buffer == "psum" or (dst is not None and dst.st.buffer == "psum")):
+        ctx.report("SIM106", line, f"{op_label} on GpSimd cannot access PSUM.", op=op_label, buffer="psum")
+    return emit(ctx, op_label, engine, line, depth, np.array(v, copy=True), dst=dst, dtype=dtype or src.st.dt,
+                srcs=[src], mask=mask, src_storages=(src.st,))
+
+
+# -- activation / scalar ops -----------------------------------------------------------------------
+def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None,
+               mask=None, label="activation") -> Tensor:
+    ctx, line, depth = ctx_site()
+    name = opname(op)
+    fn = mathops.UNARY.get(name)
+    if fn is None:
+        raise UnsupportedAPI(f"activation function {name}")
+    on_chip_operand(ctx, line, label, data)
+    m = tile_mask(mask, data.shape) if mask is not None else None
+    v = fvals(data, m, line)
+    if is_tensor(scale):
+        if scale.st.dt.name not in ("float32",):
+            ctx.report("SIM107", line, f"{label}: scale tensor is {scale.st.dt.name}; ScalarE takes an fp32 "
+                       "scale (err_activation_scale_invalid_type).", op=label, dtype=scale.st.dt.name)
+        v = v * fvals(scale, None, line)
+    elif scale is not None and scale != 1.0:
+        v = v * F32(scale)
+    if bias is not None:
+        if is_tensor(bias):
+            if bias.st.dt.name not in ("float32", "float16", "bfloat16"):
+                ctx.report("SIM107", line, f"{label}: bias is {bias.st.dt.name}; ScalarE bias must be fp32, fp16 "
+                           "or bf16 (err_activation_bias_invalid_type).", op=label, dtype=bias.st.dt.name)
+            v = v + fvals(bias, None, line)
+        else:
+            v = v + F32(bias)
+    r = fn(v.astype(F32, copy=False))
+    out = emit(ctx, label, "scalar", line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
+               mask=mask, src_storages=(data.st,), extra={"func": name})
+    if reduce_res is not None or reduce_op is not None:
+        rname = opname(reduce_op) if reduce_op is not None else "add"
+        if rname != "add":
+            ctx.report("SIM115", line, f"{label}: reduce_op must be nl.add on ScalarE (got {rname}).", api=label)
+        red = mathops.REDUCE.get(rname, np.sum)(np.asarray(r, F32), axis=tuple(range(1, r.ndim)), keepdims=True)
+        if reduce_res is not None:
+            write(reduce_res, ctx.round(_fit(np.asarray(red, F32), reduce_res.shape, label), reduce_res.st.dt),
+                  None, line)
+    return out
+
+
+def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, operand1=None, reverse1=False,
+                  dtype=None, mask=None, engine="vector") -> Tensor:
+    ctx, line, depth = ctx_site()
+    on_chip_operand(ctx, line, "tensor_scalar", data)
+    m = tile_mask(mask, data.shape) if mask is not None else None
+    v = fvals(data, m, line)
+    n0 = opname(op0)
+    o0 = operand_value(operand0, m, line)
+    r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
+    srcs = [data] + [o for o in (operand0, operand1) if is_tensor(o)]
+    if op1 is not None:
+        n1 = opname(op1)
+        o1 = operand_value(operand1, m, line)
+        r = mathops.BINARY[n1](o1, r) if reverse1 else mathops.BINARY[n1](r, o1)
+    return emit(ctx, "tensor_scalar", engine or "vector", line, depth, np.asarray(r, F32), dst=dst,
+                dtype=dtype or data.st.dt, srcs=srcs, mask=mask, src_storages=(data.st,),
+                extra={"alu": n0})
+
+
+def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, reverse0=False, reverse1=False,
+                         dtype=None, mask=None) -> Tensor:
+    """(data op0 operand0) op1 operand1, operand1 a tensor."""
+    ctx, line, depth = ctx_site()
+    v = fvals(data, None, line)
+    o0 = operand_value(operand0, None, line)
+    n0, n1 = opname(op0), opname(op1)
+    r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
+    o1 = fvals(operand1, None, line)
+    r = mathops.BINARY[n1](o1, r) if reverse1 else mathops.BINARY[n1](r, o1)
+    return emit(ctx, "scalar_tensor_tensor", "vector", line, depth, np.asarray(r, F32), dst=dst,
+                dtype=dtype or data.st.dt, srcs=[data, operand1], mask=mask,
+                src_storages=(data.st, operand1.st), extra={"alu": n1}, _alu=n1)
+
+
+def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="select", engine="vector"):
+    ctx, line, depth = ctx_site()
+    if isinstance(pred, Mask):
+        c = pred.arr
+    else:
+        c = read(pred, None, line) != 0
+    srcs = [x for x in (pred, on_true, on_false) if is_tensor(x)]
+    vt = fvals(on_true, None, line) if is_tensor(on_true) else F32(on_true)
+    vf = fvals(on_false, None, line) if is_tensor(on_false) else F32(on_false)
+    r = np.where(c, vt, vf).astype(F32)
+    dt = dtype or (on_true.st.dt if is_tensor(on_true) else FLOAT32)
+    return emit(ctx, label, engine, line, depth, r, dst=dst, dtype=dt, srcs=srcs, mask=mask,
+                src_storages=tuple(x.st for x in srcs))
+
+
+# -- matmul / transpose ----------------------------------------------------------------------------
+def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None, label="nc_matmul",
+           legacy_new_dtype=None) -> Tensor:
+    """stationary[K, M].T @ moving[K, N] -> PSUM [M, N], fp32 accumulation (nki-facts §1.3)."""
+    ctx, line, depth = ctx_site()
+    return _matmul(ctx, line, depth, stationary, moving, dst=dst, accumulate=accumulate,
+                   is_transpose=is_transpose, mask=mask, label=label)
+
+
+def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label,
+            pre_transposed: bool = False) -> Tensor:
+    tgt = ctx.target
+    for role, t in (("stationary", stationary), ("moving", moving)):
+        if not is_tensor(t):
+            raise TypeError(f"{label}: {role} must be a tensor")
+        if t.st.buffer != "sbuf":
+            check_placement(ctx, line, label, t, ("sbuf",), role)
+    if dst is not None and dst.st.buffer != "psum":
+        check_placement(ctx, line, label, dst, ("psum",), "dst")
+    s = fvals(stationary, None, line)
+    mv = fvals(moving, None, line)
+    K = s.shape[0] if s.ndim else 1
+    s2 = s.reshape(K, -1)
+    m2 = mv.reshape(mv.shape[0] if mv.ndim else 1, -1)
+    M, N = s2.shape[1], m2.shape[1]
+    dst_dt = dst.st.dt if dst is not None else FLOAT32
+    nmax = tgt.moving_fmax_bf16_dst if dst_dt.name == "bfloat16" else tgt.moving_fmax
+    problems = []
+    if K > tgt.contraction_max:
+        problems.append(f"contraction K={K} > {tgt.contraction_max}")
+    if m2.shape[0] != K:
+        raise SimShapeError(f"{label}: stationary has K={K} rows and moving has {m2.shape[0]}; the contraction "
+                            "dimension must be the partition axis of both operands")
+    if M > tgt.stationary_fmax:
+        problems.append(f"stationary free size M={M} > {tgt.stationary_fmax}")
+    if N > nmax:
+        problems.append(f"moving free size N={N} > {nmax}")
+    if problems:
+        ctx.report("SIM105", line, f"{label} [{K}x{M}].T @ [{K}x{N}] exceeds the Tensor Engine tile limits on "
+                   f"{tgt.name}: " + "; ".join(problems) + ".", k=K, m=M, n=N,
+                   limits={"k": tgt.contraction_max, "m": tgt.stationary_fmax, "n": nmax})
+    _matmul_dtypes(ctx, line, label, stationary, moving, dst_dt)
+    res = s2.T @ m2  # fp32 products, fp32 accumulation
+    if dst is None:
+        out = new_tile((M, N), FLOAT32, "psum", line, res)
+        out.origin = ("matmul", (stationary.st, moving.st), res, None)
+    else:
+        out = dst
+        res = _fit(res, dst.shape, label)
+        m = tile_mask(mask, dst.shape) if mask is not None else None
+        _psum_accumulate(ctx, line, dst, res, m, accumulate)
+    ctx.instr("tensor", "nc_matmul", line, depth, out, [stationary, moving],
+              extra={"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)})
+    return out
+
+
+def _matmul_dtypes(ctx, line, label, a: Tensor, b: Tensor, dst_dt: DType) -> None:
+    tgt = ctx.target
+    if dst_dt.name not in tgt.matmul_dst_dtypes:
+        ctx.report("SIM107", line, f"{label} writes a {dst_dt.name} PSUM tile; on {tgt.name} the matmul dst must be "
+                   f"{' or '.join(tgt.matmul_dst_dtypes)} (nc_matmul dst dtype must be float32 on gen2/gen3).",
+                   dst_dtype=dst_dt.name, allowed=list(tgt.matmul_dst_dtypes))
+    da, db = a.st.dt.name, b.st.dt.name
+    fp32ish = ("float32", "tfloat32", "float32r")
+    if (da in fp32ish) != (db in fp32ish):
+        ctx.report("SIM107", line, f"{label} mixes {da} and {db} operands; fp32/tf32 operands must pair with "
+                   "fp32/tf32.", dtypes=[da, db])
+    if "float8_e4m3fn" in (da, db) and not tgt.supports_fp8_e4m3fn:
+        ctx.report("SIM107", line, f"{label}: float8_e4m3fn operands are accepted by the Tensor Engine only on "
+                   f"trn3 (use float8_e4m3 on {tgt.name}).", dtypes=[da, db])
+
+
+def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> None:
+    st = dst.st
+    low = st.dt.low_precision
+    if accumulate is False:
+        write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
+        return
+    key, inner, ok = resolve_view(dst)
+    w = st.written[key] if (ok and dst.fancy is None and not st.all_written) else None
+    if accumulate is True:
+        if w is not None and not st.all_written:
+            bad = ~w if m is None else (~w & m)
+            if bad.any():
+                ctx.report("SIM111", line, f"nc_matmul(accumulate=True) onto PSUM {st.name or ''}{list(st.shape)} "
+                           "that no matmul has written: accumulating onto uninitialized PSUM is undefined.",
+                           tensor=st.name, uninitialized_elements=int(bad.sum()))
+        has = True
+    else:
+        if st.all_written:
+            has = True
+        else:
+            has = None if w is None else (True if w.all() else (False if not w.any() else None))
+        if has is None and w is not None:
+            old = mathops.f32(st.data[key])
+            res = np.where(w, old + res, res)
+            write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
+            return
+        if has is None:
+            has = False
+    if has and not low:
+        write(dst, res, m, line, accumulate=True, exempt_affine=True)
+    elif has:
+        old = read(dst, m, line, exempt_affine=True)
+        write(dst, ctx.round(mathops.f32(old) + res, st.dt), m, line, exempt_affine=True)
+    else:
+        write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
+
+
+def transpose(data, *, dst=None, engine="tensor", dtype=None, label="nc_transpose", buffer=None) -> Tensor:
+    ctx, line, depth = ctx_site()
+    tgt = ctx.target
+    v = read(data, None, line)
+    P = v.shape[0] if v.ndim else 1
+    v2 = v.reshape(P, -1)
+    F = v2.shape[1]
+    if engine == "vector":
+        if P > 32 or F > 32:
+            ctx.report("SIM105", line, f"{label} on the Vector Engine handles at most 32x32; got [{P}, {F}].",
+                       shape=[P, F], limit=32)
+    else:
+        if data.st.buffer != "sbuf":
+            check_placement(ctx, line, label, data, ("sbuf",), "input")
+        if dst is not None and dst.st.buffer != "psum":
+            check_placement(ctx, line, label, dst, ("psum",), "dst")
+        if P > tgt.contraction_max or F > tgt.stationary_fmax:
+            ctx.report("SIM105", line, f"{label} on the Tensor Engine handles at most [128, 128]; got [{P}, {F}].",
+                       shape=[P, F], limit=[tgt.contraction_max, tgt.stationary_fmax])
+        if dst is not None and dst.st.dt is not data.st.dt:
+            ctx.report("SIM107", line, f"{label}: Tensor Engine transpose dst dtype {dst.st.dt.name} differs from "
+                       f"the input dtype {data.st.dt.name}.", dtypes=[data.st.dt.name, dst.st.dt.name])
+    r = np.array(v2.T, copy=True)
+    buf = buffer or ("psum" if engine == "tensor" else "sbuf")
+    extra = {"k": P, "m": F, "n": P, "is_transpose": True} if engine == "tensor" else {}
+    return emit(ctx, "nc_transpose", engine, line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
+                buffer=buf, src_storages=(data.st,), extra=extra)
+
+
+# -- memset / iota / selects -----------------------------------------------------------------------
+def memset(value, *, dst=None, shape=None, dtype=None, mask=None, engine="vector") -> Tensor:
+    ctx, line, depth = ctx_site()
+    shp = dst.shape if dst is not None else tuple(shape)
+    if dst is not None and not ctx.legacy:
+        dt = dst.st.dt
+        if (isinstance(value, float) and not dt.is_float):
+            ctx.report("SIM107", line, f"memset of {value!r} into a {dt.name} tile: the value's dtype must match "
+                       "the destination (0.3+).", value=value, dtype=dt.name)
+    r = np.full(shp, value, dtype=F32 if (dtype is None or resolve(dtype).is_float) and
+                (dst is None or dst.st.dt.is_float) else np.int64)
+    return emit(ctx, "memset", engine, line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[], mask=mask)
+
+
+def iota_expr(expr, dtype, mask=None, dst=None) -> Tensor:
+    ctx, line, depth = ctx_site()
+    from .indexing import Idx
+
+    if not isinstance(expr, Idx):
+        raise UnsupportedAPI("nisa.iota with a non-nl.arange expression")
+    vals = expr.values()
+    if dst is not None and dst.st.buffer == "psum":
+        check_placement(ctx, line, "iota", dst, ("sbuf",), "dst")
+    return emit(ctx, "iota", "gpsimd", line, depth, vals.astype(np.int64), dst=dst, dtype=dtype or "int32",
+                srcs=[], mask=mask)
+
+
+def pattern_values(shape, pattern, offset=0, channel_multiplier=0) -> np.ndarray:
+    """offset + p * channel_multiplier + sum(step_k * i_k) over a [[step, num], ...] access pattern."""
+    P = shape[0]
+    nums = [int(n) for _, n in pattern]
+    out = np.full([P] + nums, offset, dtype=np.int64)
+    out += (np.arange(P, dtype=np.int64) * channel_multiplier).reshape([P] + [1] * len(nums))
+    for k, (step, n) in enumerate(pattern):
+        shp = [1] * (len(nums) + 1)
+        shp[k + 1] = int(n)
+        out += (np.arange(int(n), dtype=np.int64) * int(step)).reshape(shp)
+    return out.reshape(P, -1)
+
+
+def iota_pattern(dst, pattern, offset=0, channel_multiplier=0) -> Tensor:
+    ctx, line, depth = ctx_site()
+    if dst.st.buffer == "psum":
+        check_placement(ctx, line, "iota", dst, ("sbuf",), "dst")
+    vals = pattern_values(dst.shape, pattern, offset, channel_multiplier)
+    return emit(ctx, "iota", "gpsimd", line, depth, vals, dst=dst, dtype=None, srcs=[])
+
+
+# -- statistics ------------------------------------------------------------------------------------
+def bn_stats(data, *, dst=None, dtype=None, mask=None) -> Tensor:
+    """Per-partition statistics of one chunk (free size <= bn_stats_fmax), 6 values per partition.
+
+    The hardware layout is not published; the simulator stores (count, mean, M2) of the two halves of the
+    chunk, which bn_aggr merges exactly (Chan et al.).
+    """
+    ctx, line, depth = ctx_site()
+    tgt = ctx.target
+    on_chip_operand(ctx, line, "bn_stats", data)
+    v = fvals(data, None, line)
+    P = v.shape[0]
+    v2 = v.reshape(P, -1).astype(np.float64)
+    F = v2.shape[1]
+    if F > tgt.bn_stats_fmax:
+        ctx.report("SIM105", line, f"bn_stats over {F} elements per partition; the Vector Engine handles at most "
+                   f"{tgt.bn_stats_fmax} (nl.tile_size.bn_stats_fmax) per instruction.", free=F,
+                   limit=tgt.bn_stats_fmax)
+    h = F // 2
+    out = np.zeros((P, 6), np.float64)
+    for j, part in enumerate((v2[:, :h], v2[:, h:])):
+        n = part.shape[1]
+        if n:
+            mean = part.mean(axis=1)
+            out[:, 3 * j] = n
+            out[:, 3 * j + 1] = mean
+            out[:, 3 * j + 2] = ((part - mean[:, None]) ** 2).sum(axis=1)
+    return emit(ctx, "bn_stats", "vector", line, depth, out.astype(F32), dst=dst, dtype=dtype or FLOAT32,
+                srcs=[data], src_storages=(data.st,))
+
+
+def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
+    """Merge bn_stats groups -> [P, 2] (mean, population variance)."""
+    ctx, line, depth = ctx_site()
+    v = fvals(data, None, line).astype(np.float64)
+    P = v.shape[0]
+    g = v.reshape(P, -1)
+    if g.shape[1] % 3:
+        raise SimShapeError(f"bn_aggr input has {g.shape[1]} values per partition; expected a multiple of 6 "
+                            "(bn_stats outputs)")
+    g = g.reshape(P, -1, 3)
+    n, mean, m2 = g[..., 0], g[..., 1], g[..., 2]
+    tot = n.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = (n * mean).sum(axis=1) / tot
+        var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / tot
+    r = np.stack([mu, var], axis=1).astype(F32)
+    return emit(ctx, "bn_aggr", "vector", line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[data],
+                src_storages=(data.st,))
+
+
+# -- DMA -------------------------------------------------------------------------------------------
+def dma_transfers(t: Tensor, parts: int, n_elems: int) -> int:
+    """≈ number of contiguous descriptors: elements / contiguous run, at least one per partition."""
+    if t.fancy is not None:
+        return max(n_elems, parts)
+    run = 1
+    for e, S in zip(reversed(t.desc), reversed(t.st.shape)):
+        if type(e) is tuple:
+            start, step, n = e
+            if step == 1:
+                run *= max(n, 1)
+                if n == S:
+                    continue
+        break
+    return max(-(-n_elems // run), parts, 1)
+
+
+def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,
+        transpose_2d=False) -> None:
+    ctx, line, depth = ctx_site()
+    return dma_at(ctx, line, depth, dst, src, mask=mask, op=op, accumulate_op=accumulate_op,
+                  transpose_2d=transpose_2d, label=label)
+
+
+def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_op=None, transpose_2d=False,
+           label=None, value=None):
+    """Move src -> dst (element counts must match; dtype cast through fp32). `value` short-cuts the read."""
+    label = label or op
+    if src.st.buffer == "psum" and not ctx.legacy and dst.st.buffer != "psum":
+        check_placement(ctx, line, label, src, ("sbuf", "hbm"), "source")
+    if dst.st.buffer == "psum":
+        check_placement(ctx, line, label, dst, ("sbuf", "hbm"), "destination")
+    shape = dst.shape
+    m = tile_mask(mask, shape) if mask is not None else None
+    if value is None:
+        src_shape = src.shape
+        sm = m if (m is not None and src_shape == shape) else None
+        if transpose_2d:
+            sm = m.T if m is not None and m.T.shape == src_shape else None
+        value = read(src, sm, line)
+        if transpose_2d:
+            value = value.reshape(value.shape[0], -1).T
+    if value.shape != shape:
+        if value.size != int(np.prod(shape)):
+            raise SimShapeError(f"{label}: source {list(src.shape)} and destination {list(shape)} hold different "
+                                "numbers of elements")
+        value = value.reshape(shape)
+    same = src.st.dt is dst.st.dt
+    val = value if same else ctx.round(mathops.f32(value) if src.st.dt.is_float else value, dst.st.dt)
+    if accumulate_op is not None:
+        old = read(dst, m, line)
+        val = ctx.round(mathops.BINARY[opname(accumulate_op)](mathops.f32(old), mathops.f32(val)), dst.st.dt)
+    write(dst, val, m, line)
+    _dma_trace(ctx, line, depth, dst, src, m, op)
+
+
+def _dma_trace(ctx, line, depth, dst, src, m, op):
+    if not ctx.tracing:
+        ctx.n_instr += 1
+        return
+    hbm, chip = (src, dst) if src.st.buffer.endswith("hbm") else (dst, src)
+    direction = "load" if src.st.buffer.endswith("hbm") and not dst.st.buffer.endswith("hbm") else (
+        "store" if dst.st.buffer.endswith("hbm") and not src.st.buffer.endswith("hbm") else "copy")
+    n = int(m.sum()) if m is not None else int(np.prod(dst.shape))
+    parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
+    from .tensor import box
+
+    nbytes = n * hbm.st.dt.itemsize
+    transfers = dma_transfers(hbm, parts, n) if hbm.st.buffer.endswith("hbm") else max(parts, 1)
+    ctx.instr("dma", op, line, depth, dst, [src], partitions=parts, free_elems=n // max(parts, 1), bytes=nbytes,
+              transfers=transfers, hbm_tensor=hbm.st.name if hbm.st.buffer.endswith("hbm") else None,
+              hbm_box=box(hbm) if hbm.st.buffer.endswith("hbm") else None, direction=direction)
+
+
+def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load") -> Tensor:
+    ctx, line, depth = ctx_site()
+    if not is_tensor(src):
+        raise TypeError("nl.load expects an HBM tensor")
+    if not src.st.buffer.endswith("hbm"):
+        check_placement(ctx, line, "nl.load", src, ("hbm",), "source")
+    shape = src.shape
+    if transpose_2d:
+        P = shape[0]
+        shape = (int(np.prod(shape[1:])), P)
+    dt = resolve(dtype) if dtype is not None else src.st.dt
+    m = tile_mask(mask, shape) if mask is not None else None
+    if m is None:
+        sm = None
+    else:
+        sm = m.T if transpose_2d else m
+    v = read(src, sm, line)
+    if transpose_2d:
+        v = v.reshape(v.shape[0], -1).T
+    if m is None and dt is src.st.dt:
+        out = new_tile(shape, dt, "sbuf", line, np.array(v, copy=True))
+    else:
+        out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
+    out.origin = ("load", (src.st,), None, m)
+    _dma_trace(ctx, line, depth, out, src, m, op)
+    return out
+
+
+def store(dst: Tensor, value, *, mask=None) -> None:
+    if is_tensor(value) and value.fresh:
+        consume(value)  # the op wrote straight into the tile the DMA reads; not an extra live tile
+    ctx, line, depth = ctx_site()
+    if not is_tensor(dst):
+        raise TypeError("nl.store expects an HBM destination tensor")
+    if not dst.st.buffer.endswith("hbm"):
+        check_placement(ctx, line, "nl.store", dst, ("hbm",), "destination")
+    if is_tensor(value):
+        if value.st.buffer.endswith("hbm"):
+            check_placement(ctx, line, "nl.store", value, ON_CHIP, "value")
+        if value.st.buffer == "psum" and not ctx.legacy:
+            check_placement(ctx, line, "nl.store", value, ("sbuf",), "value")
+        dma_at(ctx, line, depth, dst, value, mask=mask, op="dma_store")
+    else:
+        v = np.broadcast_to(np.asarray(value, F32), dst.shape)
+        m = tile_mask(mask, dst.shape) if mask is not None else None
+        write(dst, ctx.round(v, dst.st.dt), m, line)
+        ctx.instr("dma", "dma_store", line, depth, dst, [], direction="store")
+
+
+def consume(t: Tensor) -> None:
+    """A fresh op result bound to its destination: it was never a separate live tile."""
+    ctx = context.CTX
+    t.fresh = False
+    try:
+        ctx.pending.remove(t.st)
+    except ValueError:
+        pass

@@ -1,0 +1,513 @@
+"""`nki.language` / `neuronxcc.nki.language` for the simulator (both dialects).
+
+Tensor creation, `nl.load`/`nl.store`, the convenience math ops (each one instruction, see core.py),
+loop iterators that record their context, launch-grid queries, index helpers and dtypes. Tensor
+operators (`+`, `*`, `+=`, ...) are attached to `Tensor` at the bottom of this module.
+"""
+
+from __future__ import annotations
+
+import operator
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import context, core, mathops
+from .context import LoopFrame, UnsupportedAPI
+from .dtypes import FLOAT32, exposed, resolve
+from .indexing import DynSlice, Idx, MGrid
+from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, release, tile_mask, write
+
+F32 = np.float32
+
+
+# -- buffers and shapes ----------------------------------------------------------------------------
+class Buffer:
+    """`nl.sbuf`, `nl.psum`, `nl.hbm`, ...; allocator methods (`nl.sbuf.mod_alloc(...)`) return the buffer."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *a, **k):
+        return self
+
+    def __getattr__(self, item):
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return lambda *a, **k: self
+
+    def __repr__(self):
+        return f"nl.{self.name}"
+
+
+BUFFERS = {n: Buffer(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
+
+
+def buffer_name(b) -> str:
+    if b is None:
+        return "sbuf"
+    if isinstance(b, Buffer):
+        return "hbm" if b.name == "private_hbm" else b.name
+    if isinstance(b, str) and b in BUFFERS:
+        return b
+    raise TypeError(f"unknown buffer {b!r}")
+
+
+class ParDim(int):
+    """`nl.par_dim(128)`: marks the partition dimension in a legacy shape with block dims."""
+
+
+def par_dim(n):
+    return ParDim(n)
+
+
+def _shape(shape) -> tuple[tuple[int, ...], int]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(shape)
+    pax = next((i for i, d in enumerate(shape) if isinstance(d, ParDim)), 0)
+    return tuple(operator.index(d) for d in shape), pax
+
+
+# -- creation --------------------------------------------------------------------------------------
+def _alloc(shape, dtype, buffer, name, line) -> Tensor:
+    ctx = context.CTX
+    shp, pax = _shape(shape)
+    buf = buffer_name(buffer)
+    dt = resolve(dtype if dtype is not None else FLOAT32)
+    if buf.endswith("hbm"):
+        return Tensor(hbm_tensor(ctx, shp, dt, buf, name, line))
+    if len(shp) < 2 and not ctx.legacy:
+        pass  # new dialect: SBUF/PSUM tensors are >= 2-D; a 1-D one is still simulated
+    t = Tensor(allocate(shp, dt, buf, line=line, name=name or None, pax=pax))
+    bind_site(ctx, t)
+    return t
+
+
+def hbm_tensor(ctx, shape, dt, buf, name, line):
+    """HBM tensors created in the kernel; in a launch grid the k-th one is shared by all instances."""
+    if ctx.pid and any(ctx.pid):
+        i = ctx.shared_cursor
+        ctx.shared_cursor += 1
+        if i < len(ctx.shared_allocs):
+            st = ctx.shared_allocs[i]
+            if st.shape == shape:
+                return st
+    st = allocate(shape, dt, buf, line=line, name=name or f"hbm_tensor_{len(ctx.shared_allocs)}", role="output")
+    ctx.shared_allocs.append(st)
+    ctx.shared_cursor = len(ctx.shared_allocs)
+    return st
+
+
+def ndarray(shape, dtype=None, buffer=None, name="", address=None, **kw):
+    ctx = context.CTX
+    commit_pending(ctx)
+    return _alloc(shape, dtype, buffer, name, ctx.line())
+
+
+def _filled(shape, dtype, buffer, name, value, label):
+    ctx, line, depth = core.ctx_site()
+    t = _alloc(shape, dtype, buffer, name, line)
+    dt = t.st.dt
+    write(t, ctx.round(np.full(t.shape, value, dtype=F32 if dt.is_float else np.int64), dt), None, line,
+          exempt_affine=True)
+    if t.st.buffer in ON_CHIP:
+        ctx.instr("vector", "memset", line, depth, t, [], extra={"value": value})
+    return t
+
+
+def zeros(shape, dtype=None, buffer=None, name="", **kw):
+    return _filled(shape, dtype, buffer, name, 0, "zeros")
+
+
+def ones(shape, dtype=None, buffer=None, name="", **kw):
+    return _filled(shape, dtype, buffer, name, 1, "ones")
+
+
+def full(shape, fill_value, dtype=None, buffer=None, name="", **kw):
+    return _filled(shape, dtype, buffer, name, fill_value, "full")
+
+
+def empty_like(t, dtype=None, buffer=None, name="", **kw):
+    return ndarray(t.shape, dtype or t.st.dt, buffer or BUFFERS[t.st.buffer], name)
+
+
+def zeros_like(t, dtype=None, buffer=None, name="", **kw):
+    return zeros(t.shape, dtype or t.st.dt, buffer or BUFFERS[t.st.buffer], name)
+
+
+def ones_like(t, dtype=None, buffer=None, name="", **kw):
+    return ones(t.shape, dtype or t.st.dt, buffer or BUFFERS[t.st.buffer], name)
+
+
+def full_like(t, fill_value, dtype=None, buffer=None, name="", **kw):
+    return full(t.shape, fill_value, dtype or t.st.dt, buffer or BUFFERS[t.st.buffer], name)
+
+
+# -- data movement ---------------------------------------------------------------------------------
+def load(src, dtype=None, mask=None, **kw):
+    return core.load(src, dtype=dtype, mask=mask)
+
+
+def load_transpose2d(src, dtype=None, mask=None, **kw):
+    return core.load(src, dtype=dtype, mask=mask, transpose_2d=True, op="dma_transpose")
+
+
+def store(dst, value, mask=None, **kw):
+    core.store(dst, value, mask=mask)
+
+
+def copy(x, dtype=None, mask=None, **kw):
+    return core.copy(x, dtype=dtype, mask=mask)
+
+
+def assign(dst: Tensor, value) -> None:
+    """`dst[...] = value`: a fresh op result lands in dst (no extra instruction); else a copy/memset."""
+    ctx = context.CTX
+    if isinstance(value, Tensor):
+        if value.fresh and value.origin is not None:
+            op, srcs, raw, m = value.origin
+            core.consume(value)
+            line = ctx.line()
+            if raw is not None:
+                r = core._fit(np.asarray(raw), dst.shape, op)
+                if m is not None:
+                    m = core._fit(m, dst.shape, op)
+                core.check_lowp_acc(ctx, dst, op, srcs, line, 1 if ctx.loops else ctx.static_depth.get(line, 0))
+                write(dst, ctx.round(r, dst.st.dt), m, line)
+            else:  # a fresh load: the DMA lands in dst directly
+                v = read(value, None, line)
+                same = value.st.dt is dst.st.dt
+                v = v if same else ctx.round(mathops.f32(v) if value.st.dt.is_float else v, dst.st.dt)
+                write(dst, core._fit(v, dst.shape, "load"), m if m is None else core._fit(m, dst.shape, "load"), line)
+            return
+        core.copy(value, dst=dst)
+        return
+    if isinstance(value, (int, float, np.number, bool, np.ndarray)):
+        ctx, line, depth = core.ctx_site()
+        v = np.asarray(value)
+        write(dst, ctx.round(np.broadcast_to(v.astype(F32) if dst.st.dt.is_float else v, dst.shape), dst.st.dt),
+              None, line)
+        ctx.instr("vector", "memset", line, depth, dst, [])
+        return
+    raise TypeError(f"cannot assign a {type(value).__name__} to a tensor")
+
+
+# -- matmul / transpose ----------------------------------------------------------------------------
+def matmul(x, y, transpose_x=False, mask=None, **kw):
+    """nl.matmul: x[K,M] (transpose_x=True) or x[M,K] (a TensorE transpose first) times y[K,N] -> PSUM fp32."""
+    ctx, line, depth = core.ctx_site()
+    if not transpose_x:
+        xt = core.transpose(x, engine="tensor", buffer="sbuf")
+        core.consume(xt)
+        x = xt
+    return core._matmul(ctx, line, depth, x, y, dst=None, accumulate=None, is_transpose=False, mask=mask,
+                        label="nl.matmul")
+
+
+def transpose(x, dtype=None, mask=None, **kw):
+    P = x.shape[0]
+    F = int(np.prod(x.shape[1:])) if len(x.shape) > 1 else 1
+    engine = "vector" if P <= 32 and F <= 32 else "tensor"
+    return core.transpose(x, engine=engine, dtype=dtype, buffer="sbuf", label="nl.transpose")
+
+
+# -- math ------------------------------------------------------------------------------------------
+def _unary_fn(name):
+    def fn(x, dtype=None, mask=None, **kw):
+        return core.unary(name, x, dtype=dtype, mask=mask)
+
+    fn.__name__ = name
+    fn._nki_op = name
+    return fn
+
+
+def _binary_fn(name):
+    def fn(x, y, dtype=None, mask=None, **kw):
+        return core.binary(name, x, y, dtype=dtype, mask=mask)
+
+    fn.__name__ = name
+    fn._nki_op = name
+    return fn
+
+
+def _reduce_fn(name, alu):
+    def fn(x, axis=None, dtype=None, mask=None, keepdims=False, **kw):
+        return core.reduce(alu, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, op_label="tensor_reduce")
+
+    fn.__name__ = name
+    fn._nki_op = alu
+    return fn
+
+
+def invert(x, dtype=None, mask=None, **kw):
+    ctx, line, depth = core.ctx_site()
+    v = read(x, None, line)
+    r = np.invert(v) if v.dtype.kind in "iub" else np.invert(v.astype(np.int64))
+    return core.emit(ctx, "tensor_scalar", "vector", line, depth, r, dst=None, dtype=dtype or x.st.dt, srcs=[x],
+                     mask=mask)
+
+
+invert._nki_op = "bitwise_not"
+bitwise_not = invert
+
+
+def softmax(x, axis=-1, dtype=None, mask=None, **kw):
+    ctx, line, depth = core.ctx_site()
+    v = core.fvals(x, None, line)
+    ax = core._axes(axis, v.ndim)
+    e = np.exp(v - v.max(axis=ax, keepdims=True))
+    r = (e / e.sum(axis=ax, keepdims=True)).astype(F32)
+    return core.emit(ctx, "activation", "scalar", line, depth, r, dst=None, dtype=dtype or x.st.dt, srcs=[x],
+                     mask=mask, extra={"func": "softmax"})
+
+
+def where(condition, x, y, dtype=None, mask=None, **kw):
+    return core.select(condition, x, y, dtype=dtype, mask=mask, label="select")
+
+
+def broadcast_to(x, shape, **kw):
+    ctx, line, depth = core.ctx_site()
+    v = core.fvals(x, None, line) if x.st.dt.is_float else read(x, None, line)
+    shape = tuple(shape)
+    r = np.array(np.broadcast_to(v, shape))
+    engine = "tensor" if x.shape and shape and x.shape[0] != shape[0] else "vector"
+    return core.emit(ctx, "broadcast", engine, line, depth, r, dst=None, dtype=x.st.dt, srcs=[x])
+
+
+def dropout(x, rate, dtype=None, mask=None, **kw):
+    ctx, line, depth = core.ctx_site()
+    v = core.fvals(x, None, line)
+    keep = ctx.round.rng.random(v.shape) >= float(rate)
+    return core.emit(ctx, "dropout", "gpsimd", line, depth, np.where(keep, v, F32(0)), dst=None,
+                     dtype=dtype or x.st.dt, srcs=[x], mask=mask)
+
+
+# -- loops -----------------------------------------------------------------------------------------
+def _loop_gen(kind: str, r: range):
+    ctx = context.CTX
+    frame = LoopFrame(kind=kind, uid=next(ctx.loop_uid), start_seq=next(ctx.alloc_seq), n=len(r))
+    ctx.loops.append(frame)
+    try:
+        for i, v in enumerate(r):
+            frame.iter = i
+            if kind == "affine":
+                ctx.retag()
+            yield v
+            _end_iteration(ctx, frame)
+    finally:
+        if ctx.loops and ctx.loops[-1] is frame:
+            ctx.loops.pop()
+        elif frame in ctx.loops:
+            ctx.loops.remove(frame)
+        if kind == "affine":
+            ctx.retag()
+
+
+def _end_iteration(ctx, frame: LoopFrame) -> None:
+    """Legacy scoping: tiles allocated inside a loop body are released when the iteration ends."""
+    if frame.scope:
+        commit_pending(ctx)
+        for st in frame.scope:
+            release(st)
+        frame.scope = []
+
+
+def _range_args(args) -> range:
+    return range(*[operator.index(a) for a in args])
+
+
+def affine_range(*args, **kw):
+    ctx = context.CTX
+    return _loop_gen("affine" if ctx.legacy else "range", _range_args(args))
+
+
+def sequential_range(*args, **kw):
+    return _loop_gen("sequential", _range_args(args))
+
+
+def static_range(*args, **kw):
+    return _loop_gen("static", _range_args(args))
+
+
+def dynamic_range(*args, **kw):
+    return _loop_gen("sequential", _range_args(args))
+
+
+def fori_loop(lower, upper, body_fun, *args, step=1, **kw):
+    for i in _loop_gen("sequential", range(lower, upper, step)):
+        body_fun(i, *args)
+
+
+# -- grid ------------------------------------------------------------------------------------------
+def program_id(axis=0):
+    ctx = context.CTX
+    return ctx.pid[axis] if axis < len(ctx.pid) else 0
+
+
+def num_programs(axes=0):
+    ctx = context.CTX
+    if isinstance(axes, (tuple, list)):
+        n = 1
+        for a in axes:
+            n *= ctx.grid[a] if a < len(ctx.grid) else 1
+        return n
+    return ctx.grid[axes] if axes < len(ctx.grid) else 1
+
+
+def program_ndim():
+    return len(context.CTX.grid)
+
+
+def nc(n):
+    return int(n)
+
+
+def spmd_dim(*a, **k):
+    return a[0] if a else 1
+
+
+def device_print(prefix, x=None, *a, **k):
+    ctx = context.CTX
+    line = ctx.line()
+    if isinstance(x, Tensor):
+        v = read(x, None, line)
+        text = f"{prefix} {np.array2string(np.asarray(v, dtype=np.float64 if v.dtype.kind == 'f' else v.dtype), threshold=16, edgeitems=2)}"
+    else:
+        text = f"{prefix} {x!r}" if x is not None else str(prefix)
+    if sum(1 for n in ctx.notes if n.startswith("device_print")) < 50:
+        ctx.notes.append(f"device_print line {line}: {text}")
+
+
+class _NoReorder:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def no_reorder(*a, **k):
+    return _NoReorder()
+
+
+def arange(*args):
+    return Idx.arange(*[operator.index(a) for a in args])
+
+
+def ds(start, size, step=1):
+    return DynSlice(start, size, step)
+
+
+def tile_size_for(target) -> SimpleNamespace:
+    """nl.tile_size constants (tiling-overview.rst; hardware.py)."""
+    return SimpleNamespace(
+        pmax=target.partitions, gemm_stationary_fmax=target.stationary_fmax, gemm_moving_fmax=512,
+        psum_fmax=target.psum_bank_fp32, psum_bank_fmax=target.psum_bank_fp32, bn_stats_fmax=target.bn_stats_fmax,
+        bn_stats_dim=6, bn_aggr_dim=2, psum_num_banks=target.psum_banks,
+        total_available_sbuf_size=target.sbuf_usable_bytes_per_partition,
+        sbuf_fmax=target.sbuf_usable_bytes_per_partition,
+        sbuf_fmax_bytes=target.sbuf_usable_bytes_per_partition,
+    )
+
+
+UNARY_NAMES = [n for n in mathops.UNARY if n not in ("identity",)]
+BINARY_NAMES = [n for n in mathops.BINARY if n != "rsqrt"]
+REDUCE_NAMES = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply", "mean": "mean", "var": "var"}
+DTYPE_NAMES = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu",
+               "tfloat32", "float32r", "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_"]
+
+
+def namespace(target) -> dict:
+    """Every public name of the simulated nki.language."""
+    ns: dict = {}
+    for n in UNARY_NAMES:
+        ns[n] = _unary_fn(n)
+    ns["identity"] = ns["copy_"] = _unary_fn("identity")
+    for n in BINARY_NAMES:
+        ns[n] = _binary_fn(n)
+    for n, alu in REDUCE_NAMES.items():
+        ns[n] = _reduce_fn(n, alu)
+    for n in DTYPE_NAMES:
+        ns[n] = exposed(n)
+    ns["bool"] = ns["bool_"]
+    ns.update(BUFFERS)
+    ns.update(
+        ndarray=ndarray, zeros=zeros, ones=ones, full=full, empty_like=empty_like, zeros_like=zeros_like,
+        ones_like=ones_like, full_like=full_like, load=load, store=store, load_transpose2d=load_transpose2d,
+        copy=copy, matmul=matmul, transpose=transpose, invert=invert, bitwise_not=bitwise_not, softmax=softmax,
+        where=where, broadcast_to=broadcast_to, dropout=dropout, affine_range=affine_range,
+        sequential_range=sequential_range, static_range=static_range, dynamic_range=dynamic_range,
+        fori_loop=fori_loop, program_id=program_id, num_programs=num_programs, program_ndim=program_ndim,
+        nc=nc, spmd_dim=spmd_dim, device_print=device_print, no_reorder=no_reorder, arange=arange,
+        mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target),
+    )
+    ns["copy"] = copy
+    ns["copy"]._nki_op = "copy"
+    ns["copy"].__dict__["_nki_op"] = "copy"
+    return ns
+
+
+copy._nki_op = "copy"
+
+
+# -- Tensor operators ------------------------------------------------------------------------------
+def _op(name, reverse=False):
+    def method(self, other):
+        if isinstance(other, Idx):
+            return NotImplemented
+        return core.binary(name, other, self) if reverse else core.binary(name, self, other)
+
+    return method
+
+
+def _iop(name):
+    def method(self, other):
+        ctx = context.CTX
+        line, depth = ctx.site()
+        st = self.st
+        if (st.buffer == "psum" and name == "add" and isinstance(other, Tensor) and other.fresh
+                and other.origin is not None and other.origin[0] == "matmul"):
+            # `psum += nl.matmul(...)`: TensorE accumulates into PSUM in fp32 (no Vector instruction).
+            raw = other.origin[2]
+            core.consume(other)
+            commit_pending(ctx)
+            core._psum_accumulate(ctx, line, self, core._fit(raw, self.shape, "+="), None, True)
+            self.origin = ("iadd-done", st)
+            return self
+        commit_pending(ctx)
+        psum = st.buffer == "psum"  # associative reductions into PSUM are allowed in affine_range
+        a = core.fvals(self, None, line, exempt_affine=psum)
+        if isinstance(other, Tensor):
+            b = core.fvals(other, None, line)
+            srcs = [self, other]
+        else:
+            b = other
+            srcs = [self]
+        r = mathops.BINARY[name](a, b)
+        core.check_lowp_acc(ctx, self, name, (st,), line, depth)
+        write(self, ctx.round(core._fit(np.asarray(r, F32), self.shape, "+="), st.dt), None, line,
+              exempt_affine=psum)
+        ctx.instr("vector", "tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar", line, depth, self, srcs,
+                  extra={"alu": name})
+        self.origin = ("iadd-done", st)
+        return self
+
+    return method
+
+
+def _neg(self):
+    return core.binary("multiply", self, -1)
+
+
+for _n, _name in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
+                  ("pow", "power"), ("mod", "mod"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+                  ("xor", "bitwise_xor"), ("lshift", "left_shift"), ("rshift", "right_shift")]:
+    setattr(Tensor, f"__{_n}__", _op(_name))
+    setattr(Tensor, f"__r{_n}__", _op(_name, reverse=True))
+for _n, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")]:
+    setattr(Tensor, f"__{_n}__", _op(_name))
+for _n, _name in [("iadd", "add"), ("isub", "subtract"), ("imul", "multiply"), ("itruediv", "divide")]:
+    setattr(Tensor, f"__{_n}__", _iop(_name))
+Tensor.__neg__ = _neg
+Tensor.__invert__ = lambda self: invert(self)

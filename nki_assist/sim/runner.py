@@ -1,0 +1,289 @@
+"""Load a kernel file under the shims, run it eagerly on NumPy, and turn everything into a RunResult."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import os
+import time
+import traceback
+
+import numpy as np
+
+from ..hardware import Target
+from ..toolchain.types import RunResult
+from . import context
+from .blas import one_blas_thread
+from .context import SimContext, StrictStop, UnsupportedAPI
+from .dtypes import UnknownDType, resolve
+from .shims import Installed, Kernel, Stub
+from .tensor import SimShapeError, Storage, Tensor, allocate, box
+
+_JIT_NAMES = ("jit", "nki_jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace")
+_module_counter = itertools.count(1)
+
+
+# -- source analysis -------------------------------------------------------------------------------
+def _decorator_name(d: ast.expr) -> str:
+    if isinstance(d, ast.Call):
+        d = d.func
+    parts = []
+    while isinstance(d, ast.Attribute):
+        parts.append(d.attr)
+        d = d.value
+    if isinstance(d, ast.Name):
+        parts.append(d.id)
+    return ".".join(reversed(parts))
+
+
+def kernel_names(tree: ast.Module) -> list[str]:
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_decorator_name(d).split(".")[-1] in _JIT_NAMES for d in node.decorator_list):
+                out.append(node.name)
+    return out
+
+
+def is_legacy(tree: ast.Module) -> bool:
+    """neuronxcc.nki imports = legacy dialect (0.1); `import nki` = new dialect."""
+    legacy = new = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                legacy |= a.name.startswith("neuronxcc")
+                new |= a.name == "nki" or a.name.startswith("nki.")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            legacy |= node.module.startswith("neuronxcc") or node.module.startswith("torch_neuronx")
+            new |= node.module == "nki" or node.module.startswith("nki.")
+    return legacy or not new
+
+
+def loop_depths(tree: ast.Module) -> dict[int, int]:
+    """Line -> number of `for`/`while` statements whose body contains it."""
+    depth: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.body:
+            for ln in range(node.body[0].lineno, (node.end_lineno or node.body[-1].lineno) + 1):
+                depth[ln] = depth.get(ln, 0) + 1
+    return depth
+
+
+# -- running ---------------------------------------------------------------------------------------
+def _to_tensor(ctx: SimContext, value, name: str):
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "dtype")
+                                         and not isinstance(value, (int, float, complex))):
+        arr = np.asarray(value)
+        dt = resolve(arr.dtype)
+        data = arr.astype(dt.store, copy=True)
+        st = allocate(arr.shape, dt, "shared_hbm", line=None, name=name, data=data, written=True, role="input")
+        return Tensor(st)
+    return value
+
+
+def run_grid(fn, grid, args, kwargs):
+    """Run every program of a launch grid in order; shared_hbm tensors are shared across programs."""
+    ctx = context.CTX
+    if isinstance(grid, int) or not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    grid = tuple(int(g) if not isinstance(g, Stub) else 1 for g in grid)
+    saved = (ctx.grid, ctx.pid)
+    ctx.grid = grid
+    ret = None
+    try:
+        for pid in itertools.product(*[range(g) for g in grid]):
+            ctx.pid = pid
+            ctx.shared_cursor = 0
+            r = fn(*args, **(kwargs or {}))
+            if ret is None:
+                ret = r
+    finally:
+        ctx.grid, ctx.pid = saved
+    return ret
+
+
+def _kernel_line(exc: BaseException, kfile: str) -> int | None:
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == kfile:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if line is None and isinstance(exc, SyntaxError) and exc.filename == kfile:
+        line = exc.lineno
+    return line
+
+
+def _error_result(status, msg, started, notes=None) -> RunResult:
+    return RunResult(backend="builtin", status=status, error=msg, elapsed_s=time.perf_counter() - started,
+                     notes=notes or [])
+
+
+def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *, target: Target,
+               precise: bool = True, stochastic_rounding: bool = False, seed: int = 0, lenient: bool = True,
+               grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000) -> RunResult:
+    started = time.perf_counter()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except OSError as e:
+        return _error_result("backend-error", f"cannot read kernel file {path}: {e.strerror or e}", started)
+    kfile = os.path.abspath(path)
+    try:
+        tree = ast.parse(source, filename=kfile)
+    except SyntaxError as e:
+        res = _error_result("kernel-error", f"{path}:{e.lineno}: syntax error: {e.msg}", started)
+        res.error_line = e.lineno
+        from ..rules.registry import get
+
+        res.findings.append(get("SIM114").finding(f"the kernel file does not parse: {e.msg}", file=path,
+                                                  line=e.lineno or None, source="simulation"))
+        return res
+    names = kernel_names(tree)
+    if kernel is None:
+        if len(names) != 1:
+            what = "no @nki.jit kernel" if not names else f"several kernels ({', '.join(names)})"
+            return _error_result("backend-error", f"{path} has {what}; name the kernel to run", started)
+        kernel = names[0]
+    ctx = SimContext(target=target, kernel_file=kfile, display_file=path, legacy=is_legacy(tree), precise=precise,
+                     stochastic=stochastic_rounding, seed=seed, lenient=lenient, trace=trace, max_trace=max_trace,
+                     static_depth=loop_depths(tree))
+    prev = context.CTX
+    context.CTX = ctx
+    status, error, error_line = "ok", None, None
+    ret = None
+    targs: list = []
+    try:
+        with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread():
+            try:
+                mod_name = f"nki_assist_kernel_{next(_module_counter)}"
+                import sys
+                import types
+
+                module = types.ModuleType(mod_name)
+                module.__file__ = kfile
+                sys.modules[mod_name] = module
+                exec(compile(source, kfile, "exec"), module.__dict__)
+                obj = module.__dict__.get(kernel)
+                if obj is None:
+                    raise LookupError(f"{path} defines no function {kernel!r}")
+                fn = obj.fn if isinstance(obj, Kernel) else getattr(obj, "__wrapped__", obj)
+                if not callable(fn):
+                    raise LookupError(f"{kernel!r} in {path} is not a function")
+                try:
+                    params = list(inspect.signature(fn).parameters)
+                except (TypeError, ValueError):
+                    params = []
+                targs = [_to_tensor(ctx, a, params[i] if i < len(params) else f"arg{i}") for i, a in enumerate(args)]
+                tkw = {k: _to_tensor(ctx, v, k) for k, v in (kwargs or {}).items()}
+                if grid:
+                    ret = run_grid(fn, tuple(grid), targs, tkw)
+                else:
+                    ret = fn(*targs, **tkw)
+                from .tensor import commit_pending
+
+                commit_pending(ctx)
+            except StrictStop as e:
+                status, error, error_line = "kernel-error", f"stopped at the first violation: {e}", e.finding.line
+            except UnsupportedAPI as e:
+                error_line = _kernel_line(e, kfile)
+                status, error = "unsupported", str(e)
+                ctx.report_safe("SIM115", error_line, f"{e.api} is not supported by the built-in simulator; the "
+                                "kernel could not run past this call.", api=e.api)
+            except (SimShapeError, IndexError, UnknownDType) as e:
+                error_line = _kernel_line(e, kfile)
+                status, error = "kernel-error", f"{type(e).__name__}: {e}"
+                ctx.report_safe("SIM113", error_line, f"the kernel failed with a shape/index error: {e}",
+                                exception=type(e).__name__)
+            except LookupError as e:
+                status, error = "backend-error", str(e)
+            except RecursionError as e:
+                error_line = _kernel_line(e, kfile)
+                status, error = "kernel-error", "RecursionError: maximum recursion depth exceeded"
+                ctx.report_safe("SIM114", error_line, "the kernel raised RecursionError", exception="RecursionError")
+            except MemoryError as e:
+                error_line = _kernel_line(e, kfile)
+                status, error = "out-of-memory", "MemoryError while simulating the kernel"
+                ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
+                                exception="MemoryError")
+            except Exception as e:  # noqa: BLE001 - any kernel exception becomes a finding
+                error_line = _kernel_line(e, kfile)
+                status, error = "kernel-error", f"{type(e).__name__}: {e}"
+                frames = traceback.extract_tb(e.__traceback__)
+                ctx.report_safe("SIM114", error_line, f"the kernel raised {type(e).__name__}: {e}",
+                                exception=type(e).__name__, frames=[f"{os.path.basename(f.filename)}:{f.lineno}"
+                                                                    for f in frames[-4:]])
+            stubbed = inst.stubbed
+        outputs = []
+        if status == "ok":
+            outputs = _collect_outputs(ctx, ret, targs, args)
+        if stubbed:
+            ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
+                n.split(".")[0] for n in stubbed))))
+    finally:
+        context.CTX = prev
+    trace_list = [t for t in ctx.trace if t is not None]
+    if status != "ok" and error_line is None:
+        error_line = None
+    return RunResult(backend="builtin", status=status, outputs=outputs, findings=ctx.finish_findings(),
+                     trace=trace_list, peaks=ctx.peaks, elapsed_s=time.perf_counter() - started, notes=ctx.notes,
+                     error=error, error_line=error_line)
+
+
+def _collect_outputs(ctx: SimContext, ret, targs, raw_args) -> list[np.ndarray]:
+    if ret is None:
+        written = []
+        for t, a in zip(targs, raw_args):
+            if isinstance(t, Tensor) and isinstance(a, np.ndarray):
+                if not np.array_equal(t.st.data, np.asarray(a).astype(t.st.dt.store), equal_nan=t.st.dt.is_float):
+                    written.append(t)
+        if written:
+            ctx.notes.append("the kernel returned nothing; outputs are the arguments it modified")
+        rets = written
+    elif isinstance(ret, (tuple, list)):
+        rets = list(ret)
+    else:
+        rets = [ret]
+    outs = []
+    for r in rets:
+        if not isinstance(r, Tensor):
+            outs.append(np.asarray(r))
+            continue
+        st = r.st
+        if st.role == "output" or st.buffer.endswith("hbm"):
+            _check_output(ctx, r)
+        if not ctx.legacy and st.buffer != "shared_hbm" and st.role != "input":
+            ctx.report_safe("SIM106", st.line, f"kernel output {st.name or ''}{list(st.shape)} is in "
+                            f"{st.buffer.upper()}; kernel outputs must be nl.shared_hbm tensors (NKI 0.3+).",
+                            buffer=st.buffer)
+        key = None if r.is_whole() else r
+        data = st.data if key is None else st.data[tuple(slice(a, b) for a, b in box(r))]
+        if st.dt.is_float and not ctx.precise:
+            outs.append(np.array(data, dtype=np.float32))
+        else:
+            outs.append(np.asarray(data).astype(st.dt.np_dtype))
+    return outs
+
+
+def _check_output(ctx: SimContext, t: Tensor) -> None:
+    st: Storage = t.st
+    if st.all_written:
+        return
+    w = np.asarray(st.written)
+    n = w.size
+    done = int(np.count_nonzero(w))
+    if done == n:
+        return
+    name = st.name or "output"
+    if done == 0:
+        msg = f"kernel output {name}{list(st.shape)} is never written; it is returned uninitialized."
+    else:
+        idx = np.argwhere(~w)
+        lo, hi = idx.min(axis=0), idx.max(axis=0) + 1
+        region = "[" + ", ".join(f"{a}:{b}" for a, b in zip(lo.tolist(), hi.tolist())) + "]"
+        msg = (f"kernel output {name}{list(st.shape)} is only partly written: {n - done} of {n} elements "
+               f"({100.0 * (n - done) / n:.1f}%) are never stored, within {region}.")
+    ctx.report_safe("SIM112", st.line, msg, tensor=name, unwritten_elements=n - done, total_elements=n)

@@ -1,0 +1,651 @@
+"""Tensors: a `Storage` (one allocation in HBM, SBUF or PSUM) and `Tensor` views onto it.
+
+A view keeps, per storage dimension, either a fixed integer or a logical range (start, step, n) that may
+reach outside the storage; reads and writes clip to the storage and report the out-of-bounds part unless
+a mask excludes it (legacy `mask=` semantics). Every access goes through `read`/`write`, which also keep
+a per-element written mask (uninitialized reads, unwritten outputs) and, for legacy `affine_range`
+loops, the iteration that last wrote each element (write conflicts and loop-carried reads).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import sys
+import weakref
+
+import numpy as np
+
+from . import context
+from .dtypes import DType, sentinel
+from .indexing import DynSlice, Idx, Mask
+
+ON_CHIP = ("sbuf", "psum")
+
+
+class SimShapeError(ValueError):
+    """Operand shapes that cannot work together (reported as a kernel shape error)."""
+
+
+# -- storage ---------------------------------------------------------------------------------------
+class Storage:
+    __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
+                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "__weakref__")
+
+    def __del__(self):
+        try:
+            if self.counted:
+                release(self)
+        except Exception:  # interpreter shutdown
+            pass
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | None = None, pax: int = 0,
+             data: np.ndarray | None = None, written: bool = False, pending: bool = False,
+             role: str = "tile") -> Storage:
+    """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted."""
+    ctx = context.CTX
+    shape = tuple(int(d) for d in shape)
+    st = Storage()
+    st.ctx = ctx
+    st.counted = False
+    st.dt = dt
+    st.buffer = buffer
+    st.shape = shape
+    st.pax = pax
+    st.name = name
+    st.line = line
+    st.seq = next(ctx.alloc_seq)
+    st.wtag = None
+    st.role = role
+    st.alias = None
+    if data is None:
+        data = np.full(shape, sentinel(dt), dtype=dt.store)
+    st.data = data
+    # `written` is None once every element has been written (the common case for op results).
+    st.written = None if written else np.zeros(shape, dtype=bool)
+    st.all_written = written or data.size == 0
+    st.bytes_pp = 0
+    st.banks = 0
+    if buffer in ON_CHIP:
+        release_site(ctx)
+        _check_tile(st, ctx, line)
+        if ctx.legacy and ctx.loops:
+            ctx.loops[-1].scope.append(st)
+        if pending:
+            ctx.pending.append(st)
+        else:
+            commit(st, line)
+    return st
+
+
+def _check_tile(st: Storage, ctx, line) -> None:
+    tgt = ctx.target
+    shape = st.shape
+    if not shape:
+        return
+    parts = shape[st.pax] if st.pax < len(shape) else 1
+    free = _prod(shape[st.pax + 1:])
+    blocks = _prod(shape[: st.pax])
+    st.bytes_pp = blocks * free * st.dt.itemsize
+    if parts > tgt.partitions:
+        ctx.report("SIM101", line,
+                   f"{st.buffer.upper()} tile {list(shape)} puts {parts} rows on the partition axis; "
+                   f"a NeuronCore has {tgt.partitions} partitions.",
+                   shape=list(shape), partitions=parts, limit=tgt.partitions, buffer=st.buffer)
+    if st.buffer == "psum":
+        free_bytes = free * st.dt.itemsize
+        st.banks = blocks * max(1, math.ceil(free_bytes / tgt.psum_bank_bytes))
+        limit = tgt.psum_bank_bytes if tgt.moving_fmax <= 512 else tgt.psum_bytes_per_partition
+        if free_bytes > limit:
+            ctx.report("SIM102", line,
+                       f"PSUM tile {list(shape)} {st.dt.name} needs {free_bytes} B per partition; a PSUM bank "
+                       f"holds {tgt.psum_bank_bytes} B ({tgt.psum_bank_bytes // 4} fp32) on {tgt.name}.",
+                       shape=list(shape), bytes_per_partition=free_bytes, bank_bytes=tgt.psum_bank_bytes)
+
+
+def commit(st: Storage, line) -> None:
+    """Count a live on-chip storage in the ledger and check the capacity limits."""
+    if st.counted or st.buffer not in ON_CHIP:
+        return
+    ctx = st.ctx
+    st.counted = True
+    tgt = ctx.target
+    pk = ctx.peaks
+    if st.buffer == "sbuf":
+        ctx.sbuf_live += st.bytes_pp
+        if ctx.sbuf_live > pk.sbuf_bytes_per_partition:
+            pk.sbuf_bytes_per_partition = ctx.sbuf_live
+            pk.sbuf_line = st.line
+        budget = tgt.sbuf_usable_bytes_per_partition
+        if ctx.sbuf_live > budget:
+            ctx.report("SIM104", st.line,
+                       f"live SBUF reaches {ctx.sbuf_live} B per partition with this allocation "
+                       f"({st.bytes_pp} B for {list(st.shape)} {st.dt.name}); {tgt.name} has {budget} B usable "
+                       f"of {tgt.sbuf_bytes_per_partition} B.",
+                       live_bytes_per_partition=ctx.sbuf_live, tile_bytes_per_partition=st.bytes_pp,
+                       budget_bytes_per_partition=budget, shape=list(st.shape))
+    else:
+        ctx.psum_live += st.bytes_pp
+        ctx.psum_banks_live += st.banks
+        if ctx.psum_live > pk.psum_bytes_per_partition:
+            pk.psum_bytes_per_partition = ctx.psum_live
+        if ctx.psum_banks_live > pk.psum_banks:
+            pk.psum_banks = ctx.psum_banks_live
+            pk.psum_line = st.line
+        if ctx.psum_banks_live > tgt.psum_banks:
+            ctx.report("SIM103", st.line,
+                       f"{ctx.psum_banks_live} PSUM banks are live with this allocation of {list(st.shape)}; "
+                       f"a NeuronCore has {tgt.psum_banks} banks of {tgt.psum_bank_bytes} B per partition.",
+                       live_banks=ctx.psum_banks_live, banks=tgt.psum_banks, shape=list(st.shape))
+
+
+def release(st: Storage) -> None:
+    if not st.counted:
+        return
+    st.counted = False
+    ctx = st.ctx
+    if st.buffer == "sbuf":
+        ctx.sbuf_live -= st.bytes_pp
+    else:
+        ctx.psum_live -= st.bytes_pp
+        ctx.psum_banks_live -= st.banks
+
+
+def release_site(ctx) -> None:
+    """Before allocating at a site (the kernel call chain) again: if the tile allocated there last time is
+    held only by the variable about to be rebound, it is dead (previous loop iteration); release it now
+    rather than when Python rebinds the name (one loop body = one buffer, as the NKI allocator does)."""
+    ref = ctx.sites.get(ctx.last_chain)
+    if ref is not None:
+        old = ref()
+        if old is not None and old.st.counted and sys.getrefcount(old) <= 3:
+            release(old.st)
+
+
+def bind_site(ctx, t: "Tensor") -> None:
+    if t.st.buffer in ON_CHIP:
+        ctx.sites[ctx.last_chain] = weakref.ref(t)
+
+
+def commit_pending(ctx) -> None:
+    if ctx.pending:
+        pend, ctx.pending = ctx.pending, []
+        for st in pend:
+            commit(st, st.line)
+
+
+# -- views -----------------------------------------------------------------------------------------
+class Tensor:
+    """A view of a storage (what kernels hold: HBM arguments, tiles, slices of them)."""
+
+    __slots__ = ("st", "desc", "fancy", "shape", "_res", "fresh", "origin", "__weakref__")
+
+    def __init__(self, st: Storage, desc=None, fancy=None, shape=None):
+        self.st = st
+        self._res = None
+        if desc is None and fancy is None:
+            desc = tuple((0, 1, d) for d in st.shape)
+            shape = st.shape
+            self._res = (Ellipsis, None, True)  # the whole storage
+        self.desc = desc
+        self.fancy = fancy  # (storage index arrays, view shape) for non-affine / transposing indices
+        if shape is None:
+            shape = tuple(e[2] for e in desc if type(e) is tuple)
+        self.shape = shape
+        self.fresh = False  # result of an op not yet bound to a destination
+        self.origin = None  # (op, storages read) for accumulation checks
+
+    # -- metadata ----------------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        from .dtypes import exposed
+
+        return exposed(self.st.dt.name)
+
+    @property
+    def buffer(self):
+        return self.st.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return _prod(self.shape)
+
+    @property
+    def name(self):
+        return self.st.name
+
+    def __len__(self):
+        return self.shape[0] if self.shape else 0
+
+    def __repr__(self):
+        return f"<{self.st.buffer} tensor {self.st.name or ''} {list(self.shape)} {self.st.dt.name}>"
+
+    def __bool__(self):
+        raise TypeError("a tensor has no truth value on the device (data-dependent control flow is not "
+                        "supported by the NKI compiler)")
+
+    def __iter__(self):
+        raise TypeError("iterating over a tensor is not supported; index it with a loop variable")
+
+    def is_whole(self) -> bool:
+        return self.fancy is None and self.shape == self.st.shape and all(
+            type(e) is tuple and e[0] == 0 and e[1] == 1 for e in self.desc)
+
+    # -- indexing ----------------------------------------------------------------------------------
+    def __getitem__(self, key) -> "Tensor":
+        return index(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        from .language import assign
+
+        dst = index(self, key)
+        if value is dst or (isinstance(value, Tensor) and value.origin == ("iadd-done", dst.st)):
+            return  # `t[i] += x` already wrote through the view
+        assign(dst, value)
+
+    def reshape(self, *shape) -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if -1 in shape:
+            known = _prod(s for s in shape if s != -1)
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if _prod(shape) != self.size:
+            raise SimShapeError(f"cannot reshape {list(self.shape)} to {list(shape)}")
+        if not self.is_whole():
+            raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor")
+        st = self.st
+        al = Storage()
+        for f in ("dt", "buffer", "name", "line", "seq", "role", "ctx", "bytes_pp", "banks"):
+            setattr(al, f, getattr(st, f))
+        al.counted = False
+        al.pax = 0
+        al.shape = shape
+        al.data = st.data.reshape(shape)
+        al.written = None if st.written is None else st.written.reshape(shape)
+        al.all_written = st.all_written
+        al.wtag = None
+        al.alias = st  # keeps the original alive (and counted) while the alias lives
+        return Tensor(al)
+
+    def view(self, dtype):
+        raise context.UnsupportedAPI("tensor.view(dtype)")
+
+    def ap(self, *a, **k):
+        raise context.UnsupportedAPI("tensor.ap() access patterns")
+
+
+def _norm_key(key, ndim):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = ndim - (len(key) - 1)
+        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+    return key
+
+
+def index(t: Tensor, key) -> Tensor:
+    if t.fancy is not None:
+        raise context.UnsupportedAPI("indexing a tensor that was itself indexed by a transposing or "
+                                     "non-affine nl.arange expression")
+    dims = [i for i, e in enumerate(t.desc) if type(e) is tuple]  # storage dims visible in the view
+    key = _norm_key(key, len(dims))
+    if len(key) > len(dims):
+        raise IndexError(f"too many indices ({len(key)}) for a tensor of shape {list(t.shape)}")
+    # Idx components: convert to slices when each is `start + step*i` on its own, increasing axis.
+    idx_pos = [k.single_axis() if isinstance(k, Idx) else None for k in key]
+    has_idx = any(isinstance(k, Idx) for k in key)
+    if has_idx:
+        axes = [p[3] for p in idx_pos if p is not None]
+        fast = all(p is not None for k, p in zip(key, idx_pos) if isinstance(k, Idx)) and axes == sorted(set(axes))
+        if not fast:
+            return _fancy_index(t, key, dims)
+    desc = list(t.desc)
+    for j, k in enumerate(key):
+        sd = dims[j]
+        start, step, n = desc[sd]
+        if isinstance(k, Idx):
+            c, s, m, _ = k.single_axis()
+            desc[sd] = (start + step * c, step * s, m)
+        elif isinstance(k, slice) or isinstance(k, DynSlice):
+            if isinstance(k, DynSlice):
+                k = k.as_slice()
+            a, b, c = k.start, k.stop, k.step
+            c = 1 if c is None else operator.index(c)
+            if c <= 0:
+                raise context.UnsupportedAPI("negative or zero slice steps")
+            a = 0 if a is None else operator.index(a)
+            b = n if b is None else operator.index(b)
+            if a < 0:
+                a += n
+            if b < 0:
+                b += n
+            m = max(0, -(-(b - a) // c))
+            desc[sd] = (start + step * a, step * c, m)
+        elif k is None:
+            raise context.UnsupportedAPI("None / np.newaxis in a tensor index")
+        elif isinstance(k, Tensor):
+            raise context.UnsupportedAPI("indexing with a tensor (dynamic/indirect access)",
+                                         "use .ap(vector_offset=...) on hardware")
+        else:
+            v = operator.index(k)
+            if v < 0:
+                v += n
+            desc[sd] = start + step * v
+    return Tensor(t.st, tuple(desc))
+
+
+def _fancy_index(t: Tensor, key, dims) -> Tensor:
+    if any(not isinstance(k, Idx) and isinstance(k, (slice, DynSlice)) for k in key):
+        raise context.UnsupportedAPI("mixing slices with transposing nl.arange indices",
+                                     "err_unsupported_mixing_basic_advanced_tensor_indexing")
+    arrays = []
+    for k in key:
+        arrays.append(k.values() if isinstance(k, Idx) else np.int64(operator.index(k)))
+    shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
+    if len(key) < len(dims):
+        raise context.UnsupportedAPI("partial indexing with nl.arange expressions")
+    full = []
+    j = 0
+    for e in t.desc:
+        if type(e) is tuple:
+            start, step, _ = e
+            full.append(np.broadcast_to(start + step * np.asarray(arrays[j]), shape))
+            j += 1
+        else:
+            full.append(np.broadcast_to(np.int64(e), shape))
+    return Tensor(t.st, None, fancy=tuple(full), shape=tuple(shape))
+
+
+def resolve(t: Tensor):
+    """(numpy key into storage, inner slices of the view that are in bounds or None, whole view valid)."""
+    r = t._res
+    if r is not None:
+        return r
+    st_shape = t.st.shape
+    key = []
+    inner = []
+    ok = True
+    empty = False
+    if t.fancy is not None:
+        valid = np.ones(t.shape, bool)
+        clipped = []
+        for a, S in zip(t.fancy, st_shape):
+            valid &= (a >= 0) & (a < S)
+            clipped.append(np.clip(a, 0, max(S - 1, 0)))
+        ok = bool(valid.all())
+        r = (tuple(clipped), valid, ok)
+        t._res = r
+        return r
+    for e, S in zip(t.desc, st_shape):
+        if type(e) is tuple:
+            start, step, n = e
+            i0 = -(start // step) if start < 0 else 0  # first i with start + step*i >= 0
+            last_ok = (S - 1 - start) // step if S - 1 >= start else -1
+            i1 = min(n, last_ok + 1)
+            if i1 <= i0:
+                i0 = i1 = 0
+                empty = n > 0
+            if i0 != 0 or i1 != n:
+                ok = False
+            key.append(slice(start + step * i0, start + step * (i1 - 1) + 1, step) if i1 > i0 else slice(0, 0))
+            inner.append(slice(i0, i1))
+        else:
+            if not 0 <= e < S:
+                ok = False
+                empty = True
+                key.append(0)
+            else:
+                key.append(e)
+    r = (tuple(key), None if empty else tuple(inner), ok)
+    t._res = r
+    return r
+
+
+# -- access ----------------------------------------------------------------------------------------
+def describe(t: Tensor) -> str:
+    st = t.st
+    nm = st.name or f"{st.buffer} tile"
+    return f"{nm}{list(st.shape)}"
+
+
+def box(t: Tensor) -> tuple[tuple[int, int], ...]:
+    """Bounding box of the view in storage coordinates ((start, stop) per storage dim)."""
+    if t.fancy is not None:
+        return tuple((int(a.min()), int(a.max()) + 1) if a.size else (0, 0) for a in t.fancy)
+    out = []
+    for e in t.desc:
+        if type(e) is tuple:
+            start, step, n = e
+            out.append((start, start + step * (n - 1) + 1) if n else (start, start))
+        else:
+            out.append((e, e + 1))
+    return tuple(out)
+
+
+def _oob(t: Tensor, valid: np.ndarray, m, line, what: str) -> None:
+    bad = ~valid if m is None else (~valid & m)
+    if bad.any():
+        st = t.st
+        st.ctx.report("SIM108", line,
+                      f"{what} {describe(t)} at {_fmt_box(box(t))} reaches outside the tensor "
+                      f"({int(bad.sum())} elements out of bounds, not masked).",
+                      tensor=st.name, shape=list(st.shape), box=[list(b) for b in box(t)],
+                      out_of_bounds_elements=int(bad.sum()))
+
+
+def _fmt_box(b) -> str:
+    return "[" + ", ".join(f"{a}:{z}" for a, z in b) + "]"
+
+
+def _valid_mask(t: Tensor, inner) -> np.ndarray:
+    v = np.zeros(t.shape, bool)
+    if inner is not None:
+        v[inner] = True
+    return v
+
+
+def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) -> np.ndarray:
+    """Values of the view in storage dtype (fp32 for floats); unchecked positions hold sentinels."""
+    st = t.st
+    ctx = st.ctx
+    key, inner, ok = resolve(t)
+    if t.fancy is not None:
+        valid = inner
+        if not ok:
+            _oob(t, valid, m, line, "read of")
+        out = st.data[key]
+        if not ok:
+            out = np.where(valid, out, sentinel(st.dt))
+        w = st.written[key] if not st.all_written else None
+        check_m = m if ok else (valid if m is None else valid & m)
+    elif ok:
+        out = st.data[key]
+        w = None if st.all_written else st.written[key]
+        check_m = m
+    else:
+        valid = _valid_mask(t, inner)
+        _oob(t, valid, m, line, "read of")
+        out = np.full(t.shape, sentinel(st.dt), dtype=st.dt.store)
+        if inner is not None:
+            out[inner] = st.data[key]
+        w = None
+        if not st.all_written:
+            w = np.zeros(t.shape, bool)
+            if inner is not None:
+                w[inner] = st.written[key]
+            w |= ~valid
+        check_m = m
+    if w is not None:
+        bad = ~w if check_m is None else (~w & check_m)
+        if bad.any():
+            n_bad = int(np.count_nonzero(bad))
+            ctx.report("SIM111", line,
+                       f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
+                       f" (allocated on line {st.line})" if st.line else
+                       f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}",
+                       tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line)
+    if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
+        _affine_read(t, key, m, line)
+    return out
+
+
+def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = False,
+          exempt_affine: bool = False) -> None:
+    """Store `value` (already in storage dtype) into the view; `accumulate` adds in place (PSUM)."""
+    st = t.st
+    ctx = st.ctx
+    shape = t.shape
+    value = np.asarray(value)
+    if value.shape != shape:
+        try:
+            value = np.broadcast_to(value, shape)
+        except ValueError:
+            raise SimShapeError(f"cannot write a value of shape {list(value.shape)} into "
+                                f"{describe(t)} view of shape {list(shape)}") from None
+    key, inner, ok = resolve(t)
+    if t.fancy is not None:
+        valid = inner
+        if not ok:
+            _oob(t, valid, m, line, "write to")
+        sel = valid if m is None else (valid & m)
+        idx = tuple(a[sel] for a in key)
+        if accumulate:
+            np.add.at(st.data, idx, value[sel])
+        else:
+            st.data[idx] = value[sel]
+        if not st.all_written:
+            st.written[idx] = True
+        return
+    if not ok:
+        valid = _valid_mask(t, inner)
+        _oob(t, valid, m, line, "write to")
+        if inner is None:
+            return
+        value = value[inner]
+        m = None if m is None else m[inner]
+    data = st.data
+    if m is None:
+        if accumulate:
+            data[key] += value
+        else:
+            data[key] = value
+        if not st.all_written:
+            if t.is_whole():
+                st.all_written = True
+                st.written = None
+            else:
+                st.written[key] = True
+    else:
+        if not m.any():
+            return
+        sub = data[key]
+        if accumulate:
+            sub[m] += value[m]
+        else:
+            sub[m] = value[m]
+        if not st.all_written:
+            st.written[key][m] = True
+    if ctx.tag and ctx.legacy and not exempt_affine and st.seq < ctx.aff_start:
+        _affine_write(st, key, m, line)
+
+
+# -- legacy affine_range hazards -------------------------------------------------------------------
+def _diverging(ctx, old_tag: int):
+    old = ctx.paths[old_tag]
+    for (ua, ia), (ub, ib) in zip(old, ctx.affine_path):
+        if ua != ub:
+            return None
+        if ia != ib:
+            return ua, ia, ib
+    return None
+
+
+def _tags(region, m):
+    sel = region if m is None else region[m]
+    if sel.size == 0:
+        return ()
+    mx = sel.max()
+    if mx == 0:
+        return ()
+    mn = sel.min()
+    if mn == mx:
+        return (int(mx),)
+    return [int(x) for x in np.unique(sel)]
+
+
+def _affine_write(st: Storage, key, m, line) -> None:
+    ctx = st.ctx
+    if st.wtag is None:
+        st.wtag = np.zeros(st.shape, np.int32)
+    region = st.wtag[key]
+    cur = ctx.tag
+    for tg in _tags(region, m):
+        if tg == cur or tg == 0:
+            continue
+        d = _diverging(ctx, tg)
+        if d is not None and not ctx.seen("SIM110", line):
+            ctx.report("SIM109", line,
+                       f"iterations {d[1]} and {d[2]} of an nl.affine_range loop write the same elements of "
+                       f"{st.name or st.buffer + ' tile'}{list(st.shape)}; affine_range iterations must write "
+                       f"disjoint locations (err_unexpected_output_dependencies).",
+                       tensor=st.name, iterations=[d[1], d[2]])
+            break
+    if isinstance(region, np.ndarray) and region.ndim:
+        if m is None:
+            region[...] = cur
+        else:
+            region[m] = cur
+    else:
+        st.wtag[key] = cur
+
+
+def _affine_read(t: Tensor, key, m, line) -> None:
+    st = t.st
+    ctx = st.ctx
+    region = st.wtag[key]
+    if not isinstance(region, np.ndarray):
+        region = np.asarray(region)
+    cur = ctx.tag
+    for tg in _tags(region, m):
+        if tg == cur or tg == 0:
+            continue
+        d = _diverging(ctx, tg)
+        if d is not None:
+            ctx.report("SIM110", line,
+                       f"iteration {d[2]} of an nl.affine_range loop reads {describe(t)} written by iteration "
+                       f"{d[1]}: a loop-carried dependency in a loop declared independent.",
+                       tensor=st.name, writer_iteration=d[1], reader_iteration=d[2])
+            return
+
+
+def tile_mask(mask, shape):
+    """Legacy mask (Mask / None) -> boolean array of the operand shape."""
+    if mask is None:
+        return None
+    from .indexing import mask_for
+
+    if not isinstance(mask, (Mask, np.ndarray, bool, np.bool_)):
+        raise context.UnsupportedAPI("mask= built from something other than nl.arange/affine predicates")
+    try:
+        return mask_for(mask, shape)
+    except ValueError:
+        raise SimShapeError(f"mask of shape {list(np.shape(getattr(mask, 'arr', mask)))} does not fit an "
+                            f"operand of shape {list(shape)}") from None
