@@ -7,6 +7,7 @@ are bound once; names assigned more than once stay symbols.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,12 @@ _STMT_TYPES = {
     "try_statement", "function_definition", "decorated_definition", "return_statement",
     "assert_statement", "block",
 }
+_TAG_HINT = re.compile(rb"mean|sum|square|\*|reduce|power|multiply|average")
+_LIGHT_APIS = frozenset({
+    "nl.par_dim", "nl.affine_range", "nl.sequential_range", "nl.static_range", "nl.dynamic_range", "nl.ds",
+    "nl.arange", "nl.mgrid", "nki.jit",
+})
+_CHECKED_KWARGS = frozenset({"mask", "dst_rmw_op", "platform_target", "accumulate"})
 _RANK = {"float32": 4, "tfloat32": 3, "float16": 2, "bfloat16": 2}
 
 
@@ -93,6 +100,7 @@ class _Ctx:
     multi: set[str] = field(default_factory=set)
     tags: dict[str, str] = field(default_factory=dict)
     aranges: dict[str, Any] = field(default_factory=dict)
+    loop_names: dict[int, set[str]] = field(default_factory=dict)
 
 
 class Extractor:
@@ -248,6 +256,7 @@ class Extractor:
             loop = Loop(None, "while", None, self.text(cond) if cond else "", line, col, end_line,
                         id=len(ctx.kernel.loops) + 1, start_byte=st.start_byte, end_byte=st.end_byte)
             ctx.kernel.loops.append(loop)
+            ctx.loop_names[loop.id] = self._loop_names(loop, ctx)
             ctx.loops.append(loop)
             self._block(st.child_by_field_name("body"), ctx)
             ctx.loops.pop()
@@ -359,6 +368,7 @@ class Extractor:
         ctx.kernel.loops.append(loop)
         for n in var_names:
             ctx.env.values[n] = Lin.sym(n)
+        ctx.loop_names[loop.id] = self._loop_names(loop, ctx) | set(var_names)
         ctx.loops.append(loop)
         self._block(st.child_by_field_name("body"), ctx)
         ctx.loops.pop()
@@ -484,13 +494,20 @@ class Extractor:
         return names
 
     def _dep_loops(self, names: set[str], ctx: _Ctx) -> frozenset[int]:
-        out = set()
-        for lp in ctx.loops:
-            for n in names:
-                if n == lp.var or any(lp.start_byte <= p < lp.end_byte for p in ctx.assigns.get(n, ())):
-                    out.add(lp.id)
+        if not ctx.loops or not names:
+            return frozenset()
+        return frozenset(lp.id for lp in ctx.loops if not names.isdisjoint(ctx.loop_names[lp.id]))
+
+    @staticmethod
+    def _loop_names(lp: Loop, ctx: _Ctx) -> set[str]:
+        """The loop variable plus every name (re)bound inside the loop body."""
+        out = {lp.var} if lp.var else set()
+        for n, ps in ctx.assigns.items():
+            for p in ps:
+                if lp.start_byte <= p < lp.end_byte:
+                    out.add(n)
                     break
-        return frozenset(out)
+        return out
 
     def _record_write(self, left, right, op: str, reads: set[str], idx_names: set[str], node, ctx: _Ctx) -> None:
         base = self._base_name(left)
@@ -519,8 +536,8 @@ class Extractor:
             op = self.text(node.child_by_field_name("operator"))
             return {"+": "add", "-": "sub", "*": "mul", "@": "matmul"}.get(op, "other"), None
         if node.type == "call":
-            dotted = self.folder.dotted(node.child_by_field_name("function"))
-            api = self.api_of(dotted) if dotted else None
+            rec = self._calls_by_node.get(node.start_byte)
+            api = rec.api if rec is not None else None
             if api is None:
                 return "other", None
             if api in MATMUL_APIS:
@@ -532,8 +549,7 @@ class Extractor:
             if api in ("nl.add",):
                 return "add", api
             if api == "nisa.tensor_tensor":
-                op = self._kwarg_api(node, "op", 2, ctx)
-                return ("add" if op == "nl.add" else "other"), api
+                return ("add" if rec.op == "nl.add" else "other"), api
             return "other", api
         return "other", None
 
@@ -588,6 +604,9 @@ class Extractor:
                     else:
                         env.values[name] = Lin.sym(name)
                     return
+            if right.type == "call" and right.start_byte in self._calls_by_node:
+                env.values[name] = Lin.sym(name)  # a tile, not a number
+                return
             v = folder.fold(right, env)
             env.values[name] = v if v is not None else Lin.sym(name)
             return
@@ -858,6 +877,10 @@ class Extractor:
 
     def _tag(self, node, ctx: _Ctx) -> str | None:
         """Variance-pattern tags: square, mean, mean_sq (E[x^2]), sq_mean (E[x]^2)."""
+        if node.type == "identifier":
+            return ctx.tags.get(self.text(node))
+        if not ctx.tags and _TAG_HINT.search(self.src, node.start_byte, node.end_byte) is None:
+            return None
         while node.type == "parenthesized_expression" and node.named_children:
             node = node.named_children[0]
         t = node.type
@@ -952,10 +975,16 @@ class Extractor:
                     target=target, names=frozenset(inner), dst_style=dst_style)
         ctx.kernel.api_refs.append(ApiRef(api, line, col, end_line, end_col))
         for k, v in kw.items():
+            if k not in _CHECKED_KWARGS:
+                continue
             kl, kc, kel, kec = self.pos(v.parent)
             ctx.kernel.api_refs.append(ApiRef(api, kl, kc, kel, kec, kwarg=k))
             if k == "mask":
                 ctx.kernel.guard_lines.add(line)
+        if api in _LIGHT_APIS:  # index/loop helpers: recorded, nothing to resolve
+            call._src_shape_vals = call._first_shape_vals = call._alloc = call._kw_dtype = None  # type: ignore[attr-defined]
+            ctx.kernel.calls.append(call)
+            return
         roles = ROLES.get(api, _DEFAULT_ROLES)[1 if dst_style else 0]
         bound: dict[str, Any] = dict(zip(roles, pos))
         bound.update(kw)
