@@ -8,7 +8,6 @@ verdict follows the rule; rubric scores cover the rubric and respect the caps th
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterable
 
@@ -234,7 +233,3 @@ def validate(reply: AssessmentReply, ctx: Context) -> list[str]:
         allowed = ctx.numbers_for(crit_findings) | {float(s.score), float(cap), 4.0}
         v.extend(_check_text(f"rubric rationale for {s.criterion!r}", s.rationale, allowed, _lines_of(crit_findings)))
     return v
-
-
-def to_json(reply: AssessmentReply) -> str:
-    return json.dumps(reply.model_dump(mode="json"), ensure_ascii=False)

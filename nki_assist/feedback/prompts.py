@@ -53,9 +53,14 @@ def environment() -> SandboxedEnvironment:
     return env
 
 
+@cache
+def _compiled(template_source: str) -> Any:
+    return environment().from_string(template_source)
+
+
 def render_text(template_source: str, **context: Any) -> str:
-    """Render one drafter snippet (a Jinja2 string from explanations.toml)."""
-    return environment().from_string(template_source).render(**context).strip()
+    """Render one drafter snippet (a Jinja2 string from explanations.toml); compiled once."""
+    return _compiled(template_source).render(**context).strip()
 
 
 @cache
