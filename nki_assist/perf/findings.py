@@ -52,7 +52,7 @@ def _make(rule: str, est: PerfEstimate, *, message: str, speedup: float, line: i
     evidence = {"estimate": True, "estimated_time_us": round(est.estimated_time_us, 3),
                 "bottleneck": est.bottleneck, **evidence}
     rel = [{"file": file, "line": ln, "message": "also contributes"} for ln in related if file and ln]
-    return spec.finding(message, severity=sev, file=file if line else file, line=line,
+    return spec.finding(message, severity=sev, file=file, line=line,
                         evidence=evidence, est_speedup=round(speedup, 2), confidence=confidence, related=rel)
 
 

@@ -263,15 +263,6 @@ def classify(t: Timing, overhead: dict[str, float], costs: list[InstrCost]) -> t
     return "compute-bound", engine
 
 
-def what_if(est: PerfEstimate, changed: dict[int, InstrCost]) -> float:
-    """Estimated time if the instructions in `changed` (by seq) cost what the replacements say."""
-    target = est.target_spec
-    if target is None or est.estimated_time_s <= 0:
-        return est.estimated_time_s
-    costs = [changed.get(c.seq, c) for c in est.costs]
-    return timing(costs, target).estimate_s
-
-
 def scaled(c: InstrCost, factor: float, *, bytes_factor: float | None = None) -> InstrCost:
     bf = factor if bytes_factor is None else bytes_factor
     return replace(c, seconds=c.seconds * factor, work_seconds=c.work_seconds * factor,
