@@ -2,7 +2,7 @@
 
 Errors are measured in float64. `max_rel` only counts elements whose expected magnitude is above
 `atol` (relative error near zero says nothing). ULPs are in the output's storage dtype: the
-absolute error divided by the spacing of that dtype at the expected value.
+absolute error divided by the spacing of that dtype at max(|expected|, atol).
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def _compare(actual: np.ndarray, a: np.ndarray, e: np.ndarray, n: int, rtol: flo
         max_abs = float(dfin.max()) if n else 0.0
     rel_mask = finite & (np.abs(e) > max(atol, np.finfo(np.float64).tiny))
     max_rel = float((dfin[rel_mask] / np.abs(e[rel_mask])).max()) if np.any(rel_mask) else 0.0
-    ulp = dfin / ulp_of(e, actual.dtype)
+    # ULPs at max(|expected|, atol): near zero the spacing collapses and says nothing.
+    ulp = dfin / ulp_of(np.maximum(np.abs(e), atol) if atol > 0 else e, actual.dtype)
     max_ulp = float(ulp[finite].max()) if np.any(finite) else 0.0
     worst = tuple(int(i) for i in np.unravel_index(flat, a.shape)) if flat is not None else None
     return Agreement(

@@ -7,9 +7,7 @@ as a `ReferenceResult` with status and a TC105 finding, never as an exception.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -35,14 +33,6 @@ class ReferenceResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-def child_call(path: str, function: str, args: list) -> Any:
-    """Executed inside the child."""
-    spec = importlib.util.spec_from_file_location(f"_nki_assist_reference_{Path(path).stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, function)(*args)
 
 
 def normalize_outputs(value: Any) -> list[np.ndarray]:
@@ -73,7 +63,7 @@ def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeo
         f = rule.finding(msg, file=str(path), line=line, evidence={**ev, **extra})
         return ReferenceResult(status, findings=[f], error=msg, line=line, elapsed_s=elapsed)
 
-    out = run_in_child("nki_assist.numerics.reference:child_call",
+    out = run_in_child("nki_assist.numerics.refchild:child_call",
                        {"path": str(path), "function": spec.reference_function, "args": upcast(args)},
                        timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path))
     fn = spec.reference_function

@@ -52,7 +52,8 @@ class BuiltinBackend(Backend):
         out = run_in_child("nki_assist.toolchain.builtin:child_run",
                            {"runner": self.runner, "path": kernel_path, "kernel": kernel_name, "args": list(args),
                             "kwargs": kwargs, "options": options},
-                           timeout_s=timeout_s, memory_mb=memory_mb, watch=kernel_path)
+                           timeout_s=timeout_s, memory_mb=memory_mb, watch=kernel_path,
+                           preload=(self.runner.split(":")[0],))
         if out.status != "ok":
             return outcome_result(self.name, out, kernel_path, kernel_name, timeout_s, memory_mb)
         result = out.value

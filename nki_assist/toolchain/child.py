@@ -67,10 +67,16 @@ def main(jobdir: str) -> int:
     # Import the task's module before arming the limits: imports are ours, not the user's.
     mod_name, fn_name = task["call"].split(":")
     fn = getattr(importlib.import_module(mod_name), fn_name)
+    for name in task.get("preload", ()):  # e.g. the simulator, so its import is not timed
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass  # the task itself reports the import error
     dump = open(job / "timeout.txt", "w")
     if timeout_s > 0:
         faulthandler.dump_traceback_later(timeout_s, exit=True, file=dump)
     _limit_memory(int(task.get("memory_mb") or 0))
+    (job / "armed").touch()  # the parent's own deadline counts from here
     try:
         value = fn(**task.get("kwargs", {}))
         payload = {"status": "ok", "value": value}

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
-KILL_GRACE_S = 5.0  # child start-up plus the watchdog's own exit
+KILL_GRACE_S = 3.0  # after the child's own watchdog should have fired and exited
+STARTUP_LIMIT_S = 60.0  # interpreter + simulator imports before the limits are armed
 
 OutcomeStatus = Literal["ok", "error", "timeout", "out-of-memory", "crashed"]
 
@@ -62,6 +63,40 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float) -> bool:
+    """Wait for the child; SIGKILL its group when it overstays. True when it had to be killed.
+
+    The deadline is timeout + grace from the moment the child armed its own watchdog (start-up on a
+    loaded machine is not the kernel's time), and at most STARTUP_LIMIT_S before that."""
+    if not timeout_s or timeout_s <= 0:
+        proc.wait()
+        return False
+    start = time.monotonic()
+    deadline = start + STARTUP_LIMIT_S + timeout_s + KILL_GRACE_S
+    armed_seen = False
+    while True:
+        try:
+            proc.wait(timeout=0.05)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if not armed_seen and armed.exists():
+            armed_seen = True
+            deadline = now + timeout_s + KILL_GRACE_S
+        if now > deadline:
+            _kill(proc)
+            return True
+
+
 def _child_path() -> list[str]:
     """The parent's import path, so the child sees the same modules (stand-ins included)."""
     return [p for p in sys.path if p and os.path.isdir(p)]
@@ -69,14 +104,16 @@ def _child_path() -> list[str]:
 
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
-                 env: dict[str, str] | None = None) -> ChildOutcome:
-    """Call `call` ("module:function") with `kwargs` in a child process and return what happened."""
+                 env: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> ChildOutcome:
+    """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
+
+    `preload` modules are imported before the time and memory limits start."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
         job = Path(tmp)
         task = {"call": call, "kwargs": kwargs, "timeout_s": timeout_s, "memory_mb": memory_mb,
                 "watch": os.path.abspath(watch) if watch else None, "env": env or {},
-                "sys_path": _child_path()}
+                "sys_path": _child_path(), "preload": list(preload)}
         try:
             (job / "task.pkl").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception as exc:
@@ -93,20 +130,9 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                 return ChildOutcome("crashed", error=f"cannot start the child process: {exc}")
             killed = False
             try:
-                proc.wait(timeout=(timeout_s + KILL_GRACE_S) if timeout_s and timeout_s > 0 else None)
-            except subprocess.TimeoutExpired:
-                killed = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                killed = _wait(proc, job / "armed", timeout_s)
             except BaseException:  # Ctrl-C in the parent: do not leave the child running
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                _kill(proc)
                 raise
         elapsed = time.perf_counter() - t0
         stderr = (job / "stderr.txt").read_text(errors="replace")[-4000:]

@@ -42,7 +42,7 @@ def test_infinite_loop_becomes_timeout_with_line(fake_runner):
     t0 = time.perf_counter()
     r = BuiltinBackend(fake_runner).run(KERNEL, "axpy_spin", _args(), timeout_s=2)
     took = time.perf_counter() - t0
-    assert took < 2 + 6, took  # limit + start-up margin, never a hang
+    assert took < 2 + 20, took  # limit + start-up margin on a loaded machine, never a hang
     assert r.status == "timeout"
     (f,) = r.findings
     assert f.rule == "TC101" and f.severity.value == "error"
