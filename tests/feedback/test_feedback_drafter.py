@@ -149,3 +149,14 @@ def test_info_on_a_warning_line_stays_a_separate_nit():
     a = draft_assessment(review(fs))
     assert [it.finding_ids for it in a.items] == [["F1"], ["F2", "F3"]]
     assert "dialects" not in a.items[0].why
+
+
+def test_findings_without_location_and_unknown_target():
+    fs = [f(rule="TC100", name="reference-crashed", category="toolchain-failure", severity="warning",
+            source="toolchain", file=None, message="reference.py raised ZeroDivisionError")]
+    r = review(fs, target="trn9")
+    a = draft_assessment(r)
+    assert a.verdict == "revise" and a.items[0].title == "A check could not run"
+    assert "reference.py raised ZeroDivisionError" in a.items[0].what
+    reply = from_assessment(a, {"F1": "warning"})
+    assert validate(reply, Context(r, get_target("trn2"), None, load_rubric())) == []

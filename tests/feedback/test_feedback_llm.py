@@ -211,3 +211,10 @@ def test_assessment_json_shape(fake_key):
     assert set(d) >= {"drafter", "verdict", "summary", "items", "rubric", "llm", "prompt_version"}
     assert set(d["items"][0]) == {"finding_ids", "priority", "criterion", "title", "what", "why", "fix", "profiling"}
     assert [i["priority"] for i in d["items"]] == list(range(1, len(d["items"]) + 1))
+
+
+def test_unauthorized_reason_is_redacted(fake_key):
+    with FakeOpenAI(["unauthorized"]) as fake:
+        a = run(fake, max_retries=0)
+    assert a.drafter == "fallback" and "HTTP 401" in a.llm.fallback_reason
+    assert "Incorrect API key provided: ***" in a.llm.fallback_reason and fake_key not in a.model_dump_json()

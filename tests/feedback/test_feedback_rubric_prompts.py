@@ -114,3 +114,10 @@ def test_reply_schema_is_strict_compatible():
     assert schema["additionalProperties"] is False
     item = schema["$defs"]["ReplyItem"]
     assert set(item["required"]) == set(item["properties"]) and item["additionalProperties"] is False
+
+
+def test_data_dirs_found_from_checkout():
+    from nki_assist.feedback.paths import data_dir
+
+    assert (data_dir("prompts") / "llm" / "system.md.j2").is_file()
+    assert (data_dir("rubrics") / "default.toml").is_file()
