@@ -46,6 +46,7 @@ class Target:
     min_ii_cycles: int  # ~64 engine cycles per instruction [SHARED; LISA]
     mm_init_latency_cycles: int  # 64 [ARCH2]
     gpsimd_startup_cycles: int  # ~150 [LISA iota/affine_select]
+    access_setup_cycles: int  # ~60-cycle fixed cost per tensor access request, documented for v2 only [ARCH2]
     vector_bf16_fast_mode: bool  # v3+ Vector perf mode 2-4x for bf16 [ARCH3]
     supports_fp8_e4m3fn: bool  # OCP e4m3fn on TensorE only v4 [ISA nc_matmul]
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -110,6 +111,7 @@ TRN1 = Target(
     min_ii_cycles=64,
     mm_init_latency_cycles=64,
     gpsimd_startup_cycles=150,
+    access_setup_cycles=60,
     vector_bf16_fast_mode=False,
     supports_fp8_e4m3fn=False,
     sources=_SOURCES,
@@ -147,6 +149,7 @@ TRN2 = Target(
     min_ii_cycles=64,
     mm_init_latency_cycles=64,
     gpsimd_startup_cycles=150,
+    access_setup_cycles=0,
     vector_bf16_fast_mode=True,
     supports_fp8_e4m3fn=False,
     sources=_SOURCES,
@@ -184,6 +187,7 @@ TRN3 = Target(
     min_ii_cycles=64,
     mm_init_latency_cycles=64,
     gpsimd_startup_cycles=150,
+    access_setup_cycles=0,
     vector_bf16_fast_mode=True,
     supports_fp8_e4m3fn=True,
     sources=_SOURCES,
