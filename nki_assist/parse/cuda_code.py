@@ -22,6 +22,8 @@ class _CodeMixin:
     # -- statements ------------------------------------------------------------------------------
     def _statement(self, node) -> None:
         self.stmt = node
+        if self.ks is not None and self.ks.scalar_shared:
+            self._scalar_shared_reads(node)
         self.children(node)
 
     def _loop(self, node) -> None:
@@ -55,7 +57,7 @@ class _CodeMixin:
         if lp.cond is not None:
             r = refs(lp.cond)
             if _RELATIONAL.search(lp.cond.replace("->", ".")):
-                ks.cond_stack.append((r, True, ks.is_thread(r)))
+                ks.cond_stack.append((r, True, ks.is_thread(r), lp.cond))
                 pushed = True
         ks.loop_stack.append(idx)
         skip = init.start_byte if init is not None else -1
@@ -136,7 +138,7 @@ class _CodeMixin:
             ks.ret_guards |= r
         if expr is not None:
             self.visit(expr)
-        ks.cond_stack.append((r, relational, thread))
+        ks.cond_stack.append((r, relational, thread, ctext))
         for field in ("consequence", "alternative"):
             c = node.child_by_field_name(field)
             if c is not None:
@@ -157,7 +159,7 @@ class _CodeMixin:
             ks.k.bounds_guards.append(BoundsGuard(" ".join(ctext.split()), self.line(node)))
         if cond is not None:
             self.visit(cond)
-        ks.cond_stack.append((r, relational, thread))
+        ks.cond_stack.append((r, relational, thread, ctext))
         for field in ("consequence", "alternative"):
             c = node.child_by_field_name(field)
             if c is not None:
@@ -314,9 +316,27 @@ class _CodeMixin:
         thread_index = ks.is_thread(ks.closure(r))
         thread_cond = any(c[2] for c in ks.cond_stack)
         stmt = self.stmt.start_byte if self.stmt is not None else node.start_byte
+        conds = " && ".join(c[3] for c in ks.cond_stack if c[2])
         ks.k.shared_accesses.append(SharedAccess(
             array, kind, itext, thread_index, thread_cond, self.line(node), self.column(node),
-            node.start_byte, stmt, tuple(ks.loop_stack)))
+            node.start_byte, stmt, tuple(ks.loop_stack), conds))
+
+    def _scalar_shared_reads(self, node) -> None:
+        """Reads of scalar `__shared__` variables (`s_mean`) in a statement: identifiers are not walked."""
+        ks = self.ks
+        text = self.text(node)
+        names = refs(text) & ks.scalar_shared
+        if not names:
+            return
+        first = node.named_children[0] if node.named_children else None
+        if first is not None and first.type == "assignment_expression":
+            left = first.child_by_field_name("left")
+            op = first.child_by_field_name("operator")
+            right = first.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and op is not None and self.text(op) == "=":
+                names -= {self.text(left)} - refs(self.text(right) if right is not None else "")
+        for name in sorted(names):
+            self._shared_access(node, name, (), "read")
 
     def _update_expression(self, node) -> None:
         ks = self.ks
@@ -379,7 +399,9 @@ class _CodeMixin:
             handled = True
         elif target is not None and target.type == "identifier":
             name = self.text(target)
-            if op in ("+=", "-="):
+            if name in ks.scalar_shared:
+                self._shared_access(target, name, (), "write")
+            elif op in ("+=", "-="):
                 self._accumulator(name, node)
             elif op == "=" and _is_self_update(name, right, self):
                 self._accumulator(name, node)
@@ -418,7 +440,7 @@ class _CodeMixin:
         closure = ks.closure(ir)
         thread_indexed = ks.is_thread(closure)
         guard_refs: set[str] = set(ks.ret_guards)
-        for r, relational, _ in ks.cond_stack:
+        for r, relational, _, _ in ks.cond_stack:
             if relational:
                 guard_refs |= r
         guarded = "min(" in itext or "clamp" in itext

@@ -90,7 +90,8 @@ class _DeclMixin:
                     self._param(p, ks)
         scale_names = [p.name for p in k.params if not p.is_pointer and canonical_dtype(p.type) in FLOAT_DTYPES]
         if scale_names:
-            ks.scale_re = re.compile(r"\b(" + "|".join(map(re.escape, scale_names)) + r")\b")
+            alt = "|".join(map(re.escape, scale_names))
+            ks.scale_re = re.compile(rf"\*\s*({alt})\b|\b({alt})\s*\*")
         self.visit(body)
         self._finish_kernel(ks)
         self.ks = outer
@@ -141,6 +142,8 @@ class _DeclMixin:
         type_node = node.child_by_field_name("type")
         base = " ".join(self.text(type_node).split()) if type_node is not None else ""
         quals = {self.text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        if ks is not None and ks.scalar_shared and "__shared__" not in quals:
+            self._scalar_shared_reads(node)
         is_const = bool(quals & {"const", "constexpr"})
         for d in node.children_by_field_name("declarator"):
             if d.type == "function_declarator":  # `dim3 block(BN, BM);` parses as a declaration of a function
@@ -227,6 +230,8 @@ class _DeclMixin:
         ks.k.shared.append(SharedDecl(name, dtype, tuple(folded), nbytes, self.line(node), dynamic))
         ks.shared[name] = dtype
         ks.types[name] = dtype
+        if dims is None:
+            ks.scalar_shared.add(name)
         ks.decl_pos[name] = node.start_byte
 
     def _local_decl(self, node, name, base, is_const, pointers, dims, value) -> None:

@@ -159,6 +159,7 @@ class SharedAccess(NamedTuple):
     pos: int  # byte offset of the access
     stmt: int  # byte offset of the enclosing statement
     loops: tuple[int, ...]  # indices into CudaKernel.loops of enclosing loops
+    conds: str = ""  # enclosing thread-dependent conditions, joined with &&
 
 
 class GlobalStore(NamedTuple):

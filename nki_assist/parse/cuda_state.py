@@ -32,7 +32,7 @@ def refs(text: str) -> set[str]:
 class _KernelState:
     __slots__ = ("k", "env", "types", "shared", "global_ptrs", "deps", "thread_vars", "grid_vars",
                  "loop_stack", "cond_stack", "ret_guards", "decl_pos", "fragments", "hints", "acc_seen",
-                 "scale_re", "override")
+                 "scale_re", "override", "scalar_shared")
 
     def __init__(self, k: CudaKernel, env: dict[str, Number]):
         self.k = k
@@ -44,7 +44,8 @@ class _KernelState:
         self.thread_vars: set[str] = set()
         self.grid_vars: set[str] = set()
         self.loop_stack: list[int] = []
-        self.cond_stack: list[tuple[set[str], bool, bool]] = []  # refs, relational, thread-dependent
+        self.cond_stack: list[tuple[set[str], bool, bool, str]] = []  # refs, relational, thread-dep., text
+        self.scalar_shared: set[str] = set()
         self.ret_guards: set[str] = set()
         self.decl_pos: dict[str, int] = {}
         self.fragments: dict[str, tuple[str, str | None]] = {}

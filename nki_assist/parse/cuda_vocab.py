@@ -84,7 +84,8 @@ _RELU_MAX = re.compile(r"\b(?:fmaxf|fmax|max|__hmax|fmaxf?)\s*\(\s*(?:[^,()]|\([
                        r"|\b(?:fmaxf|fmax|max|__hmax)\s*\(\s*0(?:\.0*)?[fF]?\s*,")
 _RELU_TERNARY = re.compile(r">\s*0(?:\.0*)?[fF]?\s*\)?\s*\?\s*[\w.\[\]]+\s*:\s*0(?:\.0*)?[fF]?\b")
 _SIGMOID = re.compile(r"1(?:\.0*)?[fF]?\s*/\s*\(\s*1(?:\.0*)?[fF]?\s*\+\s*(?:__)?expf?\s*\(\s*-")
-_BIAS = re.compile(r"\b(\w*bias\w*)\s*\[")
+_BIAS = re.compile(r"\b(\w*(?:bias|beta)\w*)\s*\[")
+_SCALE_VEC = re.compile(r"\*\s*(\w*(?:gamma|weight|scale)\w*)\s*\[")
 
 
 def value_hints(text: str, line: int, scale_params: re.Pattern | None) -> list[EpilogueHint]:
@@ -120,7 +121,9 @@ def value_hints(text: str, line: int, scale_params: re.Pattern | None) -> list[E
         hints.append(EpilogueHint("activation", "relu", line))
     for m in _BIAS.finditer(text):
         hints.append(EpilogueHint("bias", m.group(1), line))
+    for m in _SCALE_VEC.finditer(text):
+        hints.append(EpilogueHint("scale", m.group(1), line))
     if scale_params is not None:
         for m in scale_params.finditer(text):
-            hints.append(EpilogueHint("scale", m.group(1), line))
+            hints.append(EpilogueHint("scale", m.group(1) or m.group(2), line))
     return hints

@@ -10,6 +10,7 @@ Conservative on purpose: any barrier between two accesses, even in a branch, cle
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from typing import Iterator, NamedTuple
 
@@ -23,12 +24,28 @@ class Race(NamedTuple):
     via_loop: CudaLoop | None  # back edge the path goes around, if any
 
 
+_OWN_SLOT = re.compile(r"\[(\w+(?:\.[xyz])?)\]")
+_CONST_SLOT = re.compile(r"\[(\d+)\]")
+
+
 def _hazard(w: SharedAccess, r: SharedAccess) -> bool:
     if w.kind == "atomic" and r.kind == "atomic":
         return False
     if w.index == r.index:
-        return not w.thread_index and w.thread_cond
-    return True
+        if w.thread_index or not w.thread_cond:
+            return False  # each thread its own element, or every thread writes the same value
+        # written by the threads selected by w.conds; read by the same ones -> their own writes
+        return not (r.conds == w.conds or r.conds.startswith(w.conds + " && "))
+    return not (_same_thread(w, r) or _same_thread(r, w))
+
+
+def _same_thread(a: SharedAccess, b: SharedAccess) -> bool:
+    """`s[tid] = ...` and `if (tid == 0) ... s[0]`: the one thread that reads slot 0 also wrote it."""
+    m, n = _OWN_SLOT.fullmatch(a.index), _CONST_SLOT.fullmatch(b.index)
+    if not (m and n and a.thread_index):
+        return False
+    var, const = re.escape(m.group(1)), n.group(1)
+    return re.search(rf"(?<![\w.]){var}\s*==\s*{const}\b|\b{const}\s*==\s*{var}(?![\w.])", b.conds) is not None
 
 
 def find_races(k: CudaKernel) -> Iterator[Race]:
