@@ -27,8 +27,9 @@ class ReviewOptions:
     sizes: list[str] | None = None
     backend: str = "builtin"
     run: bool = True  # execute the kernel (simulation, numerics, cost model)
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # per kernel run
     memory_mb: int = 4096
+    llm_timeout_s: float = 60.0
     gpu_precision: str | None = None  # None: from the CUDA kernel's accumulators (fp32 default)
     stochastic: bool = False
     profile: str | None = None  # neuron-profile summary JSON
@@ -149,7 +150,8 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
     review.findings = _finalize(findings, base)
     say("drafting the assessment", 92.0)
     review.assessment = _assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
-                                               **({cuda_disp: _read(spec.cuda_path) or ""} if cuda_disp else {})})
+                                               **({cuda_disp: _read(spec.cuda_path) or ""} if cuda_disp else {})},
+                                lambda m: say(m, 95.0))
     say("done", 100.0)
     return ReviewResult(review, plots, time.perf_counter() - t0)
 
@@ -257,11 +259,12 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
     return [_rebase(f, spec.nki_path, nki_disp) for f in findings]
 
 
-def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str]):
+def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
     from .feedback import draft_assessment
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
-                            rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir)
+                            rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,
+                            timeout_s=opts.llm_timeout_s, progress=say_text)
 
 
 def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | None = None, *,
@@ -285,5 +288,6 @@ def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | Non
                                   cuda_kernel=cuda_kernel), notes=notes)
     review.findings = _finalize(findings, Path("."))
     say("drafting the assessment", 80.0)
-    review.assessment = _assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})})
+    review.assessment = _assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})},
+                                lambda m: say(m, 90.0))
     return ReviewResult(review, {}, time.perf_counter() - t0)

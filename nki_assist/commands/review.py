@@ -40,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="LLM model name (with --llm openai)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
     p.add_argument("--rubric", metavar="FILE", help="rubric TOML to score against (default: the built-in rubric)")
-    p.add_argument("--cache-dir", metavar="DIR", help="LLM response cache (default: .nki-assist-cache)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="LLM reply cache (default with --llm openai: see README 'LLM drafter')")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (plots beside it for md)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..cli import UsageError
+    from ..feedback.rubric import RubricError
     from ..numerics.spec import SpecError
     from ..review import ReviewOptions, review_files, review_port
     from .common import exit_code
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     opts = ReviewOptions(target=args.target, sizes=args.size, backend=args.backend, run=not args.no_run,
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
-                         model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=args.cache_dir,
+                         model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
                          plots=args.format in ("md", "html") and (args.format == "html" or bool(args.output)))
     progress = None if args.quiet else _progress()
     try:
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             result = review_port(args.spec, opts, progress=progress.update if progress else None)
         else:
             result = review_files(args.nki, args.cuda, opts, progress=progress.update if progress else None)
-    except SpecError as exc:
+    except (SpecError, RubricError) as exc:
         raise UsageError(str(exc)) from None
     finally:
         if progress:
@@ -87,6 +90,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return exit_code(result.review.findings, args.fail_on)
+
+
+def _cache_dir(args) -> str | None:
+    if args.no_cache or args.llm == "none":
+        return None
+    if args.cache_dir:
+        return args.cache_dir
+    from ..feedback import default_cache_dir
+
+    return str(default_cache_dir())
 
 
 def _render(result, args) -> str:
