@@ -88,6 +88,7 @@ class SimContext:
         self.shared_cursor = 0
         self.outputs_created: list = []  # shared_hbm storages created by the kernel
         self.last_chain: tuple = ()  # kernel-file lines of the current call stack (allocation site)
+        self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
         self.sites: dict = {}  # allocation site -> weakref of the last tensor allocated there
 
     # -- source location ---------------------------------------------------------------------------
@@ -104,6 +105,7 @@ class SimContext:
                 ln = f.f_lineno
                 if line is None:
                     line = ln
+                    self.last_frame = f
                 chain.append(ln)
                 depth += sd.get(ln, 0)
             f = f.f_back

@@ -83,7 +83,7 @@ def scalar_dtype(v) -> DType:
     return FLOAT32
 
 
-def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask=None) -> Tensor:
+def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask=None, quiet=False) -> Tensor:
     """Result tile of an op. With no mask the rounded value *is* the storage (no fill, no copy)."""
     ctx = context.CTX
     if value is not None and mask is None:
@@ -92,9 +92,9 @@ def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask
             v = np.array(np.broadcast_to(v, shape))
         elif not v.flags.writeable or not v.flags.owndata:
             v = v.copy()
-        st = allocate(shape, dt, buffer, line=line, data=v, written=True, pending=True)
+        st = allocate(shape, dt, buffer, line=line, data=v, written=True, pending=True, quiet=quiet)
     else:
-        st = allocate(shape, dt, buffer, line=line, pending=True)
+        st = allocate(shape, dt, buffer, line=line, pending=True, quiet=quiet)
         if value is not None:
             write(Tensor(st), ctx.round(value, dt), mask, line, exempt_affine=True)
     t = Tensor(st)
@@ -110,7 +110,9 @@ def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, 
     if dst is None:
         dt = resolve(dtype) if dtype is not None else FLOAT32
         m = tile_mask(mask, result.shape) if mask is not None else None
-        out = new_tile(result.shape, dt, buffer, line, result, m)
+        pmax = ctx.target.partitions
+        quiet = any(s.shape and s.shape[0] > pmax and s.st.buffer in ON_CHIP for s in srcs)
+        out = new_tile(result.shape, dt, buffer, line, result, m, quiet=quiet)
         out.origin = (kw.get("_alu") or op, src_storages, result, m)
     else:
         if not is_tensor(dst):
@@ -424,7 +426,7 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
     _matmul_dtypes(ctx, line, label, stationary, moving, dst_dt)
     res = s2.T @ m2  # fp32 products, fp32 accumulation
     if dst is None:
-        out = new_tile((M, N), FLOAT32, "psum", line, res)
+        out = new_tile((M, N), FLOAT32, "psum", line, res, quiet=True)  # limits reported as SIM105 above
         out.origin = ("matmul", (stationary.st, moving.st), res, None)
     else:
         out = dst

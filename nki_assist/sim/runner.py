@@ -74,8 +74,8 @@ def loop_depths(tree: ast.Module) -> dict[int, int]:
 def _to_tensor(ctx: SimContext, value, name: str):
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "dtype")
-                                         and not isinstance(value, (int, float, complex))):
+    if isinstance(value, np.ndarray) or (not isinstance(value, (type, int, float, complex, str))
+                                         and hasattr(value, "__array__") and hasattr(value, "shape")):
         arr = np.asarray(value)
         dt = resolve(arr.dtype)
         data = arr.astype(dt.store, copy=True)
@@ -225,6 +225,8 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 n.split(".")[0] for n in stubbed))))
     finally:
         context.CTX = prev
+        ctx.last_frame = None
+        ctx.sites.clear()
     trace_list = [t for t in ctx.trace if t is not None]
     if status != "ok" and error_line is None:
         error_line = None

@@ -53,7 +53,7 @@ def _prod(xs) -> int:
 
 def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | None = None, pax: int = 0,
              data: np.ndarray | None = None, written: bool = False, pending: bool = False,
-             role: str = "tile") -> Storage:
+             role: str = "tile", quiet: bool = False) -> Storage:
     """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted."""
     ctx = context.CTX
     shape = tuple(int(d) for d in shape)
@@ -80,7 +80,7 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.banks = 0
     if buffer in ON_CHIP:
         release_site(ctx)
-        _check_tile(st, ctx, line)
+        _check_tile(st, ctx, line, quiet)
         if ctx.legacy and ctx.loops:
             ctx.loops[-1].scope.append(st)
         if pending:
@@ -90,7 +90,9 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     return st
 
 
-def _check_tile(st: Storage, ctx, line) -> None:
+def _check_tile(st: Storage, ctx, line, quiet: bool = False) -> None:
+    """Partition and PSUM-bank limits of a new tile; `quiet` for results derived from an operand that
+    was already reported (one root cause, one finding)."""
     tgt = ctx.target
     shape = st.shape
     if not shape:
@@ -99,7 +101,7 @@ def _check_tile(st: Storage, ctx, line) -> None:
     free = _prod(shape[st.pax + 1:])
     blocks = _prod(shape[: st.pax])
     st.bytes_pp = blocks * free * st.dt.itemsize
-    if parts > tgt.partitions:
+    if parts > tgt.partitions and not quiet:
         ctx.report("SIM101", line,
                    f"{st.buffer.upper()} tile {list(shape)} puts {parts} rows on the partition axis; "
                    f"a NeuronCore has {tgt.partitions} partitions.",
@@ -108,7 +110,7 @@ def _check_tile(st: Storage, ctx, line) -> None:
         free_bytes = free * st.dt.itemsize
         st.banks = blocks * max(1, math.ceil(free_bytes / tgt.psum_bank_bytes))
         limit = tgt.psum_bank_bytes if tgt.moving_fmax <= 512 else tgt.psum_bytes_per_partition
-        if free_bytes > limit:
+        if free_bytes > limit and not quiet:
             ctx.report("SIM102", line,
                        f"PSUM tile {list(shape)} {st.dt.name} needs {free_bytes} B per partition; a PSUM bank "
                        f"holds {tgt.psum_bank_bytes} B ({tgt.psum_bank_bytes // 4} fp32) on {tgt.name}.",
@@ -170,8 +172,15 @@ def release_site(ctx) -> None:
     ref = ctx.sites.get(ctx.last_chain)
     if ref is not None:
         old = ref()
+        # referenced only by a local of the allocating frame (plus `old` and the call argument)
         if old is not None and old.st.counted and sys.getrefcount(old) <= 3:
-            release(old.st)
+            frame = ctx.last_frame
+            if frame is not None and frame.f_code.co_flags & 0x1:  # CO_OPTIMIZED: a function frame
+                snapshot = frame.f_locals
+                if any(v is old for v in snapshot.values()):
+                    release(old.st)
+                if sys.version_info < (3, 13):  # 3.13+ returns a write-through proxy (PEP 667)
+                    snapshot.clear()  # the cached snapshot would otherwise hold extra references
 
 
 def bind_site(ctx, t: "Tensor") -> None:
