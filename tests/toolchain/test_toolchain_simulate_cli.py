@@ -111,3 +111,8 @@ def test_usage_errors_exit_2(cli, axpy_port, tmp_path, capsys):
     assert cli(["simulate", str(tmp_path / "port.toml")]) == 2
     err = capsys.readouterr().err
     assert "port.nki: file not found" in err and "Traceback" not in err
+    from nki_assist.toolchain.neuron import detect
+
+    if detect()[0] is None:
+        assert cli(["simulate", str(axpy_port), "--backend", "neuron"]) == 2
+        assert "backend 'neuron' is not available here" in capsys.readouterr().err
