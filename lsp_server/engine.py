@@ -17,10 +17,12 @@ from typing import Any
 
 from .settings import Settings
 
-# Test-only fault injection (documented in docs/lsp.md): "rule-crash" makes the check of any
-# document containing FAULT_MARKER raise, "rule-hang" makes it block for HANG_SECONDS.
+# Test-only fault injection (documented in docs/lsp.md). NKI_ASSIST_LSP_TEST_FAULT is a comma list:
+# "rule-crash" makes the check of a document containing CRASH_MARKER raise, "rule-hang" makes the
+# check of a document containing HANG_MARKER block for HANG_SECONDS (or until shutdown).
 FAULT_ENV = "NKI_ASSIST_LSP_TEST_FAULT"
-FAULT_MARKER = "nki-assist-test-fault"
+CRASH_MARKER = "nki-assist-test-crash"
+HANG_MARKER = "nki-assist-test-hang"
 HANG_SECONDS = 20.0
 STOP = threading.Event()  # set at shutdown so injected hangs end
 
@@ -78,12 +80,10 @@ class Analysis:
 
 
 def _inject_fault(text: str) -> None:
-    fault = os.environ.get(FAULT_ENV, "")
-    if not fault or FAULT_MARKER not in text:
-        return
-    if fault == "rule-crash":
+    faults = os.environ.get(FAULT_ENV, "").split(",")
+    if "rule-crash" in faults and CRASH_MARKER in text:
         raise RuntimeError("injected rule crash (NKI_ASSIST_LSP_TEST_FAULT=rule-crash)")
-    if fault == "rule-hang":
+    if "rule-hang" in faults and HANG_MARKER in text:
         STOP.wait(HANG_SECONDS)
 
 
@@ -155,13 +155,20 @@ def analyze(uri: str, path: str | None, language_id: str | None, version: int | 
         result.target = options.target
         engine_path = check_path(path, uri, language)
         _run_check(engine_path, text, options, result)
-        if language == "nki" and not result.error:
-            result.nki_file, result.resources = _parse_nki(text, engine_path, options.target)
     except Exception as exc:  # noqa: BLE001 - one bad check never takes the server down
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
         result.seconds = time.perf_counter() - started
     return result
+
+
+def parse_for_editor(analysis: Analysis, path: str | None, text: str) -> Analysis:
+    """Fill `nki_file` and `resources` (hover, code lens). Separate from `analyze` so diagnostics
+    are published before this second parse runs."""
+    if analysis.language == "nki" and not analysis.error and not analysis.notes:
+        engine_path = check_path(path, analysis.uri, "nki")
+        analysis.nki_file, analysis.resources = _parse_nki(text, engine_path, analysis.target or "trn2")
+    return analysis
 
 
 def _parse_nki(text: str, path: str, target_name: str) -> tuple[Any, dict[str, dict]]:

@@ -120,6 +120,8 @@ def _load_engine() -> tuple[Callable, Callable]:
 
 def review_kwargs(review_port: Callable, settings: Settings, target: str | None,
                   progress: Callable | None, cancel: threading.Event | None) -> dict[str, Any]:
+    """Keyword arguments for `review_port`, for both shapes of its API: flat keywords
+    (`target=, llm=, simulate=`) or a `ReviewOptions` object passed as `options=` (with `run=`)."""
     try:
         params = inspect.signature(review_port).parameters
     except (TypeError, ValueError):
@@ -129,8 +131,16 @@ def review_kwargs(review_port: Callable, settings: Settings, target: str | None,
     def accepts(name: str) -> bool:
         return accepts_any or name in params
 
-    kwargs: dict[str, Any] = {"target": target, "llm": settings.llm_provider, "progress": progress, "cancel": cancel}
-    kwargs = {k: v for k, v in kwargs.items() if accepts(k)}
+    kwargs: dict[str, Any] = {k: v for k, v in (("progress", progress), ("cancel", cancel)) if accepts(k)}
+    llm = {"llm": settings.llm_provider}
+    if settings.llm_provider != "none":
+        llm.update({k: v for k, v in (("model", settings.llm_model), ("base_url", settings.llm_base_url)) if v})
+    if "options" in params:
+        options_cls = _options_class()
+        if options_cls is not None:
+            kwargs["options"] = options_cls(target=target, run=settings.execution_enabled, **llm)
+            return kwargs
+    kwargs.update({k: v for k, v in {"target": target, **llm}.items() if accepts(k)})
     switch = next((name for name in _EXECUTION_KWARGS if name in params), None)
     if switch:
         kwargs[switch] = settings.execution_enabled
@@ -138,11 +148,15 @@ def review_kwargs(review_port: Callable, settings: Settings, target: str | None,
         raise ReviewRefused(
             "This review would run the kernel in the simulator, and execution is disabled. Enable "
             "`nki-assist.execution.enabled` for this workspace if you trust the kernel code.")
-    if settings.llm_provider != "none":
-        for name, value in (("model", settings.llm_model), ("base_url", settings.llm_base_url)):
-            if value and accepts(name):
-                kwargs[name] = value
     return kwargs
+
+
+def _options_class():
+    try:
+        from nki_assist.review import ReviewOptions
+    except ImportError:
+        return None
+    return ReviewOptions
 
 
 def output_path(spec: Path, settings: Settings) -> Path:
@@ -163,6 +177,7 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
     review_port, render_markdown = _load_engine()
     kwargs = review_kwargs(review_port, settings, target, progress, cancel)
     review = review_port(str(spec), **kwargs)
+    review = getattr(review, "review", review)  # ReviewResult wraps the Review
     if cancel is not None and cancel.is_set():
         raise ReviewCancelled("review cancelled")
     markdown = render_markdown(review)

@@ -33,6 +33,7 @@ from .store import DiagnosticsStore
 
 log = logging.getLogger("nki_assist.lsp")
 PULL_WAIT_SECONDS = 5.0
+PARSE_WAIT_SECONDS = 3.0
 CHECK_WORKERS = 3  # a hung check keeps one worker; the others keep serving other files
 
 
@@ -45,6 +46,8 @@ class NkiAssistServer(LanguageServer):
         self.store = DiagnosticsStore(publish=self.text_document_publish_diagnostics)
         self.pending: dict[str, asyncio.Task] = {}
         self.locks: dict[str, asyncio.Lock] = {}
+        self.parsed: dict[str, asyncio.Task] = {}  # uri -> parse for hover/lens (second stage)
+        self._lens_refresh = False  # client supports workspace/codeLens/refresh
         self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
         self.review_lock = asyncio.Lock()
         self._tokens = itertools.count(1)
@@ -89,6 +92,33 @@ class NkiAssistServer(LanguageServer):
             if doc is None or doc.version != version or settings is not self.settings:
                 return  # stale: a newer version (or new settings) is queued behind us
             self._publish(uri, doc, analysis)
+        if analysis.language == "nki":
+            self.parsed[uri] = loop.create_task(self._parse_later(uri, version, text, analysis))
+
+    async def _parse_later(self, uri: str, version: int | None, text: str, analysis: engine.Analysis):
+        """Second stage, after diagnostics went out: the parse behind hover and code lens."""
+        doc = self.document(uri)
+        if doc is None or doc.version != version:
+            return None
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self.executor, engine.parse_for_editor, analysis, self.path_of(doc), text)
+        except RuntimeError:
+            return None
+        if analysis.nki_file is not None and self._lens_refresh and self.document(uri) is not None:
+            self.workspace_code_lens_refresh(None)
+        return analysis
+
+    async def editor_analysis(self, uri: str) -> engine.Analysis | None:
+        """The latest analysis with its parse, waiting briefly for a parse in flight."""
+        task = self.parsed.get(uri)
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), PARSE_WAIT_SECONDS)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+        entry = self.store.get(uri)
+        return entry.analysis if entry is not None else None
 
     def _publish(self, uri: str, doc: TextDocument, analysis: engine.Analysis) -> None:
         if analysis.error:
@@ -181,6 +211,8 @@ def _supports_pull(caps: types.ClientCapabilities) -> bool:
 def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
     ls.apply_settings((params.initialization_options or {}).get("settings")
                       if isinstance(params.initialization_options, dict) else None)
+    workspace_caps = params.capabilities.workspace
+    ls._lens_refresh = bool(workspace_caps and workspace_caps.code_lens and workspace_caps.code_lens.refresh_support)
     if _supports_pull(params.capabilities):
         ls.store.pull = True
         workspace = params.capabilities.workspace
@@ -224,6 +256,9 @@ def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> 
     if task is not None:
         task.cancel()
     ls.locks.pop(uri, None)
+    parse = ls.parsed.pop(uri, None)
+    if parse is not None:
+        parse.cancel()
     ls.store.clear(uri)
 
 
@@ -236,8 +271,9 @@ async def pull_diagnostics(ls: NkiAssistServer, params: types.DocumentDiagnostic
     return ls.store.report(entry, params.previous_result_id)
 
 
-def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover | None:
+async def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover | None:
     uri, pos = params.text_document.uri, params.position
+    analysis = await ls.editor_analysis(uri)
     doc, entry = ls.document(uri), ls.store.get(uri)
     if doc is None or entry is None:
         return None
@@ -248,7 +284,6 @@ def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover | None:
             data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
             if data.get("rule"):
                 parts.append(diagnostic_text(data["rule"], diagnostic.message, data.get("fix")))
-    analysis = entry.analysis
     if analysis is not None and analysis.nki_file is not None:
         lines = doc.lines
         line, col = from_lsp_position(lines, pos, doc.position_codec)
@@ -276,15 +311,16 @@ def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[typ
     return code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec) or None
 
 
-def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     uri = params.text_document.uri
-    doc, entry = ls.document(uri), ls.store.get(uri)
-    if doc is None or entry is None or entry.analysis is None or entry.analysis.nki_file is None:
+    analysis = await ls.editor_analysis(uri)
+    doc = ls.document(uri)
+    if doc is None or analysis is None or analysis.nki_file is None:
         return None
     path = ls.path_of(doc)
     perf = ls.perf.get(str(Path(path).resolve())) if path else None
-    return code_lenses(uri, doc.lines, entry.analysis.nki_file, entry.analysis.resources, perf or {},
-                       ls.target(entry.analysis), doc.position_codec)
+    return code_lenses(uri, doc.lines, analysis.nki_file, analysis.resources, perf or {},
+                       ls.target(analysis), doc.position_codec)
 
 
 async def review_port_command(ls: NkiAssistServer, *args: Any) -> dict:
@@ -377,8 +413,7 @@ def _remember_performance(ls: NkiAssistServer, outcome) -> None:
         return
     kernel = getattr(getattr(outcome.review, "port", None), "nki_kernel", None) or "*"
     ls.perf.setdefault(str(nki), {})[kernel] = perf
-    workspace = ls.client_capabilities.workspace
-    if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+    if ls._lens_refresh:
         ls.workspace_code_lens_refresh(None)
 
 

@@ -11,45 +11,45 @@ from lsprotocol import types
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 KERNEL = "import neuronxcc.nki as nki\n\n\ndef k(a):\n    x = BAD\n    return x\n"
-MARKED = KERNEL + "# nki-assist-test-fault\n"
+CRASHING = KERNEL + "# nki-assist-test-crash\n"
+HANGING = KERNEL + "# nki-assist-test-hang\n"
 
-crashing = make_client_fixture(FAKE_SERVER, NKI_ASSIST_LSP_TEST_FAULT="rule-crash")
-hanging = make_client_fixture(FAKE_SERVER, NKI_ASSIST_LSP_TEST_FAULT="rule-hang")
+faulty = make_client_fixture(FAKE_SERVER, NKI_ASSIST_LSP_TEST_FAULT="rule-crash,rule-hang")
 pulling = make_client_fixture(FAKE_SERVER, pull=True)
 
 
-async def test_a_crashing_rule_is_reported_and_the_server_keeps_serving(crashing):
-    bad = (crashing.root / "crash_nki.py").as_uri()
-    good = (crashing.root / "fine_nki.py").as_uri()
-    open_doc(crashing, bad, MARKED)
-    (note,) = await wait_diagnostics(crashing, bad, lambda d: len(d) == 1)
+async def test_a_crashing_rule_is_reported_and_the_server_keeps_serving(faulty):
+    bad = (faulty.root / "crash_nki.py").as_uri()
+    good = (faulty.root / "fine_nki.py").as_uri()
+    open_doc(faulty, bad, CRASHING)
+    (note,) = await wait_diagnostics(faulty, bad, lambda d: len(d) == 1)
     assert note.message.startswith("nki-assist could not check this file (RuntimeError: injected rule crash")
     assert note.severity == types.DiagnosticSeverity.Information and note.code is None
-    assert any("check of" in m.message and "injected rule crash" in m.message for m in crashing.log_messages)
+    assert any("check of" in m.message and "injected rule crash" in m.message for m in faulty.log_messages)
 
-    open_doc(crashing, good, KERNEL)
-    (d,) = await wait_diagnostics(crashing, good, lambda d: len(d) == 1)
+    open_doc(faulty, good, KERNEL)
+    (d,) = await wait_diagnostics(faulty, good, lambda d: len(d) == 1)
     assert d.code == "NA100"
     # Removing the fault marker recovers the file.
-    replace_all(crashing, bad, KERNEL, version=2)
-    (d,) = await wait_diagnostics(crashing, bad, lambda d: len(d) == 1 and d[0].code == "NA100")
+    replace_all(faulty, bad, KERNEL, version=2)
+    (d,) = await wait_diagnostics(faulty, bad, lambda d: len(d) == 1 and d[0].code == "NA100")
 
 
-async def test_a_hanging_check_does_not_block_other_files(hanging):
-    stuck = (hanging.root / "hang_nki.py").as_uri()
-    open_doc(hanging, stuck, MARKED)
+async def test_a_hanging_check_does_not_block_other_files(faulty):
+    stuck = (faulty.root / "hang_nki.py").as_uri()
+    open_doc(faulty, stuck, HANGING)
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()
     started = loop.time()
     for i in range(3):  # more files than one worker
-        uri = (hanging.root / f"other{i}_nki.py").as_uri()
-        open_doc(hanging, uri, KERNEL)
-        await wait_diagnostics(hanging, uri, lambda d: len(d) == 1)
-    hover = await hanging.text_document_hover_async(types.HoverParams(
+        uri = (faulty.root / f"other{i}_nki.py").as_uri()
+        open_doc(faulty, uri, KERNEL)
+        await wait_diagnostics(faulty, uri, lambda d: len(d) == 1)
+    hover = await faulty.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=4, character=9)))
     assert "**NA100**" in hover.contents.value
     assert loop.time() - started < 5
-    assert stuck not in hanging.diagnostics
+    assert stuck not in faulty.diagnostics
 
 
 async def test_pull_clients_get_reports_and_no_pushes(pulling):
