@@ -171,7 +171,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         if golden is not None:
             sr.gpu_model, sr.gpu_model_source = golden, "golden"
         elif ref.ok and sr.gpu_model is None:
-            out = run_in_child("nki_assist.numerics.reference:child_call",
+            out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": str(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
                                timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path))
@@ -242,7 +242,7 @@ def child_batch(runner: str, path: str, kernel: str | None, args: list, scenario
     import importlib
 
     from ..hardware import get_target
-    from .reference import child_call
+    from .refchild import child_call
 
     mod, fn = runner.split(":")
     run_kernel = getattr(importlib.import_module(mod), fn)
