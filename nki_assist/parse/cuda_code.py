@@ -466,6 +466,7 @@ class _CodeMixin:
                 seen.add((h.kind, h.detail))
                 epi.append(h)
         k.epilogue = sorted(epi, key=lambda h: h.line)
-        k.locals = {n: t for n, t in ks.types.items() if k.param(n) is None}
+        params = {p.name for p in k.params}
+        k.locals = {n: t for n, t in ks.types.items() if n not in params}
 
 

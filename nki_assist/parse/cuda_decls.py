@@ -282,6 +282,8 @@ class _DeclMixin:
 
     # -- host code -------------------------------------------------------------------------------
     def _host_function(self, node) -> None:
+        if self.src.find(b"<<<", node.start_byte, node.end_byte) < 0:
+            return  # host code matters only for launches (and the dim3/int locals they use)
         outer_env, outer_dims = self.host_env, self.host_dims
         self.host_env, self.host_dims = dict(self.env), {}
         self.children(node)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Iterable
 
 from .cuda_consts import Number
@@ -11,7 +12,8 @@ from .cuda_model import CudaKernel, EpilogueHint
 
 MAX_DEPTH = 400  # deeper nesting is skipped (Python recursion), with a note
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
-_REFS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*([xyz])\b|\b([A-Za-z_]\w*)")
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # identifiers, not field names after `.`
+_BUILTIN_REF = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*([xyz])\b")
 _RELATIONAL = re.compile(r"(?<![<>\-])(?:<=?|>=?)(?![<>=])|<=|>=")
 _FMA_NAMES = frozenset({"fmaf", "fma", "__fmaf_rn", "__fmaf_rz", "__fmaf_ieee_rn", "__fma_rn", "__hfma",
                         "__hfma2", "fmaf_rn"})
@@ -21,12 +23,15 @@ _SKIP = frozenset({"comment", "preproc_include", "string_literal", "raw_string_l
                    "namespace_alias_definition", "concatenated_string", "static_assert_declaration"})
 
 
-def refs(text: str) -> set[str]:
-    """Identifiers in an expression; CUDA builtins as `threadIdx.x`."""
-    found = set()
-    for m in _REFS.finditer(text):
-        found.add(f"{m.group(1)}.{m.group(2)}" if m.group(1) else m.group(3))
-    return found
+@lru_cache(maxsize=8192)
+def refs(text: str) -> frozenset[str]:
+    """Identifiers in an expression; CUDA builtins as `threadIdx.x`. Cached: expressions repeat."""
+    found = set(_IDENT.findall(text))
+    if "Idx" in text or "Dim" in text:
+        found.discard("threadIdx"), found.discard("blockIdx"), found.discard("blockDim"), found.discard("gridDim")
+        for b, axis in _BUILTIN_REF.findall(text):
+            found.add(f"{b}.{axis}")
+    return frozenset(found)
 
 
 class _KernelState:

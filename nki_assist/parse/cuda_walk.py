@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 
 from .cuda_consts import FunctionMacro, Number, fold
 from .cuda_model import CudaFile, CudaSyntaxError
 from .cuda_state import MAX_DEPTH, _SKIP, _KernelState
 from .cuda_decls import _DeclMixin
 from .cuda_code import _CodeMixin
+
+
+# Expression nodes whose subtree holds no fact unless its text has one of these tokens.
+_PRUNABLE = frozenset({"binary_expression", "parenthesized_expression", "unary_expression", "cast_expression",
+                       "argument_list", "condition_clause", "init_declarator", "subscript_argument_list",
+                       "sizeof_expression", "comma_expression", "initializer_list", "qualified_identifier"})
+_INTERESTING = re.compile(rb"[(\[=?]|Idx|Dim|\+\+|--|asm")
 
 
 class _Walker(_DeclMixin, _CodeMixin):
@@ -76,6 +85,8 @@ class _Walker(_DeclMixin, _CodeMixin):
                     t = c.type
                     if t in _SKIP:
                         continue
+                    if t in _PRUNABLE and not _INTERESTING.search(self.src, c.start_byte, c.end_byte):
+                        continue  # e.g. `row * N + col`: no call, subscript, builtin or assignment inside
                     handler = get(t)
                     if handler is None:
                         self.children(c)
