@@ -248,6 +248,8 @@ class CudaKernel:
     shared_accesses: list[SharedAccess] = field(default_factory=list)
     locals: dict[str, str] = field(default_factory=dict)  # local variable -> declared type
     constants: dict[str, int | float] = field(default_factory=dict)  # kernel-local constexpr/const
+    # ptxas facts (registers, shared_bytes, spills, stack, const) once toolchain.nvcc.annotate ran
+    resources: dict[str, Any] | None = None
 
     @property
     def shared_bytes(self) -> int | None:
@@ -286,6 +288,7 @@ class CudaKernel:
             "epilogue": rows(self.epilogue),
             "launches": [la.to_json() for la in self.launches],
             "global_stores": rows(self.global_stores),
+            "resources": self.resources,
         }
 
 

@@ -193,6 +193,24 @@ def _short_name(demangled: str) -> str:
     return name.split("::")[-1] or demangled
 
 
+def annotate(cuda_file, result: NvccResult) -> int:
+    """Copy per-kernel usage onto the parsed file's `__global__` kernels (`CudaKernel.resources`).
+
+    Matches by function name; a name with several instantiations is left alone (ambiguous).
+    Returns the number of kernels annotated.
+    """
+    by_short: dict[str, list[dict[str, Any]]] = {}
+    for key, usage in result.kernels.items():
+        by_short.setdefault(_short_name(usage.get("demangled", key)), []).append(usage)
+    n = 0
+    for k in cuda_file.kernels:
+        matches = by_short.get(k.name, [])
+        if k.qualifier == "global" and len(matches) == 1:
+            k.resources = dict(matches[0], arch=result.arch)
+            n += 1
+    return n
+
+
 def nvcc_version() -> str | None:
     nvcc = shutil.which("nvcc")
     if nvcc is None:

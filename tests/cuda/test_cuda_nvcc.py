@@ -88,3 +88,17 @@ def test_real_nvcc_compile_error_is_a_note(tmp_path):
     result = resource_usage(str(bad), timeout_s=120)
     assert result.available and not result.ok and result.kernels == {}
     assert "nvcc failed" in result.note and "undefined_name" in result.note
+
+
+def test_annotate_copies_usage_onto_parsed_kernels():
+    from nki_assist.toolchain.nvcc import NvccResult, annotate
+
+    text = ("template <typename T> __global__ void scale(T* x, T a, int n) { x[0] = a; }\n"
+            "__global__ void sgemm(const float* A, const float* B, float* C, int M, int N, int K) {}\n")
+    cf = parse_cuda(text, "k.cu")
+    result = NvccResult(available=True, ok=True, arch="sm_80", kernels=parse_ptxas_report(REPORT))
+    assert annotate(cf, result) == 1  # `scale` has two instantiations: ambiguous, left alone
+    assert cf.kernel("scale").resources is None
+    res = cf.kernel("sgemm").resources
+    assert (res["registers"], res["spill_stores_bytes"], res["arch"]) == (255, 128, "sm_80")
+    assert cf.to_json()["kernels"][1]["resources"]["shared_bytes"] == 8320
