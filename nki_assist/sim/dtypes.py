@@ -129,8 +129,8 @@ class Rounder:
             return v != 0
         if v.dtype.kind == "f":
             # fp32 -> int on the engines rounds to nearest even and saturates [nki-facts §3 Casts].
-            info = np.iinfo(dt.store)
-            v = np.nan_to_num(np.rint(v), nan=0.0, posinf=info.max, neginf=info.min)
+            info = np.iinfo(dt.store)  # clip in float64: int32 max is not representable in fp32
+            v = np.nan_to_num(np.rint(v.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
             return np.clip(v, info.min, info.max).astype(dt.store)
         if v.dtype != dt.store:
             return v.astype(dt.store)
