@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fp32", action="store_true",
                    help="keep all storage in fp32 (separates algorithm bugs from rounding)")
     p.add_argument("--stochastic-rounding", action="store_true", help="round stores stochastically")
+    p.add_argument("--profile", metavar="SUMMARY.json",
+                   help="neuron-profile / Neuron Explorer summary JSON: cost-model estimate vs measured, "
+                        "plus profile-only findings")
     add_target(p)
     add_fail_on(p)
 
@@ -140,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     target = get_target(args.target or spec.target)
+    prof = _load_profile(args.profile)  # a bad profile is a usage error before anything runs
 
     from rich.console import Console
 
@@ -154,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
                                       memory_mb=args.memory_mb))
         except SpecError as exc:
             raise UsageError(str(exc)) from None
-    findings = prioritize(dedupe(f for sr in runs for f in sr.findings))
+    perf_doc, perf_findings = _performance(spec, runs, target, prof)
+    findings = prioritize(dedupe([*(f for sr in runs for f in sr.findings), *perf_findings]))
     code = exit_code(findings, args.fail_on)
     if any(sr.within_tolerance is False for sr in runs) and args.fail_on != "never":
         code = 1
@@ -162,9 +167,58 @@ def run(args: argparse.Namespace) -> int:
         doc = {"schema": SCHEMA, "port": spec.summary(), "target": target.name, "backend": args.backend,
                "precise": not args.fp32, "tolerance": spec.tolerance.model_dump(),
                "sizes": [_size_json(sr, target) for sr in runs],
-               "findings": [f.to_json() for f in findings], "exit_code": code}
+               "performance": perf_doc, "findings": [f.to_json() for f in findings], "exit_code": code}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_text(spec, runs, findings, target, args, sys.stdout)
+        if perf_doc:
+            _print_performance(perf_doc, sys.stdout)
     return code
+
+
+def _load_profile(profile: str | None):
+    from .. import perf
+    from ..cli import UsageError
+
+    if not profile:
+        return None
+    try:
+        return perf.load_profile(profile)
+    except perf.ProfileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _performance(spec, runs, target, prof) -> tuple[dict[str, Any] | None, list]:
+    """Cost-model estimate of the largest size that ran (and the profile beside it, when given)."""
+    from .. import perf
+
+    ok = [sr for sr in runs if sr.run is not None and sr.run.status == "ok" and sr.run.trace]
+    if not ok:
+        return None, (perf.profile_findings(prof, file=str(spec.nki_path)) if prof else [])
+    sr = max(ok, key=lambda r: spec.input_bytes(spec.size(r.size)))
+    est = perf.estimate(sr.run, target, min_input_bytes=spec.input_bytes(spec.size(sr.size)),
+                        min_output_bytes=sum(o.nbytes for o in sr.run.outputs))
+    findings = perf.perf_findings(est, sr.run, target, file=str(spec.nki_path))
+    if prof is not None:
+        est = perf.merge_profile(est, prof, kernel_name=spec.kernel_name)
+        findings += perf.profile_findings(prof, file=str(spec.nki_path))
+    doc = perf.to_performance(est).model_dump(mode="json")
+    doc["size"] = sr.size
+    return doc, findings
+
+
+def _print_performance(doc: dict[str, Any], out) -> None:
+    w = out.write
+    for note in doc.get("notes") or []:
+        w(f"note: {note}\n")
+    w(f"\nperformance (size {doc['size']}, estimate): {doc.get('estimated_time_us') or 0:.1f} us, "
+      f"bottleneck {doc.get('bottleneck')}, MFU {doc.get('mfu_estimated_percent')}%\n")
+    for row in doc.get("comparison") or []:
+        est, meas = row.get("estimate"), row.get("measured")
+        if meas is None:
+            continue
+        ratio = row.get("estimate_over_measured")
+        est_s = f"{est:.4g}" if isinstance(est, (int, float)) else "-"
+        w(f"  {row['metric']:<22} estimate {est_s:>12}  measured {meas:>12.4g}"
+          + (f"  (x{ratio:.2f})" if ratio else "") + "\n")
