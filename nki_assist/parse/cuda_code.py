@@ -402,6 +402,8 @@ class _CodeMixin:
             if name in ks.scalar_shared:
                 self._shared_access(target, name, (), "write")
             elif op in ("+=", "-="):
+                if op == "+=" and ks.loop_stack:
+                    self._while_grid_stride(name, rtext, rrefs)
                 self._accumulator(name, node)
             elif op == "=" and _is_self_update(name, right, self):
                 self._accumulator(name, node)
@@ -416,6 +418,16 @@ class _CodeMixin:
             self.visit(left)
         if right is not None:
             self.visit(right)
+
+    def _while_grid_stride(self, var: str, step: str, rrefs) -> None:
+        """`while (i < n) { ...; i += blockDim.x * gridDim.x; }` is a grid-stride loop too."""
+        ks = self.ks
+        lp = ks.k.loops[ks.loop_stack[-1]]
+        if lp.kind not in ("while", "do") or lp.grid_stride or var not in refs(lp.cond or ""):
+            return
+        if any(x.startswith("gridDim.") or x in ks.grid_vars for x in rrefs):
+            lp.grid_stride, lp.var, lp.step = True, var, f"{var} += {step}"
+            ks.k.grid_stride_loops.append(GridStrideLoop(var, " ".join(step.split()), lp.line))
 
     def _accumulator(self, name: str, node, dtype_override: str | None = None) -> None:
         ks = self.ks

@@ -51,9 +51,10 @@ class _DeclMixin:
         names = []
         if params is not None:
             for p in params.named_children:
-                for c in p.named_children:
+                for c in p.named_children:  # the first name; a default (`= Relu`) follows it
                     if c.type in ("identifier", "type_identifier"):
                         names.append(self.text(c))
+                        break
         self.pending_template = names
         self.children(node)
         self.pending_template = []
@@ -291,7 +292,8 @@ class _DeclMixin:
 
     def _launch(self, node, fn, ksyn) -> None:
         name_node = fn.child_by_field_name("name") if fn.type == "template_function" else fn
-        name = self.text(name_node).split("::")[-1] if name_node is not None else self.text(fn)
+        name = self.text(name_node) if name_node is not None else self.text(fn)
+        name = name.split("<")[0].split("::")[-1].strip()
         parts = [c for c in ksyn.named_children]
         texts = [self.text(c) for c in parts]
         while len(texts) < 2:

@@ -27,6 +27,8 @@ _SKIP = frozenset({"comment", "preproc_include", "string_literal", "raw_string_l
 def refs(text: str) -> frozenset[str]:
     """Identifiers in an expression; CUDA builtins as `threadIdx.x`. Cached: expressions repeat."""
     found = set(_IDENT.findall(text))
+    if "thread_rank" in text:  # cooperative groups: block.thread_rank() is a thread index
+        found.add("thread_rank")
     if "Idx" in text or "Dim" in text:
         found.discard("threadIdx"), found.discard("blockIdx"), found.discard("blockDim"), found.discard("gridDim")
         for b, axis in _BUILTIN_REF.findall(text):

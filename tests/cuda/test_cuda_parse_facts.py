@@ -192,3 +192,23 @@ def test_to_json_is_serialisable_and_complete(gemm):
 def test_constant_folding(text, value):
     env = {"TILE": 16, "PAD": 1}
     assert fold(text, env, {"CEIL": FunctionMacro(["a", "b"], "((a) + (b) - 1) / (b)")}) == value
+
+
+def test_modern_cpp_kernels():
+    f = load("modern_cpp_kernels.cu")
+    assert f.syntax_errors == [] and f.notes == []
+    by = {k.name: k for k in f.kernels}
+    assert set(by) == {"operator()", "apply", "proto"}
+    apply = by["apply"]
+    assert apply.template_params == ["T", "TILE", "Op"]  # defaults (`= Relu`) are not names
+    assert apply.shared == [("buf", "T", ("TILE",), None, 13, False)]
+    assert apply.syncthreads == [16]  # block.sync()
+    [store] = apply.global_stores  # i = blockIdx.x * TILE + block.thread_rank()
+    assert (store.line, store.thread_indexed, store.guarded) == (20, True, True)
+    proto = by["proto"]
+    assert proto.grid_stride_loops == [("i", "blockDim.x * gridDim.x", 25)]
+    assert proto.loops[0].grid_stride and proto.loops[0].kind == "while"
+    launches = {la.kernel: la for la in f.launches}
+    assert (launches["apply"].grid_dims, launches["apply"].block_threads, launches["apply"].smem_bytes) == (
+        (16,), 64, 256)  # host constexpr T = 64 folds (1000 + T - 1) / T and T * sizeof(float)
+    assert [la.line for la in by["apply"].launches] == [30] and by["proto"].launches[0].block_threads == 256
