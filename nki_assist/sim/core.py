@@ -169,7 +169,7 @@ def on_chip_operand(ctx, line, op, t, role="input"):
 def operand_value(v, m, line, shape_p: int | None = None):
     """A scalar or a [P,1] tensor operand (tensor_scalar / activation bias & scale), as fp32."""
     if is_tensor(v):
-        return fvals(v, None, line)
+        return fvals(v, _sub(m, v), line)
     if isinstance(v, (int, float, np.number, bool)):
         return F32(v)
     raise TypeError(f"operand must be a number or a tensor, got {type(v).__name__}")
@@ -206,8 +206,9 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
         raise TypeError(f"{name}: at least one operand must be a tensor")
     m = None
     if mask is not None:
-        shape = np.broadcast_shapes(a.shape if ta else (), b.shape if tb else ())
-        m = tile_mask(mask, shape)
+        sa, sb = (np.empty(a.shape if ta else (), bool), np.empty(b.shape if tb else (), bool))
+        sa, sb = palign(sa, sb)
+        m = tile_mask(mask, np.broadcast_shapes(sa.shape, sb.shape))
     srcs = [x for x in (a, b) if is_tensor(x)]
     for x in srcs:
         on_chip_operand(ctx, line, name, x)
@@ -223,6 +224,8 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
     if ints:
         va = read(a, None, line) if ta else a
         vb = read(b, None, line) if tb else b
+    if ta and tb:
+        va, vb = palign(va, vb)
     try:
         r = mathops.BINARY[name](va, vb)
     except ValueError:
@@ -239,10 +242,34 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
                 src_storages=tuple(x.st for x in srcs), extra={"alu": name}, _alu=name)
 
 
+def palign(va, vb):
+    """NKI tiles broadcast from the partition axis: a [P] tile (a free-axis reduction without keepdims)
+    against a [P, F] tile is [P, 1], not numpy's trailing-axis alignment."""
+    na, nb = np.ndim(va), np.ndim(vb)
+    if na and nb and na != nb and np.shape(va)[0] == np.shape(vb)[0]:
+        if na < nb:
+            va = np.reshape(va, np.shape(va) + (1,) * (nb - na))
+        else:
+            vb = np.reshape(vb, np.shape(vb) + (1,) * (na - nb))
+    return va, vb
+
+
 def _sub(m, t):
+    """Project an instruction mask onto an operand that broadcasts against it ([P] or [P,1] vs [P,F])."""
     if m is None:
         return None
-    return m if m.shape == t.shape else None
+    ts = tuple(t.shape)
+    if m.shape == ts:
+        return m
+    if len(ts) < m.ndim:
+        al = ts + (1,) * (m.ndim - len(ts)) if ts and ts[0] == m.shape[0] else (1,) * (m.ndim - len(ts)) + ts
+    else:
+        al = ts
+    if len(al) != m.ndim or any(x != y and x != 1 for x, y in zip(al, m.shape)):
+        return None
+    axes = tuple(i for i, (x, y) in enumerate(zip(al, m.shape)) if x == 1 and y != 1)
+    r = m.any(axis=axes, keepdims=True) if axes else m
+    return r.reshape(ts)
 
 
 def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=False, negate=False,
@@ -308,7 +335,7 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
         if scale.st.dt.name not in ("float32",):
             ctx.report("SIM107", line, f"{label}: scale tensor is {scale.st.dt.name}; ScalarE takes an fp32 "
                        "scale (err_activation_scale_invalid_type).", op=label, dtype=scale.st.dt.name)
-        v = v * fvals(scale, None, line)
+        v = v * palign(fvals(scale, None, line), v)[0]
     elif scale is not None and scale != 1.0:
         v = v * F32(scale)
     if bias is not None:
@@ -316,7 +343,7 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
             if bias.st.dt.name not in ("float32", "float16", "bfloat16"):
                 ctx.report("SIM107", line, f"{label}: bias is {bias.st.dt.name}; ScalarE bias must be fp32, fp16 "
                            "or bf16 (err_activation_bias_invalid_type).", op=label, dtype=bias.st.dt.name)
-            v = v + fvals(bias, None, line)
+            v = v + palign(fvals(bias, None, line), v)[0]
         else:
             v = v + F32(bias)
     r = fn(v.astype(F32, copy=False))
@@ -340,12 +367,12 @@ def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, op
     m = tile_mask(mask, data.shape) if mask is not None else None
     v = fvals(data, m, line)
     n0 = opname(op0)
-    o0 = operand_value(operand0, m, line)
+    o0 = palign(operand_value(operand0, m, line), v)[0]
     r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
     srcs = [data] + [o for o in (operand0, operand1) if is_tensor(o)]
     if op1 is not None:
         n1 = opname(op1)
-        o1 = operand_value(operand1, m, line)
+        o1 = palign(operand_value(operand1, m, line), v)[0]
         r = mathops.BINARY[n1](o1, r) if reverse1 else mathops.BINARY[n1](r, o1)
     return emit(ctx, "tensor_scalar", engine or "vector", line, depth, np.asarray(r, F32), dst=dst,
                 dtype=dtype or data.st.dt, srcs=srcs, mask=mask, src_storages=(data.st,),

@@ -270,6 +270,8 @@ def broadcast_to(x, shape, **kw):
     ctx, line, depth = core.ctx_site()
     v = core.fvals(x, None, line) if x.st.dt.is_float else read(x, None, line)
     shape = tuple(shape)
+    if v.ndim < len(shape) and v.ndim and v.shape[0] == shape[0]:
+        v = v.reshape(v.shape + (1,) * (len(shape) - v.ndim))
     r = np.array(np.broadcast_to(v, shape))
     engine = "tensor" if x.shape and shape and x.shape[0] != shape[0] else "vector"
     return core.emit(ctx, "broadcast", engine, line, depth, r, dst=None, dtype=x.st.dt, srcs=[x])
@@ -510,4 +512,5 @@ for _n, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge"
 for _n, _name in [("iadd", "add"), ("isub", "subtract"), ("imul", "multiply"), ("itruediv", "divide")]:
     setattr(Tensor, f"__{_n}__", _iop(_name))
 Tensor.__neg__ = _neg
+Tensor.broadcast_to = lambda self, shape: broadcast_to(self, shape)
 Tensor.__invert__ = lambda self: invert(self)
