@@ -17,6 +17,8 @@ from .cuda_state import (
     _is_self_update, _trip, refs
 )
 
+_IDENT_SUB = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
 
 class _CodeMixin:
     # -- statements ------------------------------------------------------------------------------
@@ -311,15 +313,20 @@ class _CodeMixin:
 
     def _shared_access(self, node, array: str, indices, kind: str) -> None:
         ks = self.ks
-        itext = "".join("".join(self.text(i).split()) for i in indices)
+        parts = ["".join(self.text(i).split()) for i in indices]
+        itext = "".join(parts)
         r = refs(itext)
         thread_index = ks.is_thread(ks.closure(r))
         thread_cond = any(c[2] for c in ks.cond_stack)
         stmt = self.stmt.start_byte if self.stmt is not None else node.start_byte
         conds = " && ".join(c[3] for c in ks.cond_stack if c[2])
+        key = itext
+        if ks.aliases and r & ks.aliases.keys():
+            key = _IDENT_SUB.sub(lambda m: ks.aliases.get(m.group(0), m.group(0)), itext)
+        lead_uniform = len(parts) > 1 and not ks.is_thread(ks.closure(refs(parts[0])))
         ks.k.shared_accesses.append(SharedAccess(
             array, kind, itext, thread_index, thread_cond, self.line(node), self.column(node),
-            node.start_byte, stmt, tuple(ks.loop_stack), conds))
+            node.start_byte, stmt, tuple(ks.loop_stack), conds, key, lead_uniform))
 
     def _scalar_shared_reads(self, node) -> None:
         """Reads of scalar `__shared__` variables (`s_mean`) in a statement: identifiers are not walked."""

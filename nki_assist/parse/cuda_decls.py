@@ -12,6 +12,8 @@ from .cuda_model import (
 from .cuda_vocab import value_hints
 from .cuda_state import _KernelState, _elem_bytes, refs
 
+_BUILTIN_ONLY = re.compile(r"\s*(?:threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*[xyz]\s*")
+
 
 class _DeclMixin:
     # -- preprocessor ----------------------------------------------------------------------------
@@ -250,6 +252,8 @@ class _DeclMixin:
         vtext = self.text(value)
         r = refs(vtext)
         self._assign_deps(name, r, replace=True)
+        if _BUILTIN_ONLY.fullmatch(vtext):  # `int tx = threadIdx.x;`: same element as threadIdx.x
+            ks.aliases[name] = "".join(vtext.split())
         if pointers and any(x in ks.global_ptrs for x in r):
             ks.global_ptrs[name] = next(ks.global_ptrs[x] for x in r if x in ks.global_ptrs)
         elif pointers and any(x in ks.shared for x in r):

@@ -151,7 +151,7 @@ class SharedAccess(NamedTuple):
 
     array: str
     kind: str  # read | write | atomic
-    index: str  # normalised subscript text, e.g. "[ty][tx]"
+    index: str  # subscript text without spaces, e.g. "[ty][tx]"
     thread_index: bool  # the index depends on threadIdx (each thread its own element)
     thread_cond: bool  # under a condition on the thread index (e.g. if (tid == 0))
     line: int
@@ -160,6 +160,8 @@ class SharedAccess(NamedTuple):
     stmt: int  # byte offset of the enclosing statement
     loops: tuple[int, ...]  # indices into CudaKernel.loops of enclosing loops
     conds: str = ""  # enclosing thread-dependent conditions, joined with &&
+    key: str = ""  # index with thread-index aliases resolved (`tx` -> `threadIdx.x`), for comparison
+    lead_uniform: bool = False  # 2+ subscripts and the first is the same for all threads (a buffer stage)
 
 
 class GlobalStore(NamedTuple):

@@ -39,7 +39,7 @@ def refs(text: str) -> frozenset[str]:
 class _KernelState:
     __slots__ = ("k", "env", "types", "shared", "global_ptrs", "deps", "thread_vars", "grid_vars",
                  "loop_stack", "cond_stack", "ret_guards", "decl_pos", "fragments", "hints", "acc_seen",
-                 "scale_re", "override", "scalar_shared")
+                 "scale_re", "override", "scalar_shared", "aliases")
 
     def __init__(self, k: CudaKernel, env: dict[str, Number]):
         self.k = k
@@ -53,6 +53,7 @@ class _KernelState:
         self.loop_stack: list[int] = []
         self.cond_stack: list[tuple[set[str], bool, bool, str]] = []  # refs, relational, thread-dep., text
         self.scalar_shared: set[str] = set()
+        self.aliases: dict[str, str] = {}  # tx -> threadIdx.x
         self.ret_guards: set[str] = set()
         self.decl_pos: dict[str, int] = {}
         self.fragments: dict[str, tuple[str, str | None]] = {}

@@ -28,10 +28,23 @@ _OWN_SLOT = re.compile(r"\[(\w+(?:\.[xyz])?)\]")
 _CONST_SLOT = re.compile(r"\[(\d+)\]")
 
 
+def _lead(key: str) -> str:
+    """First `[...]` group of an index key."""
+    depth = 0
+    for i, ch in enumerate(key):
+        depth += ch == "["
+        depth -= ch == "]"
+        if depth == 0:
+            return key[:i + 1]
+    return key
+
+
 def _hazard(w: SharedAccess, r: SharedAccess) -> bool:
     if w.kind == "atomic" and r.kind == "atomic":
         return False
-    if w.index == r.index:
+    if w.lead_uniform and r.lead_uniform and _lead(w.key) != _lead(r.key):
+        return False  # different stages of a multi-buffered tile (As[(k + 1) % 2][..] vs As[k % 2][..])
+    if w.key == r.key:
         if w.thread_index or not w.thread_cond:
             return False  # each thread its own element, or every thread writes the same value
         # written by the threads selected by w.conds; read by the same ones -> their own writes
@@ -41,11 +54,16 @@ def _hazard(w: SharedAccess, r: SharedAccess) -> bool:
 
 def _same_thread(a: SharedAccess, b: SharedAccess) -> bool:
     """`s[tid] = ...` and `if (tid == 0) ... s[0]`: the one thread that reads slot 0 also wrote it."""
-    m, n = _OWN_SLOT.fullmatch(a.index), _CONST_SLOT.fullmatch(b.index)
-    if not (m and n and a.thread_index):
+    n = _CONST_SLOT.fullmatch(b.key)
+    if not (n and a.thread_index):
         return False
-    var, const = re.escape(m.group(1)), n.group(1)
-    return re.search(rf"(?<![\w.]){var}\s*==\s*{const}\b|\b{const}\s*==\s*{var}(?![\w.])", b.conds) is not None
+    for index in {a.index, a.key}:  # `[t]` and, when t = threadIdx.x, `[threadIdx.x]`
+        m = _OWN_SLOT.fullmatch(index)
+        if m:
+            var, const = re.escape(m.group(1)), n.group(1)
+            if re.search(rf"(?<![\w.]){var}\s*==\s*{const}\b|\b{const}\s*==\s*{var}(?![\w.])", b.conds):
+                return True
+    return False
 
 
 def find_races(k: CudaKernel) -> Iterator[Race]:
