@@ -209,6 +209,8 @@ class _CodeMixin:
         k = ks.k
         line = self.line(node)
         arg_nodes = args.named_children if args is not None else []
+        if not method and not name.startswith("__"):
+            k.calls.append((name, line))  # filtered to this file's __device__ functions at the end
         if name in BLOCK_BARRIERS or (name == "sync" and (method or fn.type == "qualified_identifier")):
             kind = "grid" if "grid" in self.text(fn) else "block"
             k.barriers.append(Barrier(kind, name, line, node.start_byte))

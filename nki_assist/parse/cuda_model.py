@@ -250,6 +250,7 @@ class CudaKernel:
     shared_accesses: list[SharedAccess] = field(default_factory=list)
     locals: dict[str, str] = field(default_factory=dict)  # local variable -> declared type
     constants: dict[str, int | float] = field(default_factory=dict)  # kernel-local constexpr/const
+    calls: list[tuple[str, int]] = field(default_factory=list)  # (__device__ function of this file, line)
     # ptxas facts (registers, shared_bytes, spills, stack, const) once toolchain.nvcc.annotate ran
     resources: dict[str, Any] | None = None
 
@@ -290,6 +291,7 @@ class CudaKernel:
             "epilogue": rows(self.epilogue),
             "launches": [la.to_json() for la in self.launches],
             "global_stores": rows(self.global_stores),
+            "calls": [{"name": n, "line": ln} for n, ln in self.calls],
             "resources": self.resources,
         }
 
@@ -314,6 +316,25 @@ class CudaFile:
 
     def kernel(self, name: str) -> CudaKernel | None:
         return next((k for k in self.kernels if k.name == name), None)
+
+    def callees(self, kernel: CudaKernel) -> list[CudaKernel]:
+        """`__device__` functions of this file that `kernel` calls, directly or indirectly (each once).
+
+        Facts such as warp shuffles or fast-math calls often live in these helpers; a check that asks
+        "does this kernel use X" should look at `[kernel, *cuda_file.callees(kernel)]`."""
+        by_name: dict[str, CudaKernel] = {}
+        for k in self.kernels:
+            if k.qualifier == "device":
+                by_name.setdefault(k.name, k)
+        seen: dict[str, CudaKernel] = {}
+        todo = [name for name, _ in kernel.calls]
+        while todo:
+            name = todo.pop(0)
+            if name in seen or name not in by_name or by_name[name] is kernel:
+                continue
+            seen[name] = by_name[name]
+            todo.extend(n for n, _ in by_name[name].calls)
+        return list(seen.values())
 
     @property
     def global_kernels(self) -> list[CudaKernel]:

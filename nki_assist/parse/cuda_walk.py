@@ -64,6 +64,9 @@ class _Walker(_DeclMixin, _CodeMixin):
                 if k.name == launch.kernel and k.qualifier == "global":
                     k.launches.append(launch)
         self.out.defines = {k: v for k, v in self.env.items()}
+        device = {k.name for k in self.out.kernels if k.qualifier == "device"}
+        for k in self.out.kernels:
+            k.calls = [c for c in k.calls if c[0] in device]
 
     def visit(self, node) -> None:
         handler = _HANDLERS.get(node.type)

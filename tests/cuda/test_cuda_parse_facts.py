@@ -212,3 +212,14 @@ def test_modern_cpp_kernels():
     assert (launches["apply"].grid_dims, launches["apply"].block_threads, launches["apply"].smem_bytes) == (
         (16,), 64, 256)  # host constexpr T = 64 folds (1000 + T - 1) / T and T * sizeof(float)
     assert [la.line for la in by["apply"].launches] == [30] and by["proto"].launches[0].block_threads == 256
+
+
+def test_calls_and_callees_reach_device_helpers():
+    f = load("softmax_warp.cu")
+    sm = f.kernel("softmax_rows")
+    assert sm.calls == [("warp_max", 25), ("warp_sum", 28)]
+    helpers = f.callees(sm)
+    assert [h.name for h in helpers] == ["warp_max", "warp_sum"]
+    assert [w.op for h in helpers for w in h.warp_shuffles] == ["__shfl_xor_sync", "__shfl_xor_sync"]
+    assert f.callees(f.kernel("scale_inplace")) == []
+    assert f.to_json()["kernels"][2]["calls"] == [{"name": "warp_max", "line": 25}, {"name": "warp_sum", "line": 28}]
