@@ -143,16 +143,32 @@ def _trip(kind: str, step: str, init: str, op: str, bound: str, fold_fn) -> tupl
         text = span if step.strip() == "1" else f"ceil({p(span)} / {p(step)})"
         if None not in (s, i, b) and s > 0:
             count = max(0, math.ceil((i - b + (1 if op == ">=" else 0)) / s))
-    elif kind in ("shr", "div") and op in (">", ">=", "!="):
-        text = f"floor(log2({init.strip()})) + 1"
-        if isinstance(i, int) and i > 0 and (s == 1 if kind == "shr" else s == 2):
-            count = int(math.floor(math.log2(i))) + 1
-    elif kind in ("shl", "mul") and op in ("<", "<="):
-        text = f"ceil(log2({p(bound)} / {p(init)}))"
-        if None not in (i, b) and i > 0 and b > 0 and (s == 1 if kind == "shl" else s == 2):
-            count = max(0, math.ceil(math.log2(b / i) - 1e-12) + (1 if op == "<=" and math.log2(b / i).is_integer() else 0))
+    elif kind in ("shr", "div", "shl", "mul") and op in ("<", "<=", ">", ">=", "!="):
+        shrink = kind in ("shr", "div")
+        if shrink and bound.strip() in ("0", "0u"):
+            text = f"floor(log2({init.strip()})) + 1"
+        elif shrink:
+            text = f"ceil(log2({p(init)} / {p(bound)}))" + (" + 1" if op == ">=" else "")
+        else:
+            text = f"ceil(log2({p(bound)} / {p(init)}))" + (" + 1" if op == "<=" else "")
+        if isinstance(i, int) and isinstance(b, int) and isinstance(s, int) and i > 0 and s > 0:
+            count = _simulate(i, b, s, kind, op)
     if count is not None:
         count = int(count)
     return text, count
 
 
+def _simulate(v: int, bound: int, step: int, kind: str, op: str, limit: int = 70) -> int | None:
+    """Exact trip count of a shifting/scaling loop with known integers (None if it does not end)."""
+    test = {"<": lambda x: x < bound, "<=": lambda x: x <= bound, ">": lambda x: x > bound,
+            ">=": lambda x: x >= bound, "!=": lambda x: x != bound}[op]
+    n = 0
+    while test(v):
+        n += 1
+        if n > limit:
+            return None
+        nxt = {"shr": v >> step, "div": v // step, "shl": v << step, "mul": v * step}[kind]
+        if nxt == v:
+            return None
+        v = nxt
+    return n

@@ -223,3 +223,18 @@ def test_calls_and_callees_reach_device_helpers():
     assert [w.op for h in helpers for w in h.warp_shuffles] == ["__shfl_xor_sync", "__shfl_xor_sync"]
     assert f.callees(f.kernel("scale_inplace")) == []
     assert f.to_json()["kernels"][2]["calls"] == [{"name": "warp_max", "line": 25}, {"name": "warp_sum", "line": 28}]
+
+
+@pytest.mark.parametrize("header,trip,count", [
+    ("for (unsigned s = BLOCK / 2; s > 32; s >>= 1)", "ceil(log2((BLOCK / 2) / 32))", 2),  # 128, 64
+    ("for (int s = 64; s > 0; s >>= 1)", "floor(log2(64)) + 1", 7),
+    ("for (int w = 1; w < 32; w <<= 1)", "ceil(log2(32 / 1))", 5),
+    ("for (int w = 3; w < 32; w *= 2)", "ceil(log2(32 / 3))", 4),  # 3, 6, 12, 24
+    ("for (int i = 2; i <= BLOCK; i += 4)", "ceil((BLOCK - 2 + 1) / 4)", 64),
+    ("for (int i = BLOCK; i > 0; i -= 3)", "ceil((BLOCK - 0) / 3)", 86),
+    ("for (int i = 0; i < n; ++i)", "n", None),
+])
+def test_loop_trip_counts(header, trip, count):
+    src = f"#define BLOCK 256\n__global__ void k(float* x, int n) {{\n    {header} x[0] += 1.0f;\n}}\n"
+    [loop] = parse_cuda(src, "t.cu").kernels[0].loops
+    assert (loop.trip, loop.trip_count, loop.line) == (trip, count, 3)
