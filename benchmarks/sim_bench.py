@@ -69,7 +69,7 @@ def _best(fn, repeat: int) -> float:
     return best
 
 
-def run(size: int = 2048, small_iters: int = 5000, repeat: int = 2) -> dict:
+def run(size: int = 2048, small_iters: int = 5000, repeat: int = 3) -> dict:
     from nki_assist.hardware import get_target
     from nki_assist.sim import run_kernel
 
@@ -88,6 +88,10 @@ def run(size: int = 2048, small_iters: int = 5000, repeat: int = 2) -> dict:
         t_sim = _best(sim_mm, repeat)
         r = res["r"]
         t_np = _best(lambda: a32.T @ b32, max(repeat, 3))
+        from nki_assist.sim.blas import one_blas_thread
+
+        with one_blas_thread():  # the simulator runs its tile GEMMs on one BLAS thread
+            t_np1 = _best(lambda: a32.T @ b32, max(repeat, 3))
         err = float(np.abs(r.outputs[0] - a32.T @ b32).max()) if r.status == "ok" else None
         n_instr = len(r.trace)
         small = _write(tmp, "small_kernel.py", SMALL_KERNEL.replace("ITERS", str(small_iters)))
@@ -100,17 +104,26 @@ def run(size: int = 2048, small_iters: int = 5000, repeat: int = 2) -> dict:
         t_small = _best(sim_small, repeat)
         r2 = res2["r"]
         n_small = len(r2.trace)
+        y = x.copy()
+        t_op = _best(lambda: [np.multiply(y, 0.5) for _ in range(1000)], 3) / 1000
     return {
         "matmul_size": size,
         "matmul_sim_s": round(t_sim, 3),
         "matmul_numpy_fp32_s": round(t_np, 3),
         "matmul_ratio": round(t_sim / t_np, 2),
+        "matmul_numpy_fp32_1thread_s": round(t_np1, 3),
+        "matmul_ratio_vs_1thread": round(t_sim / t_np1, 2),
         "matmul_status": r.status,
         "matmul_max_abs_err_vs_fp32": err,
         "matmul_instructions": n_instr,
         "small_instructions": n_small,
         "small_instr_per_s": round(n_small / t_small),
         "small_status": r2.status,
+        # calibration: one tiny numpy op on this machine right now (it is shared; load varies the numbers)
+        "numpy_small_op_us": round(t_op * 1e6, 2),
+        "small_instr_cost_in_numpy_ops": round(t_small / n_small / t_op, 1),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
     }
 
 

@@ -88,6 +88,7 @@ class SimContext:
         self.shared_cursor = 0
         self.outputs_created: list = []  # shared_hbm storages created by the kernel
         self.last_chain: tuple = ()  # kernel-file lines of the current call stack (allocation site)
+        self.stop_code = None  # code object of the runner frame: the stack walk ends there
         self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
         self.sites: dict = {}  # allocation site -> weakref of the last tensor allocated there
 
@@ -100,7 +101,8 @@ class SimContext:
         depth = 0
         sd = self.static_depth
         chain = []
-        while f is not None:
+        stop = self.stop_code
+        while f is not None and f.f_code is not stop:
             if f.f_code.co_filename == kfile:
                 ln = f.f_lineno
                 if line is None:

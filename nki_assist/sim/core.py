@@ -8,6 +8,8 @@ and `nl.*` convenience ops); otherwise the result goes into `dst` (new-dialect I
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import context, mathops
@@ -83,11 +85,13 @@ def scalar_dtype(v) -> DType:
     return FLOAT32
 
 
-def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask=None, quiet=False) -> Tensor:
-    """Result tile of an op. With no mask the rounded value *is* the storage (no fill, no copy)."""
+def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask=None, quiet=False,
+             rounded: bool = False) -> Tensor:
+    """Result tile of an op. With no mask the rounded value *is* the storage (no fill, no copy).
+    `rounded`: the value is already representable in dt (a same-dtype copy)."""
     ctx = context.CTX
     if value is not None and mask is None:
-        v = ctx.round(value, dt)
+        v = value if rounded else ctx.round(value, dt)
         if v.shape != tuple(shape):
             v = np.array(np.broadcast_to(v, shape))
         elif not v.flags.writeable or not v.flags.owndata:
@@ -104,22 +108,28 @@ def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask
 
 
 def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, dtype, srcs, mask=None,
-         buffer: str = "sbuf", src_storages=(), extra: dict | None = None, **kw) -> Tensor:
-    """Write an fp32 result to dst (or a new tile), record the instruction, return the destination."""
+         buffer: str = "sbuf", src_storages=(), extra: dict | None = None, exact_from: DType | None = None,
+         **kw) -> Tensor:
+    """Write an fp32 result to dst (or a new tile), record the instruction, return the destination.
+    `exact_from`: the values are copies of a tensor of this dtype (no rounding needed into the same dtype)."""
     result = np.asarray(result)
     if dst is None:
         dt = resolve(dtype) if dtype is not None else FLOAT32
         m = tile_mask(mask, result.shape) if mask is not None else None
         pmax = ctx.target.partitions
-        quiet = any(s.shape and s.shape[0] > pmax and s.st.buffer in ON_CHIP for s in srcs)
-        out = new_tile(result.shape, dt, buffer, line, result, m, quiet=quiet)
+        quiet = False
+        for s in srcs:
+            if s.shape and s.shape[0] > pmax and s.st.buffer in ON_CHIP:
+                quiet = True
+        out = new_tile(result.shape, dt, buffer, line, result, m, quiet=quiet, rounded=exact_from is dt)
         out.origin = (kw.get("_alu") or op, src_storages, result, m)
     else:
         if not is_tensor(dst):
             raise TypeError(f"{op}: dst must be a tensor, got {type(dst).__name__}")
         m = tile_mask(mask, dst.shape) if mask is not None else None
         check_lowp_acc(ctx, dst, kw.get("_alu"), src_storages, line, depth)
-        write(dst, ctx.round(_fit(result, dst.shape, op), dst.st.dt), m, line)
+        r = _fit(result, dst.shape, op)
+        write(dst, r if exact_from is dst.st.dt else ctx.round(r, dst.st.dt), m, line)
         out = dst
     kw.pop("_alu", None)
     ctx.instr(engine, op, line, depth, out, srcs, extra=extra or {}, **kw)
@@ -317,7 +327,7 @@ def copy(src, *, dst=None, dtype=None, mask=None, engine="vector", op_label="ten
     if engine == "gpsimd" and (src.st.buffer == "psum" or (dst is not None and dst.st.buffer == "psum")):
         ctx.report("SIM106", line, f"{op_label} on GpSimd cannot access PSUM.", op=op_label, buffer="psum")
     return emit(ctx, op_label, engine, line, depth, np.array(v, copy=True), dst=dst, dtype=dtype or src.st.dt,
-                srcs=[src], mask=mask, src_storages=(src.st,))
+                srcs=[src], mask=mask, src_storages=(src.st,), exact_from=src.st.dt)
 
 
 # -- activation / scalar ops -----------------------------------------------------------------------
@@ -709,7 +719,7 @@ def _dma_trace(ctx, line, depth, dst, src, m, op):
     hbm, chip = (src, dst) if src.st.buffer.endswith("hbm") else (dst, src)
     direction = "load" if src.st.buffer.endswith("hbm") and not dst.st.buffer.endswith("hbm") else (
         "store" if dst.st.buffer.endswith("hbm") and not src.st.buffer.endswith("hbm") else "copy")
-    n = int(m.sum()) if m is not None else int(np.prod(dst.shape))
+    n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
     parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
     from .tensor import box
 
@@ -740,7 +750,7 @@ def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load
     if transpose_2d:
         v = v.reshape(v.shape[0], -1).T
     if m is None and dt is src.st.dt:
-        out = new_tile(shape, dt, "sbuf", line, np.array(v, copy=True))
+        out = new_tile(shape, dt, "sbuf", line, np.array(v, copy=True), rounded=True)
     else:
         out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
     out.origin = ("load", (src.st,), None, m)

@@ -117,9 +117,10 @@ class Rounder:
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, value, dt: DType) -> np.ndarray:
-        v = np.asarray(value)
+        v = value if type(value) is np.ndarray else np.asarray(value)
         if dt.is_float:
-            v = v.astype(F32, copy=False)
+            if v.dtype is not F32:
+                v = v.astype(F32)
             if not dt.low_precision or not self.precise:
                 return v
             if self.stochastic:

@@ -6,7 +6,9 @@ import ast
 import inspect
 import itertools
 import os
+import sys
 import time
+import types
 import traceback
 
 import numpy as np
@@ -151,6 +153,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx = SimContext(target=target, kernel_file=kfile, display_file=path, legacy=is_legacy(tree), precise=precise,
                      stochastic=stochastic_rounding, seed=seed, lenient=lenient, trace=trace, max_trace=max_trace,
                      static_depth=loop_depths(tree))
+    ctx.stop_code = sys._getframe(0).f_code
     prev = context.CTX
     context.CTX = ctx
     status, error, error_line = "ok", None, None
@@ -160,9 +163,6 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread():
             try:
                 mod_name = f"nki_assist_kernel_{next(_module_counter)}"
-                import sys
-                import types
-
                 module = types.ModuleType(mod_name)
                 module.__file__ = kfile
                 sys.modules[mod_name] = module

@@ -56,7 +56,8 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
              role: str = "tile", quiet: bool = False) -> Storage:
     """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted."""
     ctx = context.CTX
-    shape = tuple(int(d) for d in shape)
+    if type(shape) is not tuple:
+        shape = tuple(int(d) for d in shape)
     st = Storage()
     st.ctx = ctx
     st.counted = False
