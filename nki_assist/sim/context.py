@@ -88,6 +88,7 @@ class SimContext:
         self.shared_cursor = 0
         self.outputs_created: list = []  # shared_hbm storages created by the kernel
         self.last_chain: tuple = ()  # kernel-file lines of the current call stack (allocation site)
+        self.acc_counts: dict = {}  # (storage id, region) -> low-precision accumulations seen
         self.stop_code = None  # code object of the runner frame: the stack walk ends there
         self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
         self.sites: dict = {}  # allocation site -> weakref of the last tensor allocated there

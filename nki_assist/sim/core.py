@@ -156,6 +156,13 @@ def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
     if not st.dt.low_precision or not ctx.precise:
         return
     if any(s is st or s is getattr(st, "alias", None) for s in src_storages):
+        from .tensor import box
+
+        key = (st.seq, box(dst))  # the same region updated again: a running sum, not a one-off add
+        n = ctx.acc_counts.get(key, 0) + 1
+        ctx.acc_counts[key] = n
+        if n < 2:
+            return
         ctx.report("SIM116", line,
                    f"running sum accumulated in {st.dt.name} {st.name or st.buffer + ' tile'}{list(st.shape)} "
                    f"inside a loop: each add rounds to {st.dt.name} (8 mantissa bits for bfloat16), so the "
