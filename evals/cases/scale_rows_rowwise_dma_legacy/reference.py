@@ -1,0 +1,5 @@
+"""NumPy reference for scale_rows: same positional arguments as the kernel."""
+
+
+def scale_rows_ref(x, s):
+    return x * s
