@@ -74,13 +74,17 @@ def resolve(x) -> DType:
     except (KeyError, TypeError):
         pass
     name = None
+    if type(x).__name__ == "Stub":  # e.g. jnp.float32 / torch.bfloat16 from a missing package
+        from .context import UnsupportedAPI
+
+        raise UnsupportedAPI(getattr(x, "_name", repr(x)), "used as a dtype")
     if isinstance(x, str):
         name = _ALIASES.get(x, x)
     else:
         try:
             npd = np.dtype(x)
             name = _ALIASES.get(npd.name, npd.name)
-        except TypeError:
+        except (TypeError, ValueError):
             name = _ALIASES.get(getattr(x, "name", None) or getattr(x, "__name__", ""), None)
     dt = _TABLE.get(name) if name else None
     if dt is None:

@@ -193,7 +193,12 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 status, error = "unsupported", str(e)
                 ctx.report_safe("SIM115", error_line, f"{e.api} is not supported by the built-in simulator; the "
                                 "kernel could not run past this call.", api=e.api)
-            except (SimShapeError, IndexError, UnknownDType) as e:
+            except UnknownDType as e:
+                error_line = _kernel_line(e, kfile)
+                status, error = "unsupported", str(e)
+                ctx.report_safe("SIM115", error_line, f"{e}: the simulator (and NKI) has no such dtype.",
+                                api="dtype")
+            except (SimShapeError, IndexError) as e:
                 error_line = _kernel_line(e, kfile)
                 status, error = "kernel-error", f"{type(e).__name__}: {e}"
                 ctx.report_safe("SIM113", error_line, f"the kernel failed with a shape/index error: {e}",
@@ -209,7 +214,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 status, error = "out-of-memory", "MemoryError while simulating the kernel"
                 ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
                                 exception="MemoryError")
-            except Exception as e:  # noqa: BLE001 - any kernel exception becomes a finding
+            except (Exception, SystemExit) as e:  # noqa: BLE001 - any kernel exception becomes a finding
                 error_line = _kernel_line(e, kfile)
                 status, error = "kernel-error", f"{type(e).__name__}: {e}"
                 frames = traceback.extract_tb(e.__traceback__)

@@ -127,3 +127,32 @@ def test_affine_range_is_plain_range_in_the_new_dialect(tmp_path):
     res = _run(tmp_path, NEW, body, [x])
     assert res.status == "ok" and res.findings == []  # sequential semantics, no SIM110 in 0.2+
     np.testing.assert_allclose(res.outputs[0], x.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_exit_stub_dtype_and_output_arguments(tmp_path):
+    exits = _run(tmp_path, LEGACY, """
+    import sys
+
+    @nki.jit
+    def k(x):
+        sys.exit(3)
+    """, [np.ones((4, 4), np.float32)])
+    assert exits.status == "kernel-error" and [f.rule for f in exits.findings] == ["SIM114"]
+    jax_dtype = _run(tmp_path, LEGACY, """
+    import jax.numpy as jnp
+
+    @nki.jit
+    def k(x):
+        t = nl.ndarray((4, 4), dtype=jnp.float32)
+        return t
+    """, [np.ones((4, 4), np.float32)])
+    assert jax_dtype.status == "unsupported"
+    assert [(f.rule, "jax.numpy.float32" in f.message) for f in jax_dtype.findings] == [("SIM115", True)]
+    # baremetal style: the output is an argument the kernel writes, nothing is returned
+    in_place = _run(tmp_path, LEGACY, """
+    @nki.baremetal
+    def k(x, out):
+        nl.store(out, value=nl.exp(nl.load(x)))
+    """, [np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32)])
+    assert in_place.status == "ok" and len(in_place.outputs) == 1
+    np.testing.assert_array_equal(in_place.outputs[0], np.ones((4, 4), np.float32))
