@@ -142,13 +142,16 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         if progress:
             progress(msg, 100.0 * step / max(steps, 1))
 
+    inputs = {size.name: make_inputs(spec, size) for size in chosen}
+    goldens = {size.name: _golden_outputs(spec, size) for size in chosen}
+    batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in chosen], scen, target,
+                     backend, gpu_precision, timeout_s, memory_mb) or {}
     for size in chosen:
         if cancelled and cancelled():
             result.notes.append("cancelled before all sizes ran")
             break
-        args = make_inputs(spec, size)
-        golden = _golden_outputs(spec, size)
-        batch = _batch(spec, args, scen, target, backend, gpu_precision, golden is None, timeout_s, memory_mb)
+        args, golden = inputs[size.name], goldens[size.name]
+        batch = batches.get(size.name)
         ref = batch.get("reference") if batch else None
         if ref is None:
             ref = run_reference(spec, args, size_name=size.name, timeout_s=timeout_s, memory_mb=memory_mb)
@@ -232,12 +235,13 @@ def matrix_rows(res: NumericsResult) -> list[dict[str, Any]]:
 
 
 
-def child_batch(runner: str, path: str, kernel: str | None, args: list, scenarios: dict[str, dict],
-                options: dict[str, Any], ref_path: str | None, ref_fn: str | None, gpu_args: list | None) -> dict:
-    """Executed in ONE child: every kernel scenario plus the reference runs of a size.
+def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], scenarios: dict[str, dict],
+                options: dict[str, Any], ref_path: str | None, ref_fn: str | None) -> dict[str, dict]:
+    """Executed in ONE child: every kernel scenario plus the reference runs, for every size.
 
-    One process start instead of five keeps a two-size review within seconds. Anything that goes wrong
-    is returned as None for that entry and redone on the slow path, which reports it precisely.
+    One process start instead of four per size keeps a two-size review within seconds. Anything that
+    goes wrong is returned as None for that entry and redone on the slow path, which reports it
+    precisely (its own child, with the backend's error handling).
     """
     import importlib
 
@@ -246,51 +250,58 @@ def child_batch(runner: str, path: str, kernel: str | None, args: list, scenario
 
     mod, fn = runner.split(":")
     run_kernel = getattr(importlib.import_module(mod), fn)
-    out: dict[str, Any] = {}
-    for name, extra in scenarios.items():
-        opts = dict(options, **extra)
-        opts["target"] = get_target(opts["target"])
-        try:
-            res = run_kernel(path, kernel, args, None, **opts)
-            out[name] = res if res.status == "ok" else None
-        except Exception:
-            out[name] = None
-    for key, a in (("reference", upcast(args)), ("gpu-model", gpu_args)):
-        if ref_path is None or a is None:
-            continue
-        try:
-            out[key] = normalize_outputs(child_call(ref_path, ref_fn, a))
-        except Exception:
-            out[key] = None
-    return out
+    results: dict[str, dict] = {}
+    for job in jobs:
+        out: dict[str, Any] = {}
+        args = job["args"]
+        for name, extra in scenarios.items():
+            opts = dict(options, **extra)
+            opts["target"] = get_target(opts["target"])
+            try:
+                res = run_kernel(path, kernel, args, None, **opts)
+                out[name] = res if res.status == "ok" else None
+            except Exception:
+                out[name] = None
+        for key, a in (("reference", upcast(args)), ("gpu-model", job["gpu_args"])):
+            if ref_path is None or a is None:
+                continue
+            try:
+                out[key] = normalize_outputs(child_call(ref_path, ref_fn, a))
+            except Exception:
+                out[key] = None
+        results[job["size"]] = out
+    return results
 
 
-def _batch(spec: PortSpec, args: list, scen: list[str], target: Target, backend, gpu_precision: str,
-           want_gpu: bool, timeout_s: float, memory_mb: int) -> dict[str, Any] | None:
-    """Fast path for the builtin backend; None (or missing entries) sends the caller to the slow path."""
+def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
+           gpu_precision: str, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
+    """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
     from ..toolchain.builtin import BuiltinBackend
 
-    if not isinstance(backend, BuiltinBackend):
+    if not isinstance(backend, BuiltinBackend) or not jobs:
         return None
     scenarios = {n: dict(KERNEL_SCENARIOS[n], trace=(n == "trainium")) for n in scen}
     options = {"target": target.name, "seed": 0, "lenient": True, "grid": spec.grid, "max_trace": 2_000_000}
     ref_path = str(spec.reference_path) if spec.reference_path else None
+    payload = [{"size": name, "args": list(args),
+                "gpu_args": gpu_model_args(args, gpu_precision) if want_gpu and ref_path else None}
+               for name, args, want_gpu in jobs]
     out = run_in_child("nki_assist.numerics.scenarios:child_batch",
                        {"runner": backend.runner, "path": str(spec.nki_path), "kernel": spec.kernel_name,
-                        "args": list(args), "scenarios": scenarios, "options": options, "ref_path": ref_path,
-                        "ref_fn": spec.reference_function,
-                        "gpu_args": gpu_model_args(args, gpu_precision) if want_gpu and ref_path else None},
-                       timeout_s=timeout_s * (len(scen) + 2), memory_mb=memory_mb, watch=str(spec.nki_path))
+                        "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
+                        "ref_fn": spec.reference_function},
+                       timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
+                       watch=str(spec.nki_path))
     if out.status != "ok" or not isinstance(out.value, dict):
         return None
-    value = dict(out.value)
-    for name in scen:
-        if value.get(name) is not None:
-            value[name].backend = backend.name
-    if value.get("reference") is not None:
-        outs = value["reference"]
-        if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
-            value["reference"] = None  # NaN/Inf: the slow path attaches the TC105 note
-        else:
-            value["reference"] = ReferenceResult("ok", outputs=outs)
-    return value
+    for value in out.value.values():
+        for name in scen:
+            if value.get(name) is not None:
+                value[name].backend = backend.name
+        if value.get("reference") is not None:
+            outs = value["reference"]
+            if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
+                value["reference"] = None  # NaN/Inf: the slow path attaches the TC105 note
+            else:
+                value["reference"] = ReferenceResult("ok", outputs=outs)
+    return out.value
