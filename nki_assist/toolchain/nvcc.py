@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -75,13 +76,16 @@ def _resource_usage(path: str, arch: str, timeout_s: float) -> NvccResult:
                "-o", os.path.join(tmp, "out.o"), src]
         if src.endswith(".cuh"):
             cmd[1:1] = ["-x", "cu"]
+        # own process group: on timeout the whole cicc/ptxas pipeline is killed, not just nvcc
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, errors="replace", cwd=tmp, start_new_session=True)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                                  errors="replace", cwd=tmp, stdin=subprocess.DEVNULL)
+            stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            _kill_group(proc)
             return NvccResult(available=True, arch=arch, command=cmd,
                               note=f"nvcc timed out after {timeout_s:g} s")
-    output = (proc.stderr or "") + (proc.stdout or "")
+    output = (stderr or "") + (stdout or "")
     if proc.returncode != 0:
         errors = [ln.strip() for ln in output.splitlines() if "error" in ln.lower()]
         detail = "; ".join(errors[:3]) or output.strip()[-300:]
@@ -90,6 +94,17 @@ def _resource_usage(path: str, arch: str, timeout_s: float) -> NvccResult:
     kernels = parse_ptxas_report(output)
     return NvccResult(available=True, ok=True, arch=arch, kernels=kernels, command=cmd,
                       note=None if kernels else "nvcc reported no entry functions (no __global__ kernels?)")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass
 
 
 def parse_ptxas_report(text: str) -> dict[str, dict[str, Any]]:
@@ -209,15 +224,3 @@ def annotate(cuda_file, result: NvccResult) -> int:
             k.resources = dict(matches[0], arch=result.arch)
             n += 1
     return n
-
-
-def nvcc_version() -> str | None:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None
-    try:
-        proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=20)
-        m = re.search(r"release ([\d.]+)", proc.stdout)
-        return m.group(1) if m else None
-    except (OSError, subprocess.SubprocessError):
-        return None

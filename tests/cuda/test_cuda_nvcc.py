@@ -102,3 +102,19 @@ def test_annotate_copies_usage_onto_parsed_kernels():
     res = cf.kernel("sgemm").resources
     assert (res["registers"], res["spill_stores_bytes"], res["arch"]) == (255, 128, "sm_80")
     assert cf.to_json()["kernels"][1]["resources"]["shared_bytes"] == 8320
+
+
+def test_timeout_kills_the_compiler_and_is_a_note(monkeypatch, tmp_path):
+    # a stand-in `nvcc` that never finishes: the backend must give up at the timeout, not hang
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\n{shutil.which('sleep')} 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    import time
+
+    start = time.monotonic()
+    result = resource_usage(str(src), timeout_s=0.5)
+    assert time.monotonic() - start < 10
+    assert result.available and not result.ok and "timed out after 0.5 s" in result.note
