@@ -22,9 +22,25 @@ ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "l
                         "uninitialized-read", "missing-boundary-mask")
 
 
+def _ragged_symbols(res: NumericsResult, sr: SizeResult) -> dict[str, int]:
+    """Symbols of `sr` bound to a value that is not a multiple of 128 and so leaves a partial tile.
+
+    A value below 128 (a head dimension of 64) fits one tile and is only ragged when another size
+    binds the same symbol to a multiple of 128 (the spec varies it on purpose)."""
+    aligned_elsewhere = {k for o in res.sizes if o is not sr for k, v in o.bindings.items() if v % 128 == 0}
+    return {k: v for k, v in sr.bindings.items()
+            if v > 1 and v % 128 and (v > 128 or k in aligned_elsewhere)}
+
+
 def ragged_sizes(res: NumericsResult) -> set[str]:
-    """Sizes with a bound symbol that is not a multiple of 128 (tile-unaligned tails)."""
-    return {sr.size for sr in res.sizes if any(v > 1 and v % 128 for v in sr.bindings.values())}
+    """Sizes with a tile-unaligned tail (see _ragged_symbols)."""
+    return {sr.size for sr in res.sizes if _ragged_symbols(res, sr)}
+
+
+def _fails(sr: SizeResult) -> bool:
+    run = sr.runs.get("trainium")
+    return ((run is not None and run.status != "ok") or sr.passed("trainium") is False
+            or sr.passed("trainium-fp32") is False)
 
 
 def _anchor(findings: Iterable[Finding], categories: tuple[str, ...], nki_path: str) -> Finding | None:
@@ -78,6 +94,11 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
     """Findings explaining every failing scenario; `prior` are static/migration/simulation findings."""
     out: list[Finding] = []
     ragged = ragged_sizes(res)
+    # Ragged failures are explained by the boundary attribution only when an aligned size passes;
+    # otherwise they are judged like every other size.
+    aligned_pass = any(sr.reference.ok and sr.size not in ragged and not _fails(sr) for sr in res.sizes)
+    if not aligned_pass:
+        ragged = set()
     aligned_fail_fp32 = []
     for sr in res.sizes:
         trn, fp32 = sr.passed("trainium"), sr.passed("trainium-fp32")
@@ -136,11 +157,8 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
 def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
     fails, passes = [], []
     for sr in res.sizes:
-        if not sr.reference.ok:
-            continue
-        run = sr.runs.get("trainium")
-        bad = (run is not None and run.status != "ok") or sr.passed("trainium-fp32") is False or sr.passed("trainium") is False
-        (fails if bad else passes).append(sr)
+        if sr.reference.ok:
+            (fails if _fails(sr) else passes).append(sr)
     rag_fail = [s for s in fails if s.size in ragged]
     if not rag_fail or not any(s.size not in ragged for s in passes):
         return []
@@ -150,7 +168,7 @@ def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
     ag = _worst(sr.agreement("trainium-fp32")) or _worst(sr.agreement("trainium"))
     how = (f"the kernel stops with {run.status} ({(run.error or '').strip()[:120]})" if run is not None and run.status != "ok"
            else f"{ag.mismatch_fraction:.1%} of elements are wrong (max abs {ag.max_abs:.3g})" if ag else "it fails")
-    odd = {k: v for k, v in sr.bindings.items() if v > 1 and v % 128}
+    odd = _ragged_symbols(res, sr)
     return [registry.get("NUM103").finding(
         f"Passes on aligned size(s) {', '.join(s.size for s in passes if s.size not in ragged)} but on ragged "
         f"size {sr.size} ({', '.join(f'{k}={v}' for k, v in odd.items())}) {how}: the tail tile is not handled.",

@@ -146,3 +146,22 @@ def test_reduction_symbol_and_gpu_model_cast():
     assert gpu_model_args([x], "float32")[0].dtype == np.float32
     assert gpu_model_args([x], "tf32")[0][0] == np.float32(1.0)  # 10 mantissa bits drop 2^-12
     assert gpu_model_args([x], "float16")[0].dtype == np.float16
+
+
+def test_small_constant_dimension_is_not_ragged():
+    a = size_result("s1", {"S": 128, "D": 64}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()})
+    b = size_result("s2", {"S": 200, "D": 64}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()})
+    c = size_result("s3", {"S": 256, "K": 96}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()})
+    d = size_result("s4", {"S": 256, "K": 128}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()})
+    assert ragged_sizes(result(a, b)) == {"s2"}  # S=200 leaves a partial tile; D=64 fits one
+    assert ragged_sizes(result(c, d)) == {"s3"}  # K=96 is ragged because another size aligns K
+
+
+def test_failing_everywhere_is_algorithmic_even_with_a_ragged_size():
+    wrong = REF * 2
+    aligned = size_result("aligned", {"S": 128}, REF, {"trainium": wrong, "trainium-fp32": wrong})
+    rag = size_result("ragged", {"S": 200}, REF, {"trainium": wrong, "trainium-fp32": wrong})
+    fs = attribute(result(aligned, rag), [], nki_path=NKI, kernel_line=5)
+    (f,) = [f for f in fs if f.rule == "NUM102"]
+    assert f.evidence["sizes"] == ["aligned", "ragged"]
+    assert not [f for f in fs if f.rule == "NUM103"]
