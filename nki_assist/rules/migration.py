@@ -117,7 +117,10 @@ def _bounds(c: _Ctx) -> Iterable[Finding]:
 # ---- MIG102 / MIG103 epilogue and inputs ---------------------------------------------------------
 
 _ACT_WORDS = {"relu": ("relu", "maximum", "max"), "gelu": ("gelu",), "silu": ("silu", "swish"),
-              "sigmoid": ("sigmoid",), "tanh": ("tanh", "gelu_apprx_tanh"), "exp": ("exp", "softmax"),
+              # A CUDA exp/sigmoid is often the inside of SiLU/GELU/softplus written out by hand; a
+              # port calling the fused ScalarE function computes it.
+              "sigmoid": ("sigmoid", "silu", "swish"), "tanh": ("tanh", "gelu_apprx_tanh"),
+              "exp": ("exp", "softmax", "silu", "swish", "sigmoid", "gelu", "softplus", "elu", "mish", "tanh"),
               "erf": ("erf", "gelu"), "leaky_relu": ("leaky", "lrelu"), "softplus": ("softplus",),
               "mish": ("mish",), "elu": ("elu",)}
 

@@ -257,3 +257,44 @@ def test_kernel_selection_and_bad_input():
     assert rules(run(two, NEW_GOOD.replace("assert M % 128 == 0 and ", "assert "), cuda_kernel="gemm_bias_relu")) == ["MIG101"]
     assert run("this is not CUDA {{{", "def broken(:\n") == []
     assert run(GEMM_CU, NEW_GOOD, nki_kernel="missing") == []
+
+
+SILU_CU = """\
+__global__ void swiglu(const float* gate, const float* up, float* out, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+"""
+
+SILU_NKI = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def swiglu(gate, up):
+    R, C = gate.shape
+    assert R % 128 == 0
+    out = nl.ndarray((R, C), dtype=gate.dtype, buffer=nl.shared_hbm)
+    for r in range(R // 128):
+        g = nl.ndarray((128, C), dtype=gate.dtype, buffer=nl.sbuf)
+        u = nl.ndarray((128, C), dtype=up.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=g, src=gate[r * 128:(r + 1) * 128, :])
+        nisa.dma_copy(dst=u, src=up[r * 128:(r + 1) * 128, :])
+        s = nl.ndarray((128, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=s, op=nl.silu, data=g)
+        nisa.tensor_tensor(dst=s, data1=s, data2=u, op=nl.multiply)
+        nisa.dma_copy(dst=out[r * 128:(r + 1) * 128, :], src=s)
+    return out
+"""
+
+
+def test_MIG102_hand_written_exp_is_covered_by_a_fused_silu():
+    assert not [f for f in run(SILU_CU, SILU_NKI) if f.rule == "MIG102"]
+    no_act = SILU_NKI.replace("op=nl.silu", "op=nl.copy")
+    fs = [f for f in run(SILU_CU, no_act) if f.rule == "MIG102"]
+    assert fs and fs[0].evidence["epilogue_detail"] == "exp"
