@@ -8,6 +8,7 @@ Values are Python ints/floats, `Lin` (a linear form over unknown symbols, so tha
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -224,6 +225,8 @@ class Env:
 
 
 _MISSING = object()
+_PLAIN_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_LITERAL_PART = re.compile(r"(?:^|\.)(?:True|False|None)(?:\.|$)")  # keywords, not identifiers
 
 
 class Folder:
@@ -238,6 +241,14 @@ class Folder:
 
     def dotted(self, node) -> str | None:
         """`a.b.c` for identifier/attribute chains, else None."""
+        t = node.type
+        if t == "identifier":
+            return self.text(node)
+        if t != "attribute":
+            return None
+        s = self.text(node)
+        if _PLAIN_DOTTED.fullmatch(s) and not _LITERAL_PART.search(s):
+            return s  # the common `nl.load` case: the source text is the chain (no spaces, parens, literals)
         parts = []
         while node.type == "attribute":
             parts.append(self.text(node.child_by_field_name("attribute")))
@@ -257,9 +268,21 @@ class Folder:
         if depth > 60:
             return None
         t = node.type
+        # most frequent node types first (the branches are mutually exclusive)
+        if t == "identifier":
+            name = self.text(node)
+            v = env.lookup(name)
+            if v is not _MISSING:
+                return v
+            mod = self.resolve(name)
+            return Ref(mod) if mod else Lin.sym(name)
+        if t == "binary_operator":
+            return self._binary(node, env, depth)
         if t == "integer":
             s = self.text(node).replace("_", "").lower()
             return int(s, 0) if not s.endswith(("l", "j")) else None
+        if t == "attribute":
+            return self._attribute(node, env, depth)
         if t == "float":
             return float(self.text(node).replace("_", ""))
         if t in ("true", "false"):
@@ -270,23 +293,12 @@ class Folder:
         if t == "parenthesized_expression":
             inner = node.named_children
             return self._fold(inner[0], env, depth + 1) if inner else None
-        if t == "identifier":
-            name = self.text(node)
-            v = env.lookup(name)
-            if v is not _MISSING:
-                return v
-            mod = self.resolve(name)
-            return Ref(mod) if mod else Lin.sym(name)
-        if t == "attribute":
-            return self._attribute(node, env, depth)
         if t == "unary_operator":
             v = self._fold(node.child_by_field_name("argument"), env, depth + 1)
             op = self.text(node.child_by_field_name("operator"))
             if op == "-":
                 return mul(-1, v)
             return v if op == "+" else None
-        if t == "binary_operator":
-            return self._binary(node, env, depth)
         if t in ("tuple", "list", "expression_list"):
             return Tup(tuple(self._fold(c, env, depth + 1) for c in node.named_children))
         if t == "call":

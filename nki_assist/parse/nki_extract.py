@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..hardware import DTYPE_BYTES
@@ -65,6 +66,7 @@ _CHECKED_KWARGS = frozenset({"mask", "dst_rmw_op", "platform_target", "accumulat
 _RANK = {"float32": 4, "tfloat32": 3, "float16": 2, "bfloat16": 2}
 
 
+@lru_cache(maxsize=4096)
 def canonical_api(full: str) -> str:
     if full.startswith("neuronxcc."):
         full = full[len("neuronxcc."):]
@@ -111,6 +113,14 @@ class Extractor:
         self._lines = src.split(b"\n")
         self.folder = Folder(src, self.resolve)
         self._calls_by_node: dict[int, Call] = {}
+        self._api_memo: dict[str, str | None] = {}  # dotted -> api (imports are final before any lookup)
+        self._head_memo: dict[tuple[int, int], tuple[str | None, str | None]] = {}  # call -> (dotted, api)
+        self._args_memo: dict[tuple[int, int], tuple[list, dict]] = {}  # call -> (positional, keyword nodes)
+        if src.isascii():  # byte offsets are character offsets: slice a str, no per-node decode
+            self._str = src.decode("ascii")
+            self.text = self._text_ascii  # type: ignore[method-assign]
+            self.pos = self._pos_ascii  # type: ignore[method-assign]
+            self.folder.text = self._text_ascii  # type: ignore[method-assign]
 
     # ---- positions -------------------------------------------------------------------------
     def col(self, point) -> int:
@@ -129,6 +139,14 @@ class Extractor:
     def text(self, node) -> str:
         return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
+    def _text_ascii(self, node) -> str:
+        return self._str[node.start_byte:node.end_byte]
+
+    @staticmethod
+    def _pos_ascii(node) -> tuple[int, int, int, int]:
+        s, e = node.start_point, node.end_point
+        return s[0] + 1, s[1] + 1, e[0] + 1, e[1] + 1
+
     # ---- names -----------------------------------------------------------------------------
     def resolve(self, name: str) -> str | None:
         mod = self.imports.get(name)
@@ -137,6 +155,13 @@ class Extractor:
         return {"nl": "nki.language", "nisa": "nki.isa"}.get(name)
 
     def api_of(self, dotted: str) -> str | None:
+        try:
+            return self._api_memo[dotted]
+        except KeyError:
+            api = self._api_memo[dotted] = self._api_of(dotted)
+            return api
+
+    def _api_of(self, dotted: str) -> str | None:
         head, _, rest = dotted.partition(".")
         mod = self.imports.get(head)
         if mod is None and head in ("nl", "nisa"):
@@ -335,14 +360,10 @@ class Extractor:
         self._scan_stmt_expr(right, ctx)
         kind, trip, trip_expr, fdivs = "iter", None, self.text(right) if right else "", []
         if right is not None and right.type == "call":
-            dotted = self.folder.dotted(right.child_by_field_name("function"))
-            api = self.api_of(dotted) if dotted else None
+            api = self._call_api(right)
             if api in LOOP_KINDS:
                 kind = LOOP_KINDS[api]
-                args = right.child_by_field_name("arguments")
-                pos = [c for c in args.named_children if c.type != "keyword_argument"] if args else []
-                kw = {self.text(c.child_by_field_name("name")): c.child_by_field_name("value")
-                      for c in (args.named_children if args else []) if c.type == "keyword_argument"}
+                pos, kw = self._call_args(right)
                 if len(pos) == 1:
                     start_n, stop_n, step_n = None, pos[0], None
                 elif len(pos) >= 2:
@@ -644,10 +665,9 @@ class Extractor:
     def _arange_size(self, node, ctx: _Ctx) -> Any:
         if node.type == "subscript":
             node = node.child_by_field_name("value")
-        if node.type != "call" or not self._is_api(node.child_by_field_name("function"), "nl.arange"):
+        if node.type != "call" or self._call_api(node) != "nl.arange":
             return None
-        args = node.child_by_field_name("arguments")
-        pos = [c for c in args.named_children if c.type != "keyword_argument"] if args else []
+        pos = self._call_args(node)[0]
         if len(pos) == 1:
             return self.folder.fold(pos[0], ctx.env)
         if len(pos) >= 2:
@@ -715,9 +735,35 @@ class Extractor:
         return Tile(shape, dt, "sbuf")
 
     def _call_api(self, node) -> str | None:
-        fn = node.child_by_field_name("function")
-        d = self.folder.dotted(fn) if fn is not None else None
-        return self.api_of(d) if d else None
+        return self._call_head(node)[1]
+
+    def _call_head(self, node) -> tuple[str | None, str | None]:
+        """(dotted callee, normalised api) of a call node, computed once per node."""
+        key = (node.start_byte, node.end_byte)
+        head = self._head_memo.get(key)
+        if head is None:
+            fn = node.child_by_field_name("function")
+            d = self.folder.dotted(fn) if fn is not None else None
+            head = self._head_memo[key] = (d, self.api_of(d) if d else None)
+        return head
+
+    def _call_args(self, node) -> tuple[list, dict]:
+        """(positional argument nodes incl. comments, {keyword: value node}) of a call, once per node."""
+        key = (node.start_byte, node.end_byte)
+        got = self._args_memo.get(key)
+        if got is None:
+            args = node.child_by_field_name("arguments")
+            pos: list = []
+            kw: dict = {}
+            if args is not None:
+                text = self.text
+                for c in args.named_children:
+                    if c.type == "keyword_argument":
+                        kw[text(c.child_by_field_name("name"))] = c.child_by_field_name("value")
+                    else:
+                        pos.append(c)
+            got = self._args_memo[key] = (pos, kw)
+        return got
 
     def _region(self, node, ctx: _Ctx):
         """(name, shape values, dtype, buffer, is_param) for `x` or `x[...]`."""
@@ -796,9 +842,8 @@ class Extractor:
 
     def _index_extent(self, s, ctx: _Ctx) -> Any:
         """Extent of a non-slice index: nl.ds(start, size), an arange expression, or None (scalar)."""
-        if s.type == "call" and self._is_api(s.child_by_field_name("function"), "nl.ds"):
-            args = s.child_by_field_name("arguments")
-            pos = [c for c in args.named_children if c.type != "keyword_argument"] if args else []
+        if s.type == "call" and self._call_api(s) == "nl.ds":
+            pos = self._call_args(s)[0]
             if len(pos) >= 2:
                 return self.folder.fold(pos[1], ctx.env)
             return None
@@ -906,10 +951,7 @@ class Extractor:
         api = self._call_api(node)
         if api is None:
             return None
-        args = node.child_by_field_name("arguments")
-        pos = [c for c in args.named_children if c.type != "keyword_argument"] if args else []
-        kw = {self.text(c.child_by_field_name("name")): c.child_by_field_name("value")
-              for c in (args.named_children if args else []) if c.type == "keyword_argument"}
+        pos, kw = self._call_args(node)
         dst_style = "dst" in kw or node.parent is not None and node.parent.type == "expression_statement"
         roles = ROLES.get(api, _DEFAULT_ROLES)[1 if dst_style else 0]
         bound = dict(zip(roles, pos)) | kw
@@ -932,10 +974,8 @@ class Extractor:
         return None
 
     def _call(self, node, ctx: _Ctx, names: set[str], target: str | None) -> None:
-        fn = node.child_by_field_name("function")
+        dotted, api = self._call_head(node)
         args = node.child_by_field_name("arguments")
-        dotted = self.folder.dotted(fn) if fn is not None else None
-        api = self.api_of(dotted) if dotted else None
         inner: set[str] = set()
         if args is not None:
             for c in args.named_children:
@@ -943,6 +983,7 @@ class Extractor:
         names |= inner
         if api is None or api in ("range", "min", "max"):
             if dotted is None:
+                fn = node.child_by_field_name("function")
                 if fn is not None:
                     self._scan(fn, ctx, names, None)
             elif "." not in dotted:
@@ -957,13 +998,8 @@ class Extractor:
         self._nki_call(node, api, args, ctx, inner, target)
 
     def _nki_call(self, node, api: str, args, ctx: _Ctx, inner: set[str], target: str | None) -> None:
-        pos, kw = [], {}
-        if args is not None:
-            for c in args.named_children:
-                if c.type == "keyword_argument":
-                    kw[self.text(c.child_by_field_name("name"))] = c.child_by_field_name("value")
-                elif c.type not in ("comment",):
-                    pos.append(c)
+        pos, kw = self._call_args(node)
+        pos = [c for c in pos if c.type != "comment"]
         line, col, end_line, end_col = self.pos(node)
         bare = node.parent is not None and node.parent.type == "expression_statement"
         dst_style = "dst" in kw or (api.startswith("nisa.") and bare and target is None) or \
