@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ..feedback.view import ReviewView, Table, build, counts_text, location
+from ..feedback.view import ReviewView, build, counts_text, location
 from ..schema import Review
+from .sections import Bar, Bullets, Cell, Grid, Mark, Part, Plot, Section, Text, sections
+from .sections import PLOT_CAPTIONS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -19,6 +21,9 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin
 .s-error{border-left-color:#cf222e}.s-warning{border-left-color:#bc4c00}.s-info{border-left-color:#0969da}
 .meta{color:#57606a;font-size:.9em}.note{background:#fff8c5;padding:.5em 1em;border-radius:4px}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padding:.25em .6em;text-align:left;vertical-align:top}
+td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.na{color:#57606a}
+.bar{display:inline-block;height:.8em;background:#0969da;vertical-align:middle}.barcell{white-space:nowrap}
+details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
 figure{margin:1em 0}img{max-width:100%}footer{color:#57606a;font-size:.85em;margin-top:2em}
 """
 
@@ -27,35 +32,59 @@ def _e(x: object) -> str:
     return escape(str(x), quote=True)
 
 
-def _table(t: Table) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in t.rows)
-    more = f"<p class=\"meta\">{t.truncated} more rows in the JSON report.</p>" if t.truncated else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}"
+def _html_cell(c: Cell) -> str:
+    if isinstance(c, Bar):
+        w = round(max(0.0, min(1.0, c.fraction)) * 160)
+        return f"<td class=\"barcell\"><span class=\"bar\" style=\"width:{w}px\"></span> {_e(c.text)}</td>"
+    if isinstance(c, Mark):
+        return f"<td class=\"{_e(c.kind)}\">{_e(c.text)}</td>"
+    return f"<td>{_e(c)}</td>"
 
 
-def _parts(parts: list) -> str:
-    out = []
-    for name, body in parts:
-        if isinstance(body, Table):
-            out.append(f"<h3>{_e(name)}</h3>{_table(body)}")
-        elif isinstance(body, list):
-            out.append(f"<h3>{_e(name)}</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in body) + "</ul>")
-        else:
-            out.append(f"<p><strong>{_e(name)}:</strong> {_e(body)}</p>")
-    return "".join(out)
+def _grid(g: Grid) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in g.columns)
+    rows = "".join("<tr>" + "".join(_html_cell(c) for c in r) + "</tr>" for r in g.rows)
+    cap = f"<p class=\"meta\">{_e(g.caption)}</p>" if g.caption else ""
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{cap}"
+    if g.collapsed:
+        return f"<details><summary>{_e(g.title)} ({len(g.rows)} rows)</summary>{table}</details>"
+    return f"<h3>{_e(g.title)}</h3>{table}"
 
 
-def _plots(plots: dict[str, bytes] | None) -> tuple[str, list[str]]:
-    figs, skipped = [], []
+def _figure(name: str, data: bytes) -> str:
+    b64 = base64.b64encode(bytes(data)).decode("ascii")
+    return (f"<figure><img alt=\"{_e(name)}\" src=\"data:image/png;base64,{b64}\" />"
+            f"<figcaption>{_e(PLOT_CAPTIONS.get(name, name))}</figcaption></figure>")
+
+
+def _part(p: Part, pngs: dict[str, bytes]) -> str:
+    if isinstance(p, Plot):
+        return _figure(p.name, pngs.pop(p.name)) if p.name in pngs else ""
+    if isinstance(p, Text):
+        return f"<p><strong>{_e(p.title)}:</strong> {_e(p.text)}</p>" if p.title else f"<p>{_e(p.text)}</p>"
+    if isinstance(p, Bullets):
+        items = "<ul>" + "".join(f"<li>{_e(x)}</li>" for x in p.items) + "</ul>"
+        if p.collapsed:
+            return f"<details><summary>{_e(p.title)}</summary>{items}</details>"
+        return f"<h3>{_e(p.title)}</h3>{items}"
+    return _grid(p)
+
+
+def _section(sec: Section, pngs: dict[str, bytes]) -> str:
+    out = f"<h2>{_e(sec.title)}</h2>"
+    if sec.missing is not None:
+        return out + f"<p class=\"meta\">Not available: {_e(sec.missing)}</p>"
+    return out + "".join(_part(p, pngs) for p in sec.parts)
+
+
+def _plots(plots: dict[str, bytes] | None) -> tuple[dict[str, bytes], list[str]]:
+    good, skipped = {}, []
     for name, data in (plots or {}).items():
         if not isinstance(data, (bytes, bytearray)) or not bytes(data).startswith(PNG_MAGIC):
             skipped.append(name)
-            continue
-        b64 = base64.b64encode(bytes(data)).decode("ascii")
-        figs.append(f"<figure><img alt=\"{_e(name)}\" src=\"data:image/png;base64,{b64}\" />"
-                    f"<figcaption>{_e(name)}</figcaption></figure>")
-    return "".join(figs), skipped
+        else:
+            good[name] = bytes(data)
+    return good, skipped
 
 
 def render_html(review: Review, *, plots: dict[str, bytes] | None = None) -> str:
@@ -105,18 +134,11 @@ def render_html(review: Review, *, plots: dict[str, bytes] | None = None) -> str
     else:
         body.append("<p>None.</p>")
 
-    figs, skipped = _plots(plots)
-    if v.numerics:
-        body.append("<h2>Numerics</h2>" + _parts(v.numerics))
-    if v.performance:
-        body.append("<h2>Performance</h2>" + _parts(v.performance))
-    if figs:
-        body.append("<h2>Plots</h2>" + figs)
+    pngs, skipped = _plots(plots)
+    body += [_section(sec, pngs) for sec in sections(review)]  # takes the plots it places
+    if pngs:
+        body.append("<h2>Plots</h2>" + "".join(_figure(n, d) for n, d in pngs.items()))
     notes = list(review.notes) + [f"plot {n!r} skipped: not PNG data" for n in skipped]
-    if review.numerics is None:
-        notes.append("numerics: not run")
-    if review.performance is None:
-        notes.append("performance: no estimate")
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in dict.fromkeys(notes)) + "</ul>")
     body.append(f"<footer>{_e(v.footer)}</footer>")

@@ -5,34 +5,42 @@ Written for pasting into a code review: every item cites its finding ids (F1, F2
 
 from __future__ import annotations
 
-from ..feedback.view import ReviewView, Table, build, counts_text, location
+from ..feedback.view import ReviewView, build, counts_text, location
 from ..schema import Review
+from .sections import Bar, Bullets, Cell, Mark, Part, Plot, Section, Text, bar_text, sections
 
 
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _table(t: Table) -> list[str]:
-    lines = ["| " + " | ".join(_cell(c) for c in t.columns) + " |",
-             "|" + "|".join("---" for _ in t.columns) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in t.rows]
-    if t.truncated:
-        lines.append(f"\n*{t.truncated} more rows in the JSON report.*")
-    return lines
+def _md_cell(c: Cell) -> str:
+    if isinstance(c, Bar):
+        return _cell(bar_text(c))
+    return _cell(c.text if isinstance(c, Mark) else c)
 
 
-def _section(lines: list[str], title: str, parts: list) -> None:
-    if not parts:
+def _part(p: Part) -> list[str]:
+    if isinstance(p, Plot):
+        return []  # image links are appended by the caller that wrote the PNGs
+    if isinstance(p, Text):
+        return [f"**{p.title}:** {p.text}" if p.title else p.text, ""]
+    if isinstance(p, Bullets):
+        return [f"**{p.title}:**", ""] + [f"- {x}" for x in p.items] + [""]
+    lines = [f"**{p.title}.**" + (f" *{p.caption}*" if p.caption else ""), "",
+             "| " + " | ".join(_cell(c) for c in p.columns) + " |",
+             "|" + "|".join("---" for _ in p.columns) + "|"]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in p.rows]
+    return lines + [""]
+
+
+def _section(lines: list[str], sec: Section) -> None:
+    lines += [f"## {sec.title}", ""]
+    if sec.missing is not None:
+        lines += [f"*Not available: {sec.missing}*", ""]
         return
-    lines += [f"## {title}", ""]
-    for name, body in parts:
-        lines.append(f"**{name}.**" if not isinstance(body, str) else f"**{name}:** {body}")
-        if isinstance(body, Table):
-            lines += [""] + _table(body)
-        elif isinstance(body, list):
-            lines += [""] + [f"- {x}" for x in body]
-        lines.append("")
+    for p in sec.parts:
+        lines += _part(p)
 
 
 def render_markdown(review: Review) -> str:
@@ -76,15 +84,10 @@ def render_markdown(review: Review) -> str:
         lines.append("None.")
     lines.append("")
 
-    _section(lines, "Numerics", v.numerics)
-    _section(lines, "Performance", v.performance)
-    if review.numerics is None or review.performance is None or review.notes:
-        notes = list(review.notes)
-        if review.numerics is None and not any(n.lower().startswith("numerics") for n in notes):
-            notes.append("numerics: not run")
-        if review.performance is None and not any(n.lower().startswith("perf") for n in notes):
-            notes.append("performance: no estimate")
-        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    for sec in sections(review):
+        _section(lines, sec)
+    if review.notes:
+        lines += ["## Notes", ""] + [f"- {_cell(n)}" for n in dict.fromkeys(review.notes)] + [""]
     lines += ["---", f"<sub>{v.footer}</sub>", ""]
     return "\n".join(lines)
 

@@ -47,7 +47,7 @@ def test_markdown_sections_and_priorities():
     for i in range(1, 7):
         assert re.search(rf"^\| F{i} \| ", md, re.M)
         assert re.search(rf"findings [F0-9, ]*\bF{i}\b", md)
-    assert "estimated time: 812.5 us" in md and "bottleneck: dma-overhead" in md
+    assert "estimated time 812 us" in md and "bottleneck: dma-overhead" in md
     assert "| aligned | normal | 0.031 | no |" in md
     assert md.rstrip().endswith("schema: nki-assist/review@1</sub>")
 
@@ -58,8 +58,9 @@ def test_markdown_escapes_pipes_and_drafts_when_missing():
     assert r.assessment is None
     md = render_markdown(r)
     assert "a \\| b" in md and "**Verdict: REVISE**" in md
-    assert "## Notes" in md and "numerics: no port spec, kernel not run" in md
-    assert "performance: no estimate" in md
+    assert "## Notes" in md and "- numerics: no port spec, kernel not run" in md
+    assert "## Numerics\n\n*Not available: numerics: no port spec, kernel not run*" in md
+    assert "## Performance\n\n*Not available: no estimate: the kernel was not executed" in md
 
 
 def test_markdown_fallback_note():
