@@ -116,6 +116,9 @@ class Extractor:
         self._api_memo: dict[str, str | None] = {}  # dotted -> api (imports are final before any lookup)
         self._head_memo: dict[tuple[int, int], tuple[str | None, str | None]] = {}  # call -> (dotted, api)
         self._args_memo: dict[tuple[int, int], tuple[list, dict]] = {}  # call -> (positional, keyword nodes)
+        # calls that are a whole expression statement, marked when the statement is visited
+        # (Node.parent is slow in tree-sitter: it searches down from the root)
+        self._bare_calls: set[tuple[int, int]] = set()
         if src.isascii():  # byte offsets are character offsets: slice a str, no per-node decode
             self._str = src.decode("ascii")
             self.text = self._text_ascii  # type: ignore[method-assign]
@@ -265,6 +268,7 @@ class Extractor:
     def _stmt(self, st, ctx: _Ctx) -> None:
         t = st.type
         if t == "expression_statement":
+            self._mark_bare(st)
             for c in st.named_children:
                 if c.type == "assignment":
                     self._assign(c, ctx)
@@ -339,6 +343,11 @@ class Extractor:
             self._assert(st, ctx)
         else:
             self._scan_stmt_expr(st, ctx)
+
+    def _mark_bare(self, st) -> None:
+        for c in st.named_children:
+            if c.type == "call":
+                self._bare_calls.add((c.start_byte, c.end_byte))
 
     def _stmt_expr_node(self, c, ctx: _Ctx) -> None:
         if c.type == "assignment":
@@ -890,6 +899,8 @@ class Extractor:
             return
         if t == "binary_operator" and self.text(node.child_by_field_name("operator")) == "-":
             self._subtraction(node, node.child_by_field_name("left"), node.child_by_field_name("right"), ctx)
+        elif t == "expression_statement":
+            self._mark_bare(node)
         for c in node.named_children:
             self._scan(c, ctx, names, None)
 
@@ -952,7 +963,7 @@ class Extractor:
         if api is None:
             return None
         pos, kw = self._call_args(node)
-        dst_style = "dst" in kw or node.parent is not None and node.parent.type == "expression_statement"
+        dst_style = "dst" in kw or (node.start_byte, node.end_byte) in self._bare_calls
         roles = ROLES.get(api, _DEFAULT_ROLES)[1 if dst_style else 0]
         bound = dict(zip(roles, pos)) | kw
         data = next((bound[r] for r in _DATA_ROLES if r in bound), None)
@@ -1001,7 +1012,7 @@ class Extractor:
         pos, kw = self._call_args(node)
         pos = [c for c in pos if c.type != "comment"]
         line, col, end_line, end_col = self.pos(node)
-        bare = node.parent is not None and node.parent.type == "expression_statement"
+        bare = (node.start_byte, node.end_byte) in self._bare_calls
         dst_style = "dst" in kw or (api.startswith("nisa.") and bare and target is None) or \
             (api == "nl.load" and len(pos) >= 2)
         if api == "nl.store":
