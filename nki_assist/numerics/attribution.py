@@ -19,7 +19,9 @@ from .scenarios import NumericsResult, SizeResult
 
 PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk")
 ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "loop-carried-dependency",
-                        "uninitialized-read", "missing-boundary-mask")
+                        "uninitialized-read", "missing-boundary-mask", "activation-approximation")
+# Info notes of these categories explain ULP-level differences; they never cause a tolerance failure.
+_NOT_A_CAUSE_WHEN_INFO = {"activation-approximation", "accumulation-order"}
 
 
 def _ragged_symbols(res: NumericsResult, sr: SizeResult) -> dict[str, int]:
@@ -45,7 +47,8 @@ def _fails(sr: SizeResult) -> bool:
 
 def _anchor(findings: Iterable[Finding], categories: tuple[str, ...], nki_path: str) -> Finding | None:
     """The first finding (priority order of `categories`) on the NKI file that names the cause."""
-    pool = [f for f in findings if f.line and f.file and (f.file == nki_path or f.file.endswith(nki_path.split("/")[-1]))]
+    pool = [f for f in findings if f.line and f.file and (f.file == nki_path or f.file.endswith(nki_path.split("/")[-1]))
+            and not (f.severity.value == "info" and f.category in _NOT_A_CAUSE_WHEN_INFO)]
     pool.sort(key=lambda f: f.severity.rank)  # a defect, not an info note (e.g. a layout remark), names the cause
     for cat in categories:
         for f in pool:

@@ -398,6 +398,31 @@ def _activations(c: _Ctx) -> Iterable[Finding]:
                        "they differ from each other and from NumPy at the ULP level (more for large arguments).")
             yield c.finding("MIG107", call.line, fm.line, msg, ev, f"fast-math `{fm.intrinsic}`", column=call.col)
             break
+    if "gelu" not in reported:
+        yield from _gelu_erf_vs_tanh(c)
+
+
+def _gelu_erf_vs_tanh(c: _Ctx) -> Iterable[Finding]:
+    """CUDA computes the exact erf GELU; the port calls the tanh approximation (a formula change)."""
+    erf = next((h for h in c.ck.epilogue if h.kind == "activation" and h.detail == "erf"), None)
+    if erf is None:
+        return
+    for call in c.nk.calls:
+        names = [call.api.split(".")[-1].lower()] + [v.split(".")[-1].lower() for key, v in call.kwargs.items()
+                                                    if key.startswith("op")] + ([call.op.split(".")[-1].lower()] if call.op else [])
+        hit = next((n for n in names if "gelu" in n and ("tanh" in n or "apprx" in n)), None)
+        if hit is None:
+            continue
+        yield c.finding(
+            "MIG107", call.line, erf.line,
+            f"The CUDA kernel computes GELU in the exact erf form (line {erf.line}); the port's `{hit}` is the tanh "
+            f"approximation. The two formulas differ by up to {GELU_ERF_VS_TANH_MAX_ABS:.2g} absolute (at x ~ -2.7) "
+            "before any rounding, and the model was trained with the erf form: use nl.gelu.",
+            {"cuda_function": "erf", "nki_function": hit, "nki_api": call.api,
+             "gelu_forms": {"cuda": "erf", "nki": "tanh approximation"},
+             "max_abs_difference": GELU_ERF_VS_TANH_MAX_ABS},
+            "exact erf GELU", severity=Severity.WARNING, column=call.col)
+        return
 
 
 # ---- MIG108 tile sizes carried over ----------------------------------------------------------

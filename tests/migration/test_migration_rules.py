@@ -298,3 +298,23 @@ def test_MIG102_hand_written_exp_is_covered_by_a_fused_silu():
     no_act = SILU_NKI.replace("op=nl.silu", "op=nl.copy")
     fs = [f for f in run(SILU_CU, no_act) if f.rule == "MIG102"]
     assert fs and fs[0].evidence["epilogue_detail"] == "exp"
+
+
+ERF_CU = """\
+__global__ void gelu_erf(const float* x, float* y, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f));
+    }
+}
+"""
+
+
+def test_MIG107_exact_erf_gelu_ported_as_tanh_approximation():
+    tanh_port = SILU_NKI.replace("def swiglu(gate, up)", "def gelu_erf(gate, up)").replace("op=nl.silu", "op=nl.gelu_apprx_tanh")
+    fs = [f for f in run(ERF_CU, tanh_port) if f.rule == "MIG107"]
+    assert [(f.line, f.related[0].line, f.severity.value) for f in fs] == [(line(tanh_port, "op=nl.gelu_apprx_tanh"), 5, "warning")]
+    assert fs[0].evidence["max_abs_difference"] == 4.73e-4
+    erf_port = tanh_port.replace("op=nl.gelu_apprx_tanh", "op=nl.gelu")
+    assert not [f for f in run(ERF_CU, erf_port) if f.rule == "MIG107"]
