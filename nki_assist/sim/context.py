@@ -7,6 +7,7 @@ shim functions read; `runner.run_kernel` sets it for the duration of a run and c
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from ..toolchain.types import Operand, ResourcePeaks, TraceEntry
 from .dtypes import Rounder
 
 CTX: "SimContext | None" = None
+_LHS = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 
 
 class StrictStop(Exception):
@@ -88,6 +90,8 @@ class SimContext:
         self.shared_cursor = 0
         self.outputs_created: list = []  # shared_hbm storages created by the kernel
         self.last_chain: tuple = ()  # kernel-file lines of the current call stack (allocation site)
+        self.source_lines: list[str] = []
+        self._lhs: dict[int, str | None] = {}
         self.acc_counts: dict = {}  # (storage id, region) -> low-precision accumulations seen
         self.stop_code = None  # code object of the runner frame: the stack walk ends there
         self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
@@ -114,6 +118,18 @@ class SimContext:
             f = f.f_back
         self.last_chain = tuple(chain)
         return line, depth
+
+    def lhs_name(self, line: int) -> str | None:
+        """`acc` for a source line `acc = nl.zeros(...)`: names tiles in messages."""
+        try:
+            return self._lhs[line]
+        except KeyError:
+            pass
+        text = self.source_lines[line - 1] if 0 < line <= len(self.source_lines) else ""
+        m = _LHS.match(text)
+        name = m.group(1) if m else None
+        self._lhs[line] = name
+        return name
 
     def line(self) -> int | None:
         return self.site()[0]

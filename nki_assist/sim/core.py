@@ -123,6 +123,8 @@ def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, 
                 quiet = True
         out = new_tile(result.shape, dt, buffer, line, result, m, quiet=quiet, rounded=exact_from is dt)
         out.origin = (kw.get("_alu") or op, src_storages, result, m)
+        if kw.get("_alu") in ("add", "subtract") and dt.low_precision:
+            check_rebound_acc(ctx, out, src_storages, line, depth)
     else:
         if not is_tensor(dst):
             raise TypeError(f"{op}: dst must be a tensor, got {type(dst).__name__}")
@@ -167,6 +169,19 @@ def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
                    f"running sum accumulated in {st.dt.name} {st.name or st.buffer + ' tile'}{list(st.shape)} "
                    f"inside a loop: each add rounds to {st.dt.name} (8 mantissa bits for bfloat16), so the "
                    f"sum drifts and small terms vanish.",
+                   tensor=st.name, dtype=st.dt.name, shape=list(st.shape))
+
+
+def check_rebound_acc(ctx, out: Tensor, src_storages, line, depth) -> None:
+    """`acc = nl.add(acc, part, dtype=bf16)` in a loop: the input came from this same add last iteration."""
+    if not ctx.precise or (depth <= 0 and not ctx.loops):
+        return
+    out.st.acc_line = line
+    if any(s.acc_line == line for s in src_storages):
+        st = out.st
+        ctx.report("SIM116", line,
+                   f"running sum accumulated in {st.dt.name} ({st.name or 'tile'}{list(st.shape)}) across loop "
+                   f"iterations: each add rounds to {st.dt.name}, so the sum drifts and small terms vanish.",
                    tensor=st.name, dtype=st.dt.name, shape=list(st.shape))
 
 

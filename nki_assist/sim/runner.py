@@ -154,6 +154,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                      stochastic=stochastic_rounding, seed=seed, lenient=lenient, trace=trace, max_trace=max_trace,
                      static_depth=loop_depths(tree))
     ctx.stop_code = sys._getframe(0).f_code
+    ctx.source_lines = source.splitlines()
     prev = context.CTX
     context.CTX = ctx
     status, error, error_line = "ok", None, None

@@ -30,7 +30,7 @@ class SimShapeError(ValueError):
 # -- storage ---------------------------------------------------------------------------------------
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
-                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "__weakref__")
+                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "__weakref__")
 
     def __del__(self):
         try:
@@ -65,8 +65,9 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.buffer = buffer
     st.shape = shape
     st.pax = pax
-    st.name = name
+    st.name = name or (ctx.lhs_name(line) if line else None)
     st.line = line
+    st.acc_line = None
     st.seq = next(ctx.alloc_seq)
     st.wtag = None
     st.role = role
@@ -291,6 +292,7 @@ class Tensor:
         al.written = None if st.written is None else st.written.reshape(shape)
         al.all_written = st.all_written
         al.wtag = None
+        al.acc_line = None
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 

@@ -156,3 +156,25 @@ def test_kernel_exit_stub_dtype_and_output_arguments(tmp_path):
     """, [np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32)])
     assert in_place.status == "ok" and len(in_place.outputs) == 1
     np.testing.assert_array_equal(in_place.outputs[0], np.ones((4, 4), np.float32))
+
+
+def test_rebound_bf16_running_sum_is_reported_and_names_the_tile(tmp_path):
+    body = """
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        total = nl.zeros((128, 1), dtype=nl.bfloat16)
+        for j in nl.sequential_range(8):
+            part = nl.sum(nl.load(x[:, j * 64:(j + 1) * 64]), axis=1, keepdims=True)
+            total = nl.add(total, part, dtype=nl.bfloat16)
+        nl.store(out, value=nl.copy(total, dtype=nl.float32))
+        return out
+    """
+    res = _run(tmp_path, LEGACY, body, [np.ones((128, 512), np.float32)])
+    (f,) = res.findings
+    assert (f.rule, f.line) == ("SIM116", _line(tmp_path, "total = nl.add"))
+    assert "total[128, 1]" in f.message
+    clean = _run(tmp_path, LEGACY, body.replace("dtype=nl.bfloat16)\n        nl.store", "dtype=nl.float32)\n        nl.store")
+                 .replace("nl.zeros((128, 1), dtype=nl.bfloat16)", "nl.zeros((128, 1), dtype=nl.float32)"),
+                 [np.ones((128, 512), np.float32)])
+    assert clean.findings == []
