@@ -14,6 +14,7 @@ of `function_definition`; `__shared__` is a `type_qualifier`; launches are `call
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from .cuda_model import CudaFile, CudaKernel, CudaParam, SharedDecl
@@ -23,6 +24,7 @@ from .cuda_vocab import FAST_MATH
 __all__ = ["parse_cuda", "refs", "CudaFile", "CudaKernel", "CudaParam", "SharedDecl", "FAST_MATH", "MAX_DEPTH"]
 
 MAX_PARSE_BYTES = 4_000_000  # above this the file is not parsed (a note says so)
+_UNROLL = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+unroll\b([^\n]*)", re.M)
 
 
 @cache
@@ -51,10 +53,19 @@ def parse_cuda(text: str, path: str) -> CudaFile:
             return out
         from tree_sitter import Parser
 
+        # `#pragma unroll` may sit between a loop header and its body, which tree-sitter cannot parse:
+        # blank the pragmas (same byte length, offsets unchanged) and hand them to the walker by line.
+        pragmas: dict[int, str] = {}
+        if b"pragma" in src:
+            for m in _UNROLL.finditer(src):
+                pragmas[src.count(b"\n", 0, m.start()) + 1] = m.group(1).decode("utf-8", "replace").strip()
+            src = _UNROLL.sub(lambda m: b" " * len(m.group(0)), src)
         tree = Parser(_language()).parse(src)
         from .cuda_walk import _Walker
 
-        _Walker(src, out, tree.root_node.has_error).run(tree.root_node)
+        walker = _Walker(src, out, tree.root_node.has_error)
+        walker.unroll_pragmas = pragmas
+        walker.run(tree.root_node)
     except Exception as exc:  # the contract: never raise
         out.notes.append(f"internal CUDA parser error: {type(exc).__name__}: {exc}")
     return out

@@ -36,8 +36,7 @@ class _CodeMixin:
         lp = CudaLoop(kind={"for_statement": "for", "while_statement": "while", "do_statement": "do",
                             "for_range_loop": "range-for"}[node.type],
                       line=self.line(node), end_line=node.end_point[0] + 1,
-                      unroll=self.pending_unroll, start=node.start_byte, end=node.end_byte)
-        self.pending_unroll = None
+                      unroll=self._unroll_before(node), start=node.start_byte, end=node.end_byte)
         cond = node.child_by_field_name("condition")
         if cond is not None and cond.type in ("condition_clause", "parenthesized_expression"):
             inner = cond.named_children
@@ -69,6 +68,23 @@ class _CodeMixin:
         ks.loop_stack.pop()
         if pushed:
             ks.cond_stack.pop()
+
+    def _unroll_before(self, node) -> int | bool | None:
+        """`#pragma unroll [N]` on one of the two lines above the loop (blank lines between allowed)."""
+        if not self.unroll_pragmas:
+            return None
+        row = node.start_point[0]
+        for ln in range(row, max(0, row - 3), -1):  # 1-based lines row .. row-2 precede the loop
+            if ln in self.unroll_pragmas:
+                arg = self.unroll_pragmas[ln]
+                if not arg:
+                    return True
+                v = self.fold(arg)
+                return int(v) if isinstance(v, (int, float)) else True
+            text = self.line_bytes[ln - 1] if 0 < ln <= len(self.line_bytes) else b""
+            if text.strip():
+                return None
+        return None
 
     def _for_header(self, lp: CudaLoop, init, cond, update) -> None:
         ks = self.ks
@@ -391,8 +407,9 @@ class _CodeMixin:
                 itext = "".join(self.text(i) for i in indices)
                 self._global_store(node, target, ks.global_ptrs[bname], itext, rtext, rrefs)
                 handled = True
-            elif bname in ks.types and op in ("+=", "-="):
-                self._accumulator(bname, node)
+            elif bname in ks.types and (op in ("+=", "-=") or (
+                    op == "=" and _is_self_update("".join(self.text(target).split()), right, self))):
+                self._accumulator(bname, node)  # acc[i][j] += ... / acc[i][j] = fmaf(a, b, acc[i][j])
             if handled or bname is not None:
                 for ix in indices:
                     self.visit(ix)

@@ -38,15 +38,6 @@ class _DeclMixin:
             names = [self.text(c) for c in params.children if c.type == "identifier"]
             self.macros[self.text(name)] = FunctionMacro(names, self.text(value))
 
-    def _preproc_call(self, node) -> None:
-        directive = node.child_by_field_name("directive")
-        arg = node.child_by_field_name("argument")
-        if directive is not None and self.text(directive) == "#pragma" and arg is not None:
-            words = self.text(arg).split()
-            if words and words[0] == "unroll":
-                n = self.fold(" ".join(words[1:])) if len(words) > 1 else None
-                self.pending_unroll = int(n) if isinstance(n, (int, float)) else True
-
     # -- declarations ----------------------------------------------------------------------------
     def _template_declaration(self, node) -> None:
         params = node.child_by_field_name("parameters")
@@ -273,7 +264,10 @@ class _DeclMixin:
             ks.deps[name] = set(r)
         else:
             ks.deps.setdefault(name, set()).update(r)
-        if ks.is_thread(r):
+        # indices are integers (or pointers): a float computed from a thread-indexed load is data
+        declared = ks.types.get(name)
+        if ks.is_thread(r) and (declared is None or declared.endswith("*")
+                                or canonical_dtype(declared) not in FLOAT_DTYPES):
             ks.thread_vars.add(name)
         if any(x.startswith("gridDim.") or x in ks.grid_vars for x in r):
             ks.grid_vars.add(name)

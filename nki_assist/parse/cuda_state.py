@@ -98,12 +98,12 @@ def _is_self_update(name: str, right, w) -> bool:
     if right.type == "binary_expression":
         op = w.text(right.child_by_field_name("operator"))
         if op in ("+", "-"):
-            return w.text(right.child_by_field_name("left")).strip() == name
+            return "".join(w.text(right.child_by_field_name("left")).split()) == name
         return False
     if right.type == "call_expression":
         fn = w.text(right.child_by_field_name("function")).split("::")[-1]
         args = right.child_by_field_name("arguments")
-        kids = [w.text(a).strip() for a in args.named_children] if args is not None else []
+        kids = ["".join(w.text(a).split()) for a in args.named_children] if args is not None else []
         if fn in _FMA_NAMES and len(kids) == 3:
             return kids[2] == name
         if fn in _ADD_NAMES and kids:

@@ -90,7 +90,8 @@ _SCALE_VEC = re.compile(r"\*\s*(\w*(?:gamma|weight|scale)\w*)\s*\[")
 
 def value_hints(text: str, line: int, scale_params: re.Pattern | None) -> list[EpilogueHint]:
     """Bias / scale / activation work visible in one value expression."""
-    if "(" not in text and "[" not in text and (scale_params is None or not scale_params.search(text)):
+    if "(" not in text and "[" not in text and "?" not in text and (
+            scale_params is None or not scale_params.search(text)):
         return []
     hints: list[EpilogueHint] = []
     gelu_ctx = bool(GELU_CONTEXT.search(text))

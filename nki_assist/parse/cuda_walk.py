@@ -29,7 +29,7 @@ class _Walker(_DeclMixin, _CodeMixin):
         self.ks: _KernelState | None = None
         self.host_env: dict[str, Number] | None = None
         self.host_dims: dict[str, list[str]] = {}
-        self.pending_unroll: int | bool | None = None
+        self.unroll_pragmas: dict[int, str] = {}  # line -> `#pragma unroll` argument (blanked in src)
         self.pending_template: list[str] = []
         self.stmt = None
         self.depth = 0
@@ -124,7 +124,6 @@ class _Walker(_DeclMixin, _CodeMixin):
 _HANDLERS = {
     "preproc_def": _Walker._preproc_def,
     "preproc_function_def": _Walker._preproc_function_def,
-    "preproc_call": _Walker._preproc_call,
     "template_declaration": _Walker._template_declaration,
     "function_definition": _Walker._function_definition,
     "declaration": _Walker._declaration,

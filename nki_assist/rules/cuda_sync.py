@@ -52,6 +52,22 @@ def _hazard(w: SharedAccess, r: SharedAccess) -> bool:
     return not (_same_thread(w, r) or _same_thread(r, w))
 
 
+_OFFSET_SLOT = re.compile(r"\[(\w+(?:\.[xyz])?)\+(\w+)\]")
+
+
+def _split_halves(w: SharedAccess, r: SharedAccess) -> bool:
+    """Tree-reduction step: `if (tid < s) { v = buf[tid + s]; buf[tid] = ...; }` writes [0, s) and
+    reads [s, 2s) within one iteration, so the two never touch the same element."""
+    for wi, ri in ((w.index, r.index), (w.key, r.key)):
+        m, n = _OWN_SLOT.fullmatch(wi), _OFFSET_SLOT.fullmatch(ri)
+        if m and n and m.group(1) == n.group(1):
+            var, off = re.escape(m.group(1)), re.escape(n.group(2))
+            guard = rf"(?<![\w.]){var}\s*<\s*{off}\b"
+            if re.search(guard, w.conds) and re.search(guard, r.conds):
+                return True
+    return False
+
+
 def _same_thread(a: SharedAccess, b: SharedAccess) -> bool:
     """`s[tid] = ...` and `if (tid == 0) ... s[0]`: the one thread that reads slot 0 also wrote it."""
     n = _CONST_SLOT.fullmatch(b.key)
@@ -86,9 +102,10 @@ def find_races(k: CudaKernel) -> Iterator[Race]:
             for w in writes:
                 if w is r or not _hazard(w, r):
                     continue
-                if w.pos < r.pos and w.stmt != r.stmt and clear(w.pos, r.pos):
+                halves = _split_halves(w, r)  # disjoint within one iteration only
+                if w.pos < r.pos and w.stmt != r.stmt and clear(w.pos, r.pos) and not halves:
                     yield Race("raw", w, r, None)
-                elif r.pos < w.pos and w.stmt != r.stmt and clear(r.pos, w.pos):
+                elif r.pos < w.pos and w.stmt != r.stmt and clear(r.pos, w.pos) and not halves:
                     yield Race("war", r, w, None)
                 for li in set(w.loops) & set(r.loops):
                     lp = k.loops[li]

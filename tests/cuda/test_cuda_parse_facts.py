@@ -238,3 +238,31 @@ def test_loop_trip_counts(header, trip, count):
     src = f"#define BLOCK 256\n__global__ void k(float* x, int n) {{\n    {header} x[0] += 1.0f;\n}}\n"
     [loop] = parse_cuda(src, "t.cu").kernels[0].loops
     assert (loop.trip, loop.trip_count, loop.line) == (trip, count, 3)
+
+
+def test_register_tile_gemm_with_pragmas_between_loops():
+    src = """#define TM 4
+__global__ void mm(const float* A, const float* bias, float* C, int M, int N) {
+    float acc[TM][TM];
+    int row0 = blockIdx.y * 64 + threadIdx.y * TM, col0 = blockIdx.x * 64 + threadIdx.x * TM;
+    for (int k = 0; k < 64; ++k) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll 2
+            for (int j = 0; j < TM; ++j) acc[i][j] = fmaf(A[k], A[k + j], acc[i][j]);
+    }
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TM; ++j) {
+            int row = row0 + i, col = col0 + j;
+            float v = acc[i][j] + bias[col];
+            if (row < M && col < N) C[row * N + col] = v > 0.0f ? v : 0.0f;
+        }
+}
+"""
+    f = parse_cuda(src, "mm.cu")
+    assert f.syntax_errors == []  # `#pragma unroll` between a loop header and its body
+    k = f.kernels[0]
+    assert [(lp.line, lp.unroll) for lp in k.loops] == [(5, None), (7, True), (9, 2), (11, None), (12, None)]
+    assert k.accumulators == [("acc", "float", 9)]  # acc[i][j] = fmaf(a, b, acc[i][j])
+    assert [(h.kind, h.detail) for h in k.epilogue] == [("bias", "bias"), ("activation", "relu")]
+    assert k.bounds_guards == [("row < M && col < N", 15)]  # `v > 0.0f` compares data, not an index
