@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import inspect
+import os
 import sys
 import types
 
@@ -177,6 +178,7 @@ class MissingModuleFinder(importlib.abc.MetaPathFinder):
 
     def __init__(self, kernel_file: str, shim_roots=("neuronxcc", "nki")):
         self.kernel_file = kernel_file
+        self.kernel_dir = os.path.dirname(kernel_file)
         self.loader = _StubLoader(shim_roots)
         self.stubbed: list[str] = []
 
@@ -193,7 +195,7 @@ class MissingModuleFinder(importlib.abc.MetaPathFinder):
         f = sys._getframe(1)
         while f is not None:
             fn = f.f_code.co_filename
-            if fn == self.kernel_file:
+            if fn == self.kernel_file or os.path.dirname(fn) == self.kernel_dir:  # the kernel or its helpers
                 return True
             if not fn.startswith("<frozen") and "importlib" not in fn and fn != __file__:
                 return False
@@ -234,8 +236,10 @@ class Installed:
         for name in list(sys.modules):
             if name not in self.before:
                 mod = sys.modules[name]
-                if getattr(mod, "__nki_assist_shim__", False) or name.startswith("nki_assist_kernel_"):
-                    del sys.modules[name]
+                mod_file = getattr(mod, "__file__", None) or ""
+                if (getattr(mod, "__nki_assist_shim__", False) or name.startswith("nki_assist_kernel_")
+                        or os.path.dirname(os.path.abspath(mod_file)) == self.kernel_dir):
+                    del sys.modules[name]  # shims, stubs and the kernel's own helper modules
         for name, mod in self.before.items():
             if sys.modules.get(name) is not mod:
                 sys.modules[name] = mod

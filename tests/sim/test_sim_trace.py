@@ -106,3 +106,13 @@ def test_new_dialect_output_outside_shared_hbm_is_flagged(tmp_path):
     res = run_kernel(str(k), None, [np.ones((128, 4), np.float32)], target=get_target("trn2"))
     assert [(f.rule, f.line) for f in res.findings] == [("SIM106", 7)]
     np.testing.assert_array_equal(res.outputs[0], np.ones((128, 4), np.float32))
+
+
+def test_helper_module_next_to_the_kernel_loads_with_stubs_and_is_unloaded():
+    res = run_kernel(fixture("with_helper.py"), None, [np.ones((4, 4), np.float32)], target=get_target("trn2"))
+    assert res.status == "ok", res.error
+    np.testing.assert_array_equal(res.outputs[0], np.full((4, 4), 2.0, np.float32))
+    # the helper's instruction is attributed to the kernel line that called the helper
+    (mul,) = [t for t in res.trace if t.op == "tensor_scalar"]
+    assert mul.line == 10
+    assert "sim_fixture_helpers" not in sys.modules and "torch_xla" not in sys.modules
