@@ -135,6 +135,10 @@ def _bytes(n: Any) -> str:
     return f"{int(n)} B"
 
 
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _exact(v: Any) -> str:
     return str(v) if isinstance(v, int) and not isinstance(v, bool) else num(v)
 
@@ -314,7 +318,7 @@ def numerics_section(review: Review) -> Section:
                                            "(an element fails when |actual − expected| > atol + rtol·|expected|)"))
     if n.sizes:
         sec.parts.append(_sizes_grid(n.sizes, symbol))
-    g = _growth(extra.get("growth") or [], symbol)
+    g = _growth([x for x in extra.get("growth") or [] if isinstance(x, dict)], symbol)
     if g:
         sec.parts.append(g)
     a = _attribution(review.findings)
@@ -334,7 +338,7 @@ def numerics_section(review: Review) -> Section:
 # ---------------------------------------------------------------- performance
 
 def _bounds(p, extra: dict[str, Any]) -> Grid | None:
-    b = extra.get("bounds") or {}
+    b = _dict(extra.get("bounds"))
     size = extra.get("size")
     label = "estimate + measured" if extra.get("measured_time_us") is not None or p.measured else "estimate"
     rows: list[list[Cell]] = []
@@ -358,11 +362,11 @@ def _bounds(p, extra: dict[str, Any]) -> Grid | None:
 
 
 def _comparison(extra: dict[str, Any]) -> Grid | None:
-    rows = extra.get("comparison") or []
+    rows = [r for r in extra.get("comparison") or [] if isinstance(r, dict)]
     if not rows:
         return None
-    out = [[str(r.get("metric", "")).replace("_", " "), num(r.get("estimate")), num(r.get("measured")),
-            num(r.get("estimate_over_measured"))] for r in rows]
+    out = [[str(r.get("metric", "")).replace("_", " "), num(r.get("estimate"), zeros=True),
+            num(r.get("measured"), zeros=True), num(r.get("estimate_over_measured"))] for r in rows]
     return Grid("Estimate vs measured", ["metric", "estimate", "measured", "estimate / measured"], out)
 
 
@@ -400,7 +404,7 @@ def _utilization(p, extra: dict[str, Any]) -> list[str]:
         if xf:
             s += f" (transposes {num(xf)})"
         out.append(s)
-    h = extra.get("hbm") or {}
+    h = _dict(extra.get("hbm"))
     s = f"HBM read {_bytes(p.hbm_read_bytes)}, write {_bytes(p.hbm_write_bytes)}"
     if h.get("unique_read_bytes") is not None:
         s += f"; unique read {_bytes(h['unique_read_bytes'])} ({num(h.get('redundancy'), zeros=True)}x redundant)"
@@ -411,7 +415,7 @@ def _utilization(p, extra: dict[str, Any]) -> list[str]:
 
 
 def _roofline(extra: dict[str, Any]) -> str | None:
-    r = extra.get("roofline") or {}
+    r = _dict(extra.get("roofline"))
     ai = extra.get("arithmetic_intensity", r.get("arithmetic_intensity"))
     if ai is None and not r:
         return None
@@ -422,10 +426,10 @@ def _roofline(extra: dict[str, Any]) -> str | None:
         s += f" vs ridge {num(r['ridge_flops_per_byte'])} FLOP/B"
     if r.get("region"):
         s += f" → {r['region']}-bound region"
-    if r.get("achieved_flops") is not None and r.get("attainable_flops") is not None:
+    if isinstance(r.get("achieved_flops"), (int, float)) and isinstance(r.get("attainable_flops"), (int, float)):
         s += (f"; achieved {num(r['achieved_flops'] / 1e12)} TFLOP/s = {_percent(r.get('percent_of_roof'))} "
               f"of the attainable {num(r['attainable_flops'] / 1e12)} TFLOP/s")
-    if r.get("peak_flops") is not None and r.get("hbm_bw_bytes_per_s") is not None:
+    if isinstance(r.get("peak_flops"), (int, float)) and isinstance(r.get("hbm_bw_bytes_per_s"), (int, float)):
         s += f" (peak {num(r['peak_flops'] / 1e12)} TFLOP/s, HBM {num(r['hbm_bw_bytes_per_s'] / 1e9)} GB/s)"
     return s
 
