@@ -208,8 +208,11 @@ class SimContext:
 
 
 def operand(t) -> Operand:
-    st = t.st
-    shape = t.shape
-    on_chip = st.buffer in ("sbuf", "psum")
-    return Operand(shape=shape, dtype=st.dt.name, buffer=st.buffer,
-                   partitions=(shape[0] if shape else 1) if on_chip else 1, name=st.name)
+    op = t.operand  # cached on the view: an op result is usually the next instruction's source
+    if op is None:
+        st = t.st
+        shape = t.shape
+        on_chip = st.buffer in ("sbuf", "psum")
+        op = t.operand = Operand(shape=shape, dtype=st.dt.name, buffer=st.buffer,
+                                 partitions=(shape[0] if shape else 1) if on_chip else 1, name=st.name)
+    return op

@@ -25,7 +25,8 @@ F32 = np.float32
 # -- helpers ---------------------------------------------------------------------------------------
 def ctx_site():
     ctx = context.CTX
-    commit_pending(ctx)
+    if ctx.pending:
+        commit_pending(ctx)
     line, depth = ctx.site()
     return ctx, line, depth
 
@@ -46,7 +47,7 @@ def opname(op) -> str:
 
 
 def is_tensor(x) -> bool:
-    return isinstance(x, Tensor)
+    return type(x) is Tensor or isinstance(x, Tensor)
 
 
 def fvals(t: Tensor, m, line, **kw) -> np.ndarray:

@@ -198,18 +198,25 @@ def commit_pending(ctx) -> None:
 
 
 # -- views -----------------------------------------------------------------------------------------
+_WHOLE: dict = {}  # shape -> desc of a whole-storage view
+_WHOLE_RES = (Ellipsis, None, True)
+
+
 class Tensor:
     """A view of a storage (what kernels hold: HBM arguments, tiles, slices of them)."""
 
-    __slots__ = ("st", "desc", "fancy", "shape", "_res", "fresh", "origin", "__weakref__")
+    __slots__ = ("st", "desc", "fancy", "shape", "_res", "fresh", "origin", "operand", "__weakref__")
 
     def __init__(self, st: Storage, desc=None, fancy=None, shape=None):
         self.st = st
         self._res = None
+        self.operand = None  # cached trace Operand
         if desc is None and fancy is None:
-            desc = tuple((0, 1, d) for d in st.shape)
             shape = st.shape
-            self._res = (Ellipsis, None, True)  # the whole storage
+            desc = _WHOLE.get(shape)
+            if desc is None:
+                desc = _WHOLE[shape] = tuple((0, 1, d) for d in shape)
+            self._res = _WHOLE_RES  # the whole storage
         self.desc = desc
         self.fancy = fancy  # (storage index arrays, view shape) for non-affine / transposing indices
         if shape is None:
@@ -489,7 +496,7 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
         w = st.written[key] if not st.all_written else None
         check_m = m if ok else (valid if m is None else valid & m)
     elif ok:
-        out = st.data[key]
+        out = st.data if key is Ellipsis else st.data[key]
         w = None if st.all_written else st.written[key]
         check_m = m
     else:
