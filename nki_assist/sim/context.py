@@ -7,6 +7,7 @@ shim functions read; `runner.run_kernel` sets it for the duration of a run and c
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -167,31 +168,27 @@ class SimContext:
         return self.findings
 
     # -- trace -------------------------------------------------------------------------------------
-    def instr(self, engine: str, op: str, line: int | None, depth: int, dst=None, srcs=(), **kw) -> None:
+    def instr(self, engine: str, op: str, line: int | None, depth: int, dst=None, srcs=(), partitions=None,
+              free_elems=None, extra=None, **kw) -> None:
         self.n_instr += 1
         if not self.tracing:
             return
-        if len(self.trace) >= self.max_trace:
-            if len(self.trace) == self.max_trace:
+        trace = self.trace
+        if len(trace) >= self.max_trace:
+            if len(trace) == self.max_trace:
                 self.notes.append(f"trace truncated at {self.max_trace} instructions")
-                self.trace.append(None)  # marker, removed at the end
+                trace.append(None)  # marker, removed at the end
             return
         dst_op = operand(dst) if dst is not None else None
         src_ops = [operand(s) for s in srcs if s is not None and hasattr(s, "st")]
         main = dst_op or (src_ops[0] if src_ops else None)
-        parts = kw.pop("partitions", None)
-        free = kw.pop("free_elems", None)
         if main is not None:
-            if parts is None:
-                parts = main.partitions
-            if free is None:
-                n = 1
-                for d in main.shape:
-                    n *= d
-                free = n // max(parts, 1)
-        self.trace.append(TraceEntry(seq=self.n_instr, engine=engine, op=op, line=line, file=self.display_file,
-                                     dst=dst_op, srcs=src_ops, partitions=parts or 0, free_elems=free or 0,
-                                     loop_depth=depth, **kw))
+            if partitions is None:
+                partitions = main.partitions
+            if free_elems is None:
+                free_elems = math.prod(main.shape) // (partitions or 1)
+        trace.append(TraceEntry(self.n_instr, engine, op, line, self.display_file, dst_op, src_ops, partitions or 0,
+                                free_elems or 0, loop_depth=depth, extra={} if extra is None else extra, **kw))
 
     # -- affine loop tags --------------------------------------------------------------------------
     def retag(self) -> None:
