@@ -1,6 +1,6 @@
 """Benchmark (not a test): parse + CUDA rules on generated 1,000-line files.
 
-Run: .venv/bin/python tests/cuda/bench_cuda_parse.py [repeats]
+Run: `python -m benchmarks cuda` (or `python benchmarks/cuda_bench.py [repeats]`).
 "dense": fixture kernels repeated (a kernel every ~12 lines); "typical": 4 kernels + host code.
 """
 
@@ -19,7 +19,7 @@ from nki_assist.parse.cuda import _language, parse_cuda
 from nki_assist.parse.cuda_state import refs
 from nki_assist.rules.cuda_rules import run_cuda_rules
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
+FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 
 
 def dense() -> str:
@@ -68,6 +68,18 @@ def measure(text: str, repeats: int) -> tuple[float, float, float]:
         ts.append(b - a)
         ours.append(c - b)
     return min(ours) * 1e3, statistics.median(ours) * 1e3, statistics.median(ts) * 1e3
+
+
+def run(repeats: int = 30) -> dict:
+    out: dict = {}
+    for name, text in (("dense", dense()), ("typical", typical())):
+        best, med, ts = measure(text, repeats)
+        out[f"{name}_lines"] = text.count("\n")
+        out[f"{name}_kernels"] = len(parse_cuda(text, "x").kernels)
+        out[f"{name}_min_ms"] = round(best, 2)
+        out[f"{name}_median_ms"] = round(med, 2)
+        out[f"{name}_tree_sitter_median_ms"] = round(ts, 2)
+    return out
 
 
 if __name__ == "__main__":
