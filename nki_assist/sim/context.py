@@ -23,8 +23,9 @@ CTX: "SimContext | None" = None
 _LHS = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 
 
-class StrictStop(Exception):
-    """Raised in strict mode at the first violation."""
+class StrictStop(BaseException):
+    """Raised in strict mode at the first violation (a BaseException: kernel `except Exception` cannot
+    swallow it)."""
 
     def __init__(self, finding: Finding):
         super().__init__(finding.message)

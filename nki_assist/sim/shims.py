@@ -40,6 +40,12 @@ class Stub:
     def __getitem__(self, item):
         return self
 
+    def __enter__(self):  # `with torch.no_grad():` around harness code
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
     def __mro_entries__(self, bases):
         return (object,)
 

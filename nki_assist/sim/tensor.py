@@ -72,15 +72,10 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.wtag = None
     st.role = role
     st.alias = None
-    if data is None:
-        data = np.full(shape, sentinel(dt), dtype=dt.store)
-    st.data = data
-    # `written` is None once every element has been written (the common case for op results).
-    st.written = None if written else np.zeros(shape, dtype=bool)
-    st.all_written = written or data.size == 0
     st.bytes_pp = 0
     st.banks = 0
-    if buffer in ON_CHIP:
+    st.written = None
+    if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
         if ctx.legacy and ctx.loops:
@@ -89,6 +84,12 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
             ctx.pending.append(st)
         else:
             commit(st, line)
+    if data is None:
+        data = np.full(shape, sentinel(dt), dtype=dt.store)
+    st.data = data
+    # `written` is None once every element has been written (the common case for op results).
+    st.written = None if written else np.zeros(shape, dtype=bool)
+    st.all_written = written or data.size == 0
     return st
 
 

@@ -178,3 +178,31 @@ def test_rebound_bf16_running_sum_is_reported_and_names_the_tile(tmp_path):
                  .replace("nl.zeros((128, 1), dtype=nl.bfloat16)", "nl.zeros((128, 1), dtype=nl.float32)"),
                  [np.ones((128, 512), np.float32)])
     assert clean.findings == []
+
+
+def test_huge_tile_is_reported_before_the_allocation_fails(tmp_path):
+    body = """
+    @nki.jit
+    def k(x):
+        big = nl.ndarray((128, 1 << 40), dtype=nl.float32)
+        return x
+    """
+    res = _run(tmp_path, LEGACY, body, [np.ones((4, 4), np.float32)])
+    assert res.status in ("out-of-memory", "kernel-error")
+    line = _line(tmp_path, "big = nl.ndarray")
+    assert ("SIM104", line) in [(f.rule, f.line) for f in res.findings]
+    assert res.error_line == line
+
+
+def test_strict_stop_cannot_be_swallowed_by_the_kernel(tmp_path):
+    body = """
+    @nki.jit
+    def k(x):
+        try:
+            t = nl.load(x[0:256, :])
+        except Exception:
+            t = None
+        return x
+    """
+    res = _run(tmp_path, LEGACY, body, [np.ones((256, 4), np.float32)], lenient=False)
+    assert res.status == "kernel-error" and [f.rule for f in res.findings] == ["SIM101"]
