@@ -206,3 +206,28 @@ def test_strict_stop_cannot_be_swallowed_by_the_kernel(tmp_path):
     """
     res = _run(tmp_path, LEGACY, body, [np.ones((256, 4), np.float32)], lenient=False)
     assert res.status == "kernel-error" and [f.rule for f in res.findings] == ["SIM101"]
+
+
+def test_load_transpose2d_and_dma_transpose(tmp_path):
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    legacy = _run(tmp_path, LEGACY, """
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load_transpose2d(x))
+        return out
+    """, [x])
+    new = _run(tmp_path, NEW, """
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    """, [x])
+    for res in (legacy, new):
+        assert res.status == "ok" and res.findings == []
+        np.testing.assert_array_equal(res.outputs[0], x.T)
+        (tr,) = [t for t in res.trace if t.op == "dma_transpose"]
+        assert tr.engine == "dma" and tr.direction == "load" and tr.bytes == 64 * 32 * 4
