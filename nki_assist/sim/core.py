@@ -199,17 +199,13 @@ def on_chip_operand(ctx, line, op, t, role="input"):
         check_placement(ctx, line, op, t, ON_CHIP, role)
 
 
-def operand_value(v, m, line, shape_p: int | None = None):
+def operand_value(v, m, line):
     """A scalar or a [P,1] tensor operand (tensor_scalar / activation bias & scale), as fp32."""
     if is_tensor(v):
         return fvals(v, _sub(m, v), line)
     if isinstance(v, (int, float, np.number, bool)):
         return F32(v)
     raise TypeError(f"operand must be a number or a tensor, got {type(v).__name__}")
-
-
-def dtype_name(t) -> str:
-    return t.st.dt.name
 
 
 def part_check(ctx, line, op, *ts):
@@ -443,16 +439,15 @@ def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="s
 
 
 # -- matmul / transpose ----------------------------------------------------------------------------
-def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None, label="nc_matmul",
-           legacy_new_dtype=None) -> Tensor:
+def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None,
+           label="nc_matmul") -> Tensor:
     """stationary[K, M].T @ moving[K, N] -> PSUM [M, N], fp32 accumulation (nki-facts §1.3)."""
     ctx, line, depth = ctx_site()
     return _matmul(ctx, line, depth, stationary, moving, dst=dst, accumulate=accumulate,
                    is_transpose=is_transpose, mask=mask, label=label)
 
 
-def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label,
-            pre_transposed: bool = False) -> Tensor:
+def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label) -> Tensor:
     tgt = ctx.target
     for role, t in (("stationary", stationary), ("moving", moving)):
         if not is_tensor(t):
@@ -589,8 +584,8 @@ def memset(value, *, dst=None, shape=None, dtype=None, mask=None, engine="vector
         if (isinstance(value, float) and not dt.is_float):
             ctx.report("SIM107", line, f"memset of {value!r} into a {dt.name} tile: the value's dtype must match "
                        "the destination (0.3+).", value=value, dtype=dt.name)
-    r = np.full(shp, value, dtype=F32 if (dtype is None or resolve(dtype).is_float) and
-                (dst is None or dst.st.dt.is_float) else np.int64)
+    out_dt = dst.st.dt if dst is not None else resolve(dtype if dtype is not None else FLOAT32)
+    r = np.full(shp, value, dtype=F32 if out_dt.is_float else np.int64)
     return emit(ctx, "memset", engine, line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[], mask=mask)
 
 

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import context, core, mathops
-from .context import LoopFrame, UnsupportedAPI
+from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
 from .indexing import DynSlice, Idx, MGrid
-from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, release, tile_mask, write
+from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, release, write
 
 F32 = np.float32
 
@@ -77,8 +77,6 @@ def _alloc(shape, dtype, buffer, name, line) -> Tensor:
     dt = resolve(dtype if dtype is not None else FLOAT32)
     if buf.endswith("hbm"):
         return Tensor(hbm_tensor(ctx, shp, dt, buf, name, line))
-    if len(shp) < 2 and not ctx.legacy:
-        pass  # new dialect: SBUF/PSUM tensors are >= 2-D; a 1-D one is still simulated
     t = Tensor(allocate(shp, dt, buf, line=line, name=name or None, pax=pax))
     bind_site(ctx, t)
     return t
@@ -444,9 +442,6 @@ def namespace(target) -> dict:
         nc=nc, spmd_dim=spmd_dim, device_print=device_print, no_reorder=no_reorder, arange=arange,
         mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target),
     )
-    ns["copy"] = copy
-    ns["copy"]._nki_op = "copy"
-    ns["copy"].__dict__["_nki_op"] = "copy"
     return ns
 
 
