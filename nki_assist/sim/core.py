@@ -1,14 +1,14 @@
-"""Instruction semantics shared by both dialects and by `nl`/`nisa`.
+"""Instruction semantics shared by both dialects and by `nl`/`nisa`: the instruction machinery
+(`ctx_site`, `emit`, `new_tile`) and the Vector/Scalar/GpSimd instructions. Tensor Engine instructions
+are in tensor_engine.py, DMA in dma.py.
 
-Every function here is one NeuronCore instruction: it reads its operands through `tensor.read` (checks),
-computes in fp32 with one numpy expression, writes the destination through `tensor.write` (rounding to
-the destination dtype) and appends one trace entry. `dst=None` means "return a new tile" (legacy style
-and `nl.*` convenience ops); otherwise the result goes into `dst` (new-dialect ISA style).
+Every instruction reads its operands through `tensor.read` (checks), computes in fp32 with one numpy
+expression, writes the destination through `tensor.write` (rounding to the destination dtype) and
+appends one trace entry. `dst=None` means "return a new tile" (legacy style and `nl.*` convenience
+ops); otherwise the result goes into `dst` (new-dialect ISA style).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from . import context, mathops
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
-from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read, resolve as resolve_view
+from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read
 from .tensor import tile_mask, write
 
 F32 = np.float32
@@ -438,143 +438,6 @@ def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="s
                 src_storages=tuple(x.st for x in srcs))
 
 
-# -- matmul / transpose ----------------------------------------------------------------------------
-def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None,
-           label="nc_matmul") -> Tensor:
-    """stationary[K, M].T @ moving[K, N] -> PSUM [M, N], fp32 accumulation (nki-facts §1.3)."""
-    ctx, line, depth = ctx_site()
-    return _matmul(ctx, line, depth, stationary, moving, dst=dst, accumulate=accumulate,
-                   is_transpose=is_transpose, mask=mask, label=label)
-
-
-def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label) -> Tensor:
-    tgt = ctx.target
-    for role, t in (("stationary", stationary), ("moving", moving)):
-        if not is_tensor(t):
-            raise TypeError(f"{label}: {role} must be a tensor")
-        if t.st.buffer != "sbuf":
-            check_placement(ctx, line, label, t, ("sbuf",), role)
-    if dst is not None and dst.st.buffer != "psum":
-        check_placement(ctx, line, label, dst, ("psum",), "dst")
-    s = fvals(stationary, None, line)
-    mv = fvals(moving, None, line)
-    K = s.shape[0] if s.ndim else 1
-    s2 = s.reshape(K, -1)
-    m2 = mv.reshape(mv.shape[0] if mv.ndim else 1, -1)
-    M, N = s2.shape[1], m2.shape[1]
-    dst_dt = dst.st.dt if dst is not None else FLOAT32
-    nmax = tgt.moving_fmax_bf16_dst if dst_dt.name == "bfloat16" else tgt.moving_fmax
-    problems = []
-    if K > tgt.contraction_max:
-        problems.append(f"contraction K={K} > {tgt.contraction_max}")
-    if m2.shape[0] != K:
-        raise SimShapeError(f"{label}: stationary has K={K} rows and moving has {m2.shape[0]}; the contraction "
-                            "dimension must be the partition axis of both operands")
-    if M > tgt.stationary_fmax:
-        problems.append(f"stationary free size M={M} > {tgt.stationary_fmax}")
-    if N > nmax:
-        problems.append(f"moving free size N={N} > {nmax}")
-    if problems:
-        ctx.report("SIM105", line, f"{label} [{K}x{M}].T @ [{K}x{N}] exceeds the Tensor Engine tile limits on "
-                   f"{tgt.name}: " + "; ".join(problems) + ".", k=K, m=M, n=N,
-                   limits={"k": tgt.contraction_max, "m": tgt.stationary_fmax, "n": nmax})
-    _matmul_dtypes(ctx, line, label, stationary, moving, dst_dt)
-    res = s2.T @ m2  # fp32 products, fp32 accumulation
-    if dst is None:
-        out = new_tile((M, N), FLOAT32, "psum", line, res, quiet=True)  # limits reported as SIM105 above
-        out.origin = ("matmul", (stationary.st, moving.st), res, None)
-    else:
-        out = dst
-        res = _fit(res, dst.shape, label)
-        m = tile_mask(mask, dst.shape) if mask is not None else None
-        _psum_accumulate(ctx, line, dst, res, m, accumulate)
-    ctx.instr("tensor", "nc_matmul", line, depth, out, [stationary, moving],
-              extra={"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)})
-    return out
-
-
-def _matmul_dtypes(ctx, line, label, a: Tensor, b: Tensor, dst_dt: DType) -> None:
-    tgt = ctx.target
-    if dst_dt.name not in tgt.matmul_dst_dtypes:
-        ctx.report("SIM107", line, f"{label} writes a {dst_dt.name} PSUM tile; on {tgt.name} the matmul dst must be "
-                   f"{' or '.join(tgt.matmul_dst_dtypes)} (nc_matmul dst dtype must be float32 on gen2/gen3).",
-                   dst_dtype=dst_dt.name, allowed=list(tgt.matmul_dst_dtypes))
-    da, db = a.st.dt.name, b.st.dt.name
-    fp32ish = ("float32", "tfloat32", "float32r")
-    if (da in fp32ish) != (db in fp32ish):
-        ctx.report("SIM107", line, f"{label} mixes {da} and {db} operands; fp32/tf32 operands must pair with "
-                   "fp32/tf32.", dtypes=[da, db])
-    if "float8_e4m3fn" in (da, db) and not tgt.supports_fp8_e4m3fn:
-        ctx.report("SIM107", line, f"{label}: float8_e4m3fn operands are accepted by the Tensor Engine only on "
-                   f"trn3 (use float8_e4m3 on {tgt.name}).", dtypes=[da, db])
-
-
-def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> None:
-    st = dst.st
-    low = st.dt.low_precision
-    if accumulate is False:
-        write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
-        return
-    key, inner, ok = resolve_view(dst)
-    w = st.written[key] if (ok and dst.fancy is None and not st.all_written) else None
-    if accumulate is True:
-        if w is not None and not st.all_written:
-            bad = ~w if m is None else (~w & m)
-            if bad.any():
-                ctx.report("SIM111", line, f"nc_matmul(accumulate=True) onto PSUM {st.name or ''}{list(st.shape)} "
-                           "that no matmul has written: accumulating onto uninitialized PSUM is undefined.",
-                           tensor=st.name, uninitialized_elements=int(bad.sum()))
-        has = True
-    else:
-        if st.all_written:
-            has = True
-        else:
-            has = None if w is None else (True if w.all() else (False if not w.any() else None))
-        if has is None and w is not None:
-            old = mathops.f32(st.data[key])
-            res = np.where(w, old + res, res)
-            write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
-            return
-        if has is None:
-            has = False
-    if has and not low:
-        write(dst, res, m, line, accumulate=True, exempt_affine=True)
-    elif has:
-        old = read(dst, m, line, exempt_affine=True)
-        write(dst, ctx.round(mathops.f32(old) + res, st.dt), m, line, exempt_affine=True)
-    else:
-        write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
-
-
-def transpose(data, *, dst=None, engine="tensor", dtype=None, label="nc_transpose", buffer=None) -> Tensor:
-    ctx, line, depth = ctx_site()
-    tgt = ctx.target
-    v = read(data, None, line)
-    P = v.shape[0] if v.ndim else 1
-    v2 = v.reshape(P, -1)
-    F = v2.shape[1]
-    if engine == "vector":
-        if P > 32 or F > 32:
-            ctx.report("SIM105", line, f"{label} on the Vector Engine handles at most 32x32; got [{P}, {F}].",
-                       shape=[P, F], limit=32)
-    else:
-        if data.st.buffer != "sbuf":
-            check_placement(ctx, line, label, data, ("sbuf",), "input")
-        if dst is not None and dst.st.buffer != "psum":
-            check_placement(ctx, line, label, dst, ("psum",), "dst")
-        if P > tgt.contraction_max or F > tgt.stationary_fmax:
-            ctx.report("SIM105", line, f"{label} on the Tensor Engine handles at most [128, 128]; got [{P}, {F}].",
-                       shape=[P, F], limit=[tgt.contraction_max, tgt.stationary_fmax])
-        if dst is not None and dst.st.dt is not data.st.dt:
-            ctx.report("SIM107", line, f"{label}: Tensor Engine transpose dst dtype {dst.st.dt.name} differs from "
-                       f"the input dtype {data.st.dt.name}.", dtypes=[data.st.dt.name, dst.st.dt.name])
-    r = np.array(v2.T, copy=True)
-    buf = buffer or ("psum" if engine == "tensor" else "sbuf")
-    extra = {"k": P, "m": F, "n": P, "is_transpose": True} if engine == "tensor" else {}
-    return emit(ctx, "nc_transpose", engine, line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
-                buffer=buf, src_storages=(data.st,), extra=extra)
-
-
 # -- memset / iota / selects -----------------------------------------------------------------------
 def memset(value, *, dst=None, shape=None, dtype=None, mask=None, engine="vector") -> Tensor:
     ctx, line, depth = ctx_site()
@@ -672,129 +535,6 @@ def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     r = np.stack([mu, var], axis=1).astype(F32)
     return emit(ctx, "bn_aggr", "vector", line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[data],
                 src_storages=(data.st,))
-
-
-# -- DMA -------------------------------------------------------------------------------------------
-def dma_transfers(t: Tensor, parts: int, n_elems: int) -> int:
-    """≈ number of contiguous descriptors: elements / contiguous run, at least one per partition."""
-    if t.fancy is not None:
-        return max(n_elems, parts)
-    run = 1
-    for e, S in zip(reversed(t.desc), reversed(t.st.shape)):
-        if type(e) is tuple:
-            start, step, n = e
-            if step == 1:
-                run *= max(n, 1)
-                if n == S:
-                    continue
-        break
-    return max(-(-n_elems // run), parts, 1)
-
-
-def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,
-        transpose_2d=False) -> None:
-    ctx, line, depth = ctx_site()
-    return dma_at(ctx, line, depth, dst, src, mask=mask, op=op, accumulate_op=accumulate_op,
-                  transpose_2d=transpose_2d, label=label)
-
-
-def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_op=None, transpose_2d=False,
-           label=None, value=None):
-    """Move src -> dst (element counts must match; dtype cast through fp32). `value` short-cuts the read."""
-    label = label or op
-    if src.st.buffer == "psum" and not ctx.legacy and dst.st.buffer != "psum":
-        check_placement(ctx, line, label, src, ("sbuf", "hbm"), "source")
-    if dst.st.buffer == "psum":
-        check_placement(ctx, line, label, dst, ("sbuf", "hbm"), "destination")
-    shape = dst.shape
-    m = tile_mask(mask, shape) if mask is not None else None
-    if value is None:
-        src_shape = src.shape
-        sm = m if (m is not None and src_shape == shape) else None
-        if transpose_2d:
-            sm = m.T if m is not None and m.T.shape == src_shape else None
-        value = read(src, sm, line)
-        if transpose_2d:
-            value = value.reshape(value.shape[0], -1).T
-    if value.shape != shape:
-        if value.size != int(np.prod(shape)):
-            raise SimShapeError(f"{label}: source {list(src.shape)} and destination {list(shape)} hold different "
-                                "numbers of elements")
-        value = value.reshape(shape)
-    same = src.st.dt is dst.st.dt
-    val = value if same else ctx.round(mathops.f32(value) if src.st.dt.is_float else value, dst.st.dt)
-    if accumulate_op is not None:
-        old = read(dst, m, line)
-        val = ctx.round(mathops.BINARY[opname(accumulate_op)](mathops.f32(old), mathops.f32(val)), dst.st.dt)
-    write(dst, val, m, line)
-    _dma_trace(ctx, line, depth, dst, src, m, op)
-
-
-def _dma_trace(ctx, line, depth, dst, src, m, op):
-    if not ctx.tracing:
-        ctx.n_instr += 1
-        return
-    hbm, chip = (src, dst) if src.st.buffer.endswith("hbm") else (dst, src)
-    direction = "load" if src.st.buffer.endswith("hbm") and not dst.st.buffer.endswith("hbm") else (
-        "store" if dst.st.buffer.endswith("hbm") and not src.st.buffer.endswith("hbm") else "copy")
-    n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
-    parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
-    from .tensor import box
-
-    nbytes = n * hbm.st.dt.itemsize
-    transfers = dma_transfers(hbm, parts, n) if hbm.st.buffer.endswith("hbm") else max(parts, 1)
-    ctx.instr("dma", op, line, depth, dst, [src], partitions=parts, free_elems=n // max(parts, 1), bytes=nbytes,
-              transfers=transfers, hbm_tensor=hbm.st.name if hbm.st.buffer.endswith("hbm") else None,
-              hbm_box=box(hbm) if hbm.st.buffer.endswith("hbm") else None, direction=direction)
-
-
-def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load") -> Tensor:
-    ctx, line, depth = ctx_site()
-    if not is_tensor(src):
-        raise TypeError("nl.load expects an HBM tensor")
-    if not src.st.buffer.endswith("hbm"):
-        check_placement(ctx, line, "nl.load", src, ("hbm",), "source")
-    shape = src.shape
-    if transpose_2d:
-        P = shape[0]
-        shape = (int(np.prod(shape[1:])), P)
-    dt = resolve(dtype) if dtype is not None else src.st.dt
-    m = tile_mask(mask, shape) if mask is not None else None
-    if m is None:
-        sm = None
-    else:
-        sm = m.T if transpose_2d else m
-    v = read(src, sm, line)
-    if transpose_2d:
-        v = v.reshape(v.shape[0], -1).T
-    if m is None and dt is src.st.dt:
-        out = new_tile(shape, dt, "sbuf", line, np.array(v, copy=True), rounded=True)
-    else:
-        out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
-    out.origin = ("load", (src.st,), None, m)
-    _dma_trace(ctx, line, depth, out, src, m, op)
-    return out
-
-
-def store(dst: Tensor, value, *, mask=None) -> None:
-    if is_tensor(value) and value.fresh:
-        consume(value)  # the op wrote straight into the tile the DMA reads; not an extra live tile
-    ctx, line, depth = ctx_site()
-    if not is_tensor(dst):
-        raise TypeError("nl.store expects an HBM destination tensor")
-    if not dst.st.buffer.endswith("hbm"):
-        check_placement(ctx, line, "nl.store", dst, ("hbm",), "destination")
-    if is_tensor(value):
-        if value.st.buffer.endswith("hbm"):
-            check_placement(ctx, line, "nl.store", value, ON_CHIP, "value")
-        if value.st.buffer == "psum" and not ctx.legacy:
-            check_placement(ctx, line, "nl.store", value, ("sbuf",), "value")
-        dma_at(ctx, line, depth, dst, value, mask=mask, op="dma_store")
-    else:
-        v = np.broadcast_to(np.asarray(value, F32), dst.shape)
-        m = tile_mask(mask, dst.shape) if mask is not None else None
-        write(dst, ctx.round(v, dst.st.dt), m, line)
-        ctx.instr("dma", "dma_store", line, depth, dst, [], direction="store")
 
 
 def consume(t: Tensor) -> None:

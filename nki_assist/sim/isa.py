@@ -6,7 +6,8 @@ Legacy (`neuronxcc.nki.isa`, NKI 0.1) ISA calls return a new tile and take `dtyp
 
 from __future__ import annotations
 
-from . import context, core
+from . import context, core, dma
+from . import tensor_engine as te
 from .context import UnsupportedAPI
 from .indexing import Mask
 
@@ -45,7 +46,7 @@ def _reduce_name(op) -> str:
 def legacy_namespace() -> dict:
     def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
                   tile_position=(), tile_size=(), mask=None, **kw):
-        return core.matmul(stationary, moving, is_transpose=is_transpose, mask=mask)
+        return te.matmul(stationary, moving, is_transpose=is_transpose, mask=mask)
 
     def nc_transpose(data, engine=None, mask=None, dtype=None, **kw):
         P = data.shape[0]
@@ -53,7 +54,7 @@ def legacy_namespace() -> dict:
         for d in data.shape[1:]:
             F *= d
         eng = _engine(engine, "vector" if P <= 32 and F <= 32 else "tensor")
-        return core.transpose(data, engine=eng, dtype=dtype)
+        return te.transpose(data, engine=eng, dtype=dtype)
 
     def activation(op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                    dtype=None, **kw):
@@ -93,7 +94,7 @@ def legacy_namespace() -> dict:
                            engine="gpsimd")
 
     def dma_copy(dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
-        core.dma(dst, src, mask=mask, accumulate_op=dst_rmw_op)
+        dma.dma(dst, src, mask=mask, accumulate_op=dst_rmw_op)
 
     def bn_stats(data, dtype=None, mask=None, **kw):
         return core.bn_stats(data, dtype=dtype, mask=mask)
@@ -151,7 +152,7 @@ def _max8(dst, src, dtype):
 def new_namespace() -> dict:
     def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
                   is_transpose=False, accumulate=None, tile_position=(), tile_size=(), perf_mode=None, **kw):
-        core.matmul(stationary, moving, dst=dst, accumulate=accumulate, is_transpose=is_transpose)
+        te.matmul(stationary, moving, dst=dst, accumulate=accumulate, is_transpose=is_transpose)
 
     def nc_transpose(dst, data, engine=None, **kw):
         P = data.shape[0]
@@ -159,7 +160,7 @@ def new_namespace() -> dict:
         for d in data.shape[1:]:
             F *= d
         default = "tensor" if dst.st.buffer == "psum" else ("vector" if P <= 32 and F <= 32 else "tensor")
-        core.transpose(data, dst=dst, engine=_engine(engine, default))
+        te.transpose(data, dst=dst, engine=_engine(engine, default))
 
     def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, **kw):
         core.activation(op, data, dst=dst, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res)
@@ -201,15 +202,15 @@ def new_namespace() -> dict:
         core.select(pred, on_true, on_false, dst=dst)
 
     def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, **kw):
-        core.dma(dst, src)
+        dma.dma(dst, src)
 
     def dma_compute(dst, srcs, reduce_op, scales=None, **kw):
         if len(srcs) != 1 or scales is not None:
             raise UnsupportedAPI("nisa.dma_compute with several sources or scales")
-        core.dma(dst, srcs[0], accumulate_op=reduce_op, op="dma_compute")
+        dma.dma(dst, srcs[0], accumulate_op=reduce_op, op="dma_compute")
 
     def dma_transpose(dst, src, **kw):
-        core.dma(dst, src, op="dma_transpose", transpose_2d=True)
+        dma.dma(dst, src, op="dma_transpose", transpose_2d=True)
 
     def bn_stats(dst, data, **kw):
         core.bn_stats(data, dst=dst)

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, mathops
+from . import context, core, dma, mathops
+from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
 from .indexing import DynSlice, Idx, MGrid
@@ -144,15 +145,15 @@ def full_like(t, fill_value, dtype=None, buffer=None, name="", **kw):
 
 # -- data movement ---------------------------------------------------------------------------------
 def load(src, dtype=None, mask=None, **kw):
-    return core.load(src, dtype=dtype, mask=mask)
+    return dma.load(src, dtype=dtype, mask=mask)
 
 
 def load_transpose2d(src, dtype=None, mask=None, **kw):
-    return core.load(src, dtype=dtype, mask=mask, transpose_2d=True, op="dma_transpose")
+    return dma.load(src, dtype=dtype, mask=mask, transpose_2d=True, op="dma_transpose")
 
 
 def store(dst, value, mask=None, **kw):
-    core.store(dst, value, mask=mask)
+    dma.store(dst, value, mask=mask)
 
 
 def copy(x, dtype=None, mask=None, **kw):
@@ -196,10 +197,10 @@ def matmul(x, y, transpose_x=False, mask=None, **kw):
     """nl.matmul: x[K,M] (transpose_x=True) or x[M,K] (a TensorE transpose first) times y[K,N] -> PSUM fp32."""
     ctx, line, depth = core.ctx_site()
     if not transpose_x:
-        xt = core.transpose(x, engine="tensor", buffer="sbuf")
+        xt = te.transpose(x, engine="tensor", buffer="sbuf")
         core.consume(xt)
         x = xt
-    return core._matmul(ctx, line, depth, x, y, dst=None, accumulate=None, is_transpose=False, mask=mask,
+    return te._matmul(ctx, line, depth, x, y, dst=None, accumulate=None, is_transpose=False, mask=mask,
                         label="nl.matmul")
 
 
@@ -207,7 +208,7 @@ def transpose(x, dtype=None, mask=None, **kw):
     P = x.shape[0]
     F = int(np.prod(x.shape[1:])) if len(x.shape) > 1 else 1
     engine = "vector" if P <= 32 and F <= 32 else "tensor"
-    return core.transpose(x, engine=engine, dtype=dtype, buffer="sbuf", label="nl.transpose")
+    return te.transpose(x, engine=engine, dtype=dtype, buffer="sbuf", label="nl.transpose")
 
 
 # -- math ------------------------------------------------------------------------------------------
@@ -469,7 +470,7 @@ def _iop(name):
             raw = other.origin[2]
             core.consume(other)
             commit_pending(ctx)
-            core._psum_accumulate(ctx, line, self, core._fit(raw, self.shape, "+="), None, True)
+            te._psum_accumulate(ctx, line, self, core._fit(raw, self.shape, "+="), None, True)
             self.origin = ("iadd-done", st)
             return self
         commit_pending(ctx)

@@ -1,0 +1,136 @@
+"""DMA: nl.load / nl.store / nisa.dma_copy / transposing loads, with the trace fields the cost model needs
+(payload bytes, contiguous transfers, HBM tensor and box, direction)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import mathops
+from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx_site, is_tensor, new_tile, opname,
+                   read, tile_mask, write)
+from .dtypes import resolve
+
+F32 = np.float32
+from .tensor import box
+
+# -- DMA -------------------------------------------------------------------------------------------
+def dma_transfers(t: Tensor, parts: int, n_elems: int) -> int:
+    """≈ number of contiguous descriptors: elements / contiguous run, at least one per partition."""
+    if t.fancy is not None:
+        return max(n_elems, parts)
+    run = 1
+    for e, S in zip(reversed(t.desc), reversed(t.st.shape)):
+        if type(e) is tuple:
+            start, step, n = e
+            if step == 1:
+                run *= max(n, 1)
+                if n == S:
+                    continue
+        break
+    return max(-(-n_elems // run), parts, 1)
+
+
+def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,
+        transpose_2d=False) -> None:
+    ctx, line, depth = ctx_site()
+    return dma_at(ctx, line, depth, dst, src, mask=mask, op=op, accumulate_op=accumulate_op,
+                  transpose_2d=transpose_2d, label=label)
+
+
+def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_op=None, transpose_2d=False,
+           label=None, value=None):
+    """Move src -> dst (element counts must match; dtype cast through fp32). `value` short-cuts the read."""
+    label = label or op
+    if src.st.buffer == "psum" and not ctx.legacy and dst.st.buffer != "psum":
+        check_placement(ctx, line, label, src, ("sbuf", "hbm"), "source")
+    if dst.st.buffer == "psum":
+        check_placement(ctx, line, label, dst, ("sbuf", "hbm"), "destination")
+    shape = dst.shape
+    m = tile_mask(mask, shape) if mask is not None else None
+    if value is None:
+        src_shape = src.shape
+        sm = m if (m is not None and src_shape == shape) else None
+        if transpose_2d:
+            sm = m.T if m is not None and m.T.shape == src_shape else None
+        value = read(src, sm, line)
+        if transpose_2d:
+            value = value.reshape(value.shape[0], -1).T
+    if value.shape != shape:
+        if value.size != int(np.prod(shape)):
+            raise SimShapeError(f"{label}: source {list(src.shape)} and destination {list(shape)} hold different "
+                                "numbers of elements")
+        value = value.reshape(shape)
+    same = src.st.dt is dst.st.dt
+    val = value if same else ctx.round(mathops.f32(value) if src.st.dt.is_float else value, dst.st.dt)
+    if accumulate_op is not None:
+        old = read(dst, m, line)
+        val = ctx.round(mathops.BINARY[opname(accumulate_op)](mathops.f32(old), mathops.f32(val)), dst.st.dt)
+    write(dst, val, m, line)
+    _dma_trace(ctx, line, depth, dst, src, m, op)
+
+
+def _dma_trace(ctx, line, depth, dst, src, m, op):
+    if not ctx.tracing:
+        ctx.n_instr += 1
+        return
+    hbm, chip = (src, dst) if src.st.buffer.endswith("hbm") else (dst, src)
+    direction = "load" if src.st.buffer.endswith("hbm") and not dst.st.buffer.endswith("hbm") else (
+        "store" if dst.st.buffer.endswith("hbm") and not src.st.buffer.endswith("hbm") else "copy")
+    n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
+    parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
+    nbytes = n * hbm.st.dt.itemsize
+    transfers = dma_transfers(hbm, parts, n) if hbm.st.buffer.endswith("hbm") else max(parts, 1)
+    ctx.instr("dma", op, line, depth, dst, [src], partitions=parts, free_elems=n // max(parts, 1), bytes=nbytes,
+              transfers=transfers, hbm_tensor=hbm.st.name if hbm.st.buffer.endswith("hbm") else None,
+              hbm_box=box(hbm) if hbm.st.buffer.endswith("hbm") else None, direction=direction)
+
+
+def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load") -> Tensor:
+    ctx, line, depth = ctx_site()
+    if not is_tensor(src):
+        raise TypeError("nl.load expects an HBM tensor")
+    if not src.st.buffer.endswith("hbm"):
+        check_placement(ctx, line, "nl.load", src, ("hbm",), "source")
+    shape = src.shape
+    if transpose_2d:
+        P = shape[0]
+        shape = (int(np.prod(shape[1:])), P)
+    dt = resolve(dtype) if dtype is not None else src.st.dt
+    m = tile_mask(mask, shape) if mask is not None else None
+    if m is None:
+        sm = None
+    else:
+        sm = m.T if transpose_2d else m
+    v = read(src, sm, line)
+    if transpose_2d:
+        v = v.reshape(v.shape[0], -1).T
+    if m is None and dt is src.st.dt:
+        out = new_tile(shape, dt, "sbuf", line, np.array(v, copy=True), rounded=True)
+    else:
+        out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
+    out.origin = ("load", (src.st,), None, m)
+    _dma_trace(ctx, line, depth, out, src, m, op)
+    return out
+
+
+def store(dst: Tensor, value, *, mask=None) -> None:
+    if is_tensor(value) and value.fresh:
+        consume(value)  # the op wrote straight into the tile the DMA reads; not an extra live tile
+    ctx, line, depth = ctx_site()
+    if not is_tensor(dst):
+        raise TypeError("nl.store expects an HBM destination tensor")
+    if not dst.st.buffer.endswith("hbm"):
+        check_placement(ctx, line, "nl.store", dst, ("hbm",), "destination")
+    if is_tensor(value):
+        if value.st.buffer.endswith("hbm"):
+            check_placement(ctx, line, "nl.store", value, ON_CHIP, "value")
+        if value.st.buffer == "psum" and not ctx.legacy:
+            check_placement(ctx, line, "nl.store", value, ("sbuf",), "value")
+        dma_at(ctx, line, depth, dst, value, mask=mask, op="dma_store")
+    else:
+        v = np.broadcast_to(np.asarray(value, F32), dst.shape)
+        m = tile_mask(mask, dst.shape) if mask is not None else None
+        write(dst, ctx.round(v, dst.st.dt), m, line)
+        ctx.instr("dma", "dma_store", line, depth, dst, [], direction="store")
