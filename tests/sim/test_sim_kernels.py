@@ -7,7 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import fixture
+from sim_helpers import fixture
 
 from nki_assist.hardware import get_target
 from nki_assist.sim import run_kernel

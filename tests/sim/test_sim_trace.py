@@ -6,7 +6,7 @@ import sys
 
 import ml_dtypes
 import numpy as np
-from conftest import fixture
+from sim_helpers import fixture
 
 from nki_assist.hardware import get_target
 from nki_assist.sim import run_kernel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from conftest import fixture
+from sim_helpers import fixture
 
 from nki_assist.hardware import get_target
 from nki_assist.sim import run_kernel

@@ -1,20 +1,18 @@
-"""Shared helpers for the simulator tests (fixture kernels live in tests/fixtures/sim/)."""
+"""Shared helpers for the simulator tests (fixture kernels live in tests/fixtures/sim/).
+
+A plain module with a unique name (not conftest) so `from sim_helpers import ...` never collides
+with another directory's conftest when several test directories run together.
+"""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import pytest
-
-from nki_assist.hardware import get_target
-
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sim"
-
 
 def fixture(name: str) -> str:
     return str(FIXTURES / name)
-
 
 def expected_markers(name: str, first: int = 1, last: int | None = None) -> list[tuple[str, int]]:
     """(rule, line) for every `# expect: SIMxxx` comment in a fixture, optionally within a line range."""
@@ -24,8 +22,3 @@ def expected_markers(name: str, first: int = 1, last: int | None = None) -> list
             continue
         out += [(m, i) for m in re.findall(r"# expect: (SIM\d+)", line)]
     return sorted(out)
-
-
-@pytest.fixture
-def trn2():
-    return get_target("trn2")
