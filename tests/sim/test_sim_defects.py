@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -44,6 +46,7 @@ def test_defect_reported_on_its_line(name):
     for f in res.findings:
         assert f.source == "simulation" and f.file == fixture(name)
         assert f.message and f.fix
+        json.dumps(f.to_json())  # evidence is plain JSON (no numpy scalars)
     if status != "ok":
         assert res.error and res.error_line == next(line for r, line in got if r == rule)
 
