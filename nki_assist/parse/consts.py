@@ -98,6 +98,10 @@ def _lin(v: Any) -> Lin | None:
 
 
 def _norm(terms: dict[str, Any], const: Any) -> Any:
+    if len(terms) <= 1:  # the common case: no sort needed
+        for t, c in terms.items():
+            return Lin(((t, c),), const) if c != 0 else const
+        return const
     items = tuple(sorted((t, c) for t, c in terms.items() if c != 0))
     if not items:
         return const

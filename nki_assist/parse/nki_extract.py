@@ -63,6 +63,7 @@ _LIGHT_APIS = frozenset({
     "nl.arange", "nl.mgrid", "nki.jit",
 })
 _CHECKED_KWARGS = frozenset({"mask", "dst_rmw_op", "platform_target", "accumulate"})
+_SCAN_LEAVES = frozenset({"integer", "float", "string", "true", "false", "none", "comment"})
 _RANK = {"float32": 4, "tfloat32": 3, "float16": 2, "bfloat16": 2}
 
 
@@ -875,7 +876,7 @@ class Extractor:
         if t == "identifier":
             names.add(self.text(node))
             return
-        if t in ("integer", "float", "string", "true", "false", "none", "comment"):
+        if t in _SCAN_LEAVES:
             return
         if t == "call":
             self._call(node, ctx, names, target)
@@ -1180,7 +1181,8 @@ def _int(v: Any) -> int | None:
 def _disp(shape: tuple | None) -> tuple | None:
     if shape is None:
         return None
-    return tuple(consts.display(d) for d in shape)
+    display = consts.display
+    return tuple([display(d) for d in shape])
 
 
 def _square_of(tag: str | None) -> str:
