@@ -97,7 +97,9 @@ class SimContext:
         self.acc_counts: dict = {}  # (storage id, region) -> low-precision accumulations seen
         self.stop_code = None  # code object of the runner frame: the stack walk ends there
         self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
-        self.sites: dict = {}  # allocation site -> weakref of the last tensor allocated there
+        self.sites: dict = {}
+        self.alloc_log: list = []  # (seq, line, frame id, weakref) of on-chip tiles, in allocation order
+        self.loop_body: dict[int, tuple[int, int]] = {}  # line -> innermost enclosing loop body lines  # allocation site -> weakref of the last tensor allocated there
 
     # -- source location ---------------------------------------------------------------------------
     def site(self) -> tuple[int | None, int]:

@@ -72,6 +72,19 @@ def loop_depths(tree: ast.Module) -> dict[int, int]:
     return depth
 
 
+def loop_bodies(tree: ast.Module) -> dict[int, tuple[int, int]]:
+    """Line -> (first, last) line of the innermost `for`/`while` body containing it."""
+    body: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.body:
+            first, last = node.body[0].lineno, node.end_lineno or node.body[-1].lineno
+            for ln in range(first, last + 1):
+                cur = body.get(ln)
+                if cur is None or cur[1] - cur[0] > last - first:
+                    body[ln] = (first, last)
+    return body
+
+
 # -- running ---------------------------------------------------------------------------------------
 def _to_tensor(ctx: SimContext, value, name: str):
     if isinstance(value, Tensor):
@@ -155,6 +168,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                      static_depth=loop_depths(tree))
     ctx.stop_code = sys._getframe(0).f_code
     ctx.source_lines = source.splitlines()
+    ctx.loop_body = loop_bodies(tree)
     prev = context.CTX
     context.CTX = ctx
     status, error, error_line = "ok", None, None
@@ -233,6 +247,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         context.CTX = prev
         ctx.last_frame = None
         ctx.sites.clear()
+        ctx.alloc_log.clear()
     trace_list = [t for t in ctx.trace if t is not None]
     if status != "ok" and error_line is None:
         error_line = None

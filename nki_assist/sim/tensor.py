@@ -169,26 +169,51 @@ def release(st: Storage) -> None:
 
 
 def release_site(ctx) -> None:
-    """Before allocating at a site (the kernel call chain) again: if the tile allocated there last time is
-    held only by the variable about to be rebound, it is dead (previous loop iteration); release it now
-    rather than when Python rebinds the name (one loop body = one buffer, as the NKI allocator does)."""
-    ref = ctx.sites.get(ctx.last_chain)
-    if ref is not None:
-        old = ref()
-        # referenced only by a local of the allocating frame (plus `old` and the call argument)
-        if old is not None and old.st.counted and sys.getrefcount(old) <= 3:
-            frame = ctx.last_frame
-            if frame is not None and frame.f_code.co_flags & 0x1:  # CO_OPTIMIZED: a function frame
-                snapshot = frame.f_locals
-                if any(v is old for v in snapshot.values()):
-                    release(old.st)
-                if sys.version_info < (3, 13):  # 3.13+ returns a write-through proxy (PEP 667)
-                    snapshot.clear()  # the cached snapshot would otherwise hold extra references
+    """Before allocating at a site (the kernel call chain) again, release the previous loop iteration's tiles.
+
+    Re-allocation at the same site means a new iteration of the loop around it. The tile allocated there
+    last time, and the tiles allocated after it further down the same loop body, belong to the previous
+    iteration; those held only by a local variable of the kernel frame (about to be rebound) are dead:
+    release them now rather than when Python rebinds the names (one buffer per loop body, as the NKI
+    allocator does). Tiles also referenced elsewhere (a list, a second variable) stay live.
+    """
+    prev = ctx.sites.get(ctx.last_chain)
+    frame = ctx.last_frame
+    if prev is None or frame is None or not frame.f_code.co_flags & 0x1:  # CO_OPTIMIZED: function frame
+        return
+    ref, pseq = prev
+    line = ctx.last_chain[0]
+    refs = [ref]
+    body = ctx.loop_body.get(line)
+    if body is not None:
+        fid = id(frame)
+        for seq, ln, fr, r in reversed(ctx.alloc_log):
+            if seq <= pseq:
+                break
+            if fr == fid and line < ln <= body[1]:
+                refs.append(r)
+    snapshot = frame.f_locals
+    local_ids = {id(v) for v in snapshot.values() if type(v) is Tensor}
+    for r in refs:
+        old = r()
+        # held by: `old`, the getrefcount argument, the frame local and the f_locals snapshot
+        if old is not None and old.st.counted and id(old) in local_ids and sys.getrefcount(old) <= 4:
+            release(old.st)
+        old = None
+    if sys.version_info < (3, 13):  # 3.13+ returns a write-through proxy (PEP 667)
+        snapshot.clear()  # the cached snapshot would otherwise hold extra references
 
 
 def bind_site(ctx, t: "Tensor") -> None:
     if t.st.buffer in ON_CHIP:
-        ctx.sites[ctx.last_chain] = weakref.ref(t)
+        key = ctx.last_chain
+        ref = weakref.ref(t)
+        ctx.sites[key] = (ref, t.st.seq)
+        if key:
+            log = ctx.alloc_log
+            log.append((t.st.seq, key[0], id(ctx.last_frame), ref))
+            if len(log) > 4096:
+                log[:] = [e for e in log if (x := e[3]()) is not None and x.st.counted]
 
 
 def commit_pending(ctx) -> None:
