@@ -525,9 +525,11 @@ class Extractor:
         return names
 
     def _dep_loops(self, names: set[str], ctx: _Ctx) -> frozenset[int]:
-        if not ctx.loops or not names:
+        loops = ctx.loops
+        if not loops or not names:
             return frozenset()
-        return frozenset(lp.id for lp in ctx.loops if not names.isdisjoint(ctx.loop_names[lp.id]))
+        loop_names = ctx.loop_names
+        return frozenset([lp.id for lp in loops if not names.isdisjoint(loop_names[lp.id])])
 
     @staticmethod
     def _loop_names(lp: Loop, ctx: _Ctx) -> set[str]:
@@ -1047,7 +1049,7 @@ class Extractor:
                 for sub in bound["dst"].children_by_field_name("subscript"):
                     self._scan_names(sub, read_names)
         call.dep_loops = self._dep_loops(read_names, ctx)
-        first_shape = None
+        first_shape = src_shape = None
         for role, n in bound.items():
             if n is None or n.type not in ("identifier", "subscript", "call"):
                 continue
@@ -1060,9 +1062,8 @@ class Extractor:
             if first_shape is None and role in _DATA_ROLES + ("y", "data2"):
                 first_shape = shape
             if role == "src":
-                call._src_shape_vals = shape  # type: ignore[attr-defined]
-        if not hasattr(call, "_src_shape_vals"):
-            call._src_shape_vals = None  # type: ignore[attr-defined]
+                src_shape = shape
+        call._src_shape_vals = src_shape  # type: ignore[attr-defined]
         call._first_shape_vals = first_shape  # type: ignore[attr-defined]
         call.op = self._op_name(bound.get("op") or bound.get("op0"))
         call._alloc = None  # type: ignore[attr-defined]
