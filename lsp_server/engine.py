@@ -129,6 +129,8 @@ def _run_check(path: str, text: str, options, result: Analysis) -> None:
         return
     outcome = check.check_text(path, text, options)
     result.findings = list(outcome.findings)
+    if result.language == "nki":
+        result.nki_file = getattr(outcome, "parsed", None)  # reused for hover and lens: no second parse
     if outcome.status == "error":  # e.g. a rule raised: the engine isolated it, we say so
         result.error = outcome.reason
     elif outcome.status == "skipped" and outcome.notes:
@@ -167,19 +169,21 @@ def parse_for_editor(analysis: Analysis, path: str | None, text: str) -> Analysi
     are published before this second parse runs."""
     if analysis.language == "nki" and not analysis.error and not analysis.notes:
         engine_path = check_path(path, analysis.uri, "nki")
-        analysis.nki_file, analysis.resources = _parse_nki(text, engine_path, analysis.target or "trn2")
+        analysis.nki_file, analysis.resources = _parse_nki(text, engine_path, analysis.target or "trn2",
+                                                           analysis.nki_file)
     return analysis
 
 
-def _parse_nki(text: str, path: str, target_name: str) -> tuple[Any, dict[str, dict]]:
-    """Parsed kernels and per-kernel resources; (None, {}) when the parser is missing or fails."""
+def _parse_nki(text: str, path: str, target_name: str, parsed: Any = None) -> tuple[Any, dict[str, dict]]:
+    """Parsed kernels (`parsed` when the check already made them) and per-kernel resources;
+    (None, {}) when the parser is missing or fails."""
     try:
         from nki_assist.hardware import get_target
         from nki_assist.parse.nki import kernel_resources, parse_nki
     except ImportError:
         return None, {}
     try:
-        nki_file = parse_nki(text, path)
+        nki_file = parsed if parsed is not None else parse_nki(text, path)
     except Exception:  # noqa: BLE001 - half-typed code; findings already cover syntax problems
         return None, {}
     target = get_target(target_name)

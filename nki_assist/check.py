@@ -48,6 +48,7 @@ class FileResult:
     suppressed: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     cuda_facts: dict[str, Any] | None = None
+    parsed: Any = None  # the front end's NkiFile / CudaFile, so callers (the LSP) need not parse again
 
     def status_json(self) -> dict[str, Any]:
         return {"path": self.path, "language": self.language, "status": self.status,
@@ -174,12 +175,13 @@ def language_of(path: str) -> str | None:
     return None
 
 
-def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Finding], dict | None]:
+def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
-        return list(run_nki_rules(parse_nki(text, path), target)), None
+        nki_file = parse_nki(text, path)
+        return list(run_nki_rules(nki_file, target)), None, nki_file
     from .parse.cuda import parse_cuda
     from .rules.cuda_rules import run_cuda_rules
 
@@ -189,7 +191,7 @@ def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Fi
         facts = cuda_file.to_json()
     except Exception:  # facts are a bonus; findings still count
         facts = None
-    return list(run_cuda_rules(cuda_file, target)), facts
+    return list(run_cuda_rules(cuda_file, target)), facts, cuda_file
 
 
 def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
@@ -217,12 +219,13 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
     try:
-        raw, facts = _run_front_end(path, text, language, target)
+        raw, facts, parsed = _run_front_end(path, text, language, target)
     except Exception as exc:  # a front-end or rule bug must not take the whole run down
         reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
         return FileResult(path, language, "error", reason)
     findings, suppressed = _post_process(path, text, language, raw, options)
-    return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts)
+    return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts,
+                      parsed=parsed)
 
 
 def _post_process(path: str, text: str, language: str, raw: list[Finding],

@@ -150,3 +150,17 @@ def test_review_kwargs_with_the_real_review_options():
     on = review_kwargs(review.review_port, Settings(execution_enabled=True, llm_provider="openai", llm_model="m"),
                        None, None, None)
     assert on["options"].run is True and (on["options"].llm, on["options"].model) == ("openai", "m")
+
+
+def test_hover_and_lens_reuse_the_checks_parse(monkeypatch):
+    import nki_assist.parse.nki as nki_parser
+
+    calls = []
+    real = nki_parser.parse_nki
+    monkeypatch.setattr(nki_parser, "parse_nki", lambda text, path: calls.append(path) or real(text, path))
+    text = ("import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
+            "    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n    return a\n")
+    analysis = engine.analyze("file:///w/k.py", "/w/k.py", "python", 1, text, Settings())
+    engine.parse_for_editor(analysis, "/w/k.py", text)
+    assert len(calls) == 1
+    assert analysis.resources["k"]["psum_banks"] == 1
