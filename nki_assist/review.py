@@ -156,8 +156,21 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
     return ReviewResult(review, plots, time.perf_counter() - t0)
 
 
+def _link_root_causes(findings: list[Finding]) -> list[Finding]:
+    """Mark findings that several stages report for one defect, so the drafter writes one item.
+
+    An output the simulator saw partly unwritten (SIM112) while numerics found that only the ragged
+    sizes fail (NUM103) is the unhandled tail, seen twice."""
+    tails = {f.file for f in findings if f.rule == "NUM103"}
+    if not tails:
+        return findings
+    return [f.model_copy(update={"evidence": {**f.evidence, "root_cause": "unhandled-ragged-tail"}})
+            if f.rule in ("NUM103", "SIM112") and f.file in tails else f for f in findings]
+
+
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
+    findings = _link_root_causes(findings)
     out = []
     for f in dedupe(findings):
         if f.file and Path(f.file).is_absolute():

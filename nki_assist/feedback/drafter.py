@@ -112,8 +112,18 @@ def _fmt_speedup(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") + "x"
 
 
+def _primary(group: list[Finding]) -> Finding:
+    """The finding that leads an item: among the most severe, the one whose category most of the
+    group agrees on (a partly-written output merged with five tail findings is a tail problem)."""
+    top = min(f.severity.rank for f in group)
+    votes: dict[str, int] = {}
+    for f in group:
+        votes[f.category] = votes.get(f.category, 0) + 1
+    return max((f for f in group if f.severity.rank == top), key=lambda f: votes[f.category])
+
+
 def _item(group: list[Finding], t: Target) -> AssessmentItem:
-    primary = group[0]
+    primary = _primary(group)
     n = len(group)
     title = _render(primary, "title", t, n) or primary.name.replace("-", " ").capitalize()
     locs = [loc for loc in dict.fromkeys(_loc(f) for f in group) if loc]

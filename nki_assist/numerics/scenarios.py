@@ -142,6 +142,8 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         if progress:
             progress(msg, 100.0 * step / max(steps, 1))
 
+    if progress:
+        progress(f"simulating {len(chosen)} size(s) x {len(scen)} scenario(s) and the reference", 1.0)
     inputs = {size.name: make_inputs(spec, size) for size in chosen}
     goldens = {size.name: _golden_outputs(spec, size) for size in chosen}
     batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in chosen], scen, target,
