@@ -139,42 +139,31 @@ class _CodeMixin:
         lp.trip, lp.trip_count = _trip(step_kind, step, init_text or "0", op, bound, self.fold)
 
     def _if(self, node) -> None:
-        ks = self.ks
-        if ks is None:
+        if self.ks is None:
             self.children(node)
             return
         cond = node.child_by_field_name("condition")
         expr = cond.named_children[0] if cond is not None and cond.named_children else cond
-        ctext = self.text(expr) if expr is not None else ""
-        r = refs(ctext)
-        relational = bool(_RELATIONAL.search(ctext.replace("->", ".")))
-        thread = ks.is_thread(r)
-        if relational and thread:
-            ks.k.bounds_guards.append(BoundsGuard(" ".join(ctext.split()), self.line(node)))
-        cons = node.child_by_field_name("consequence")
-        if relational and cons is not None and _is_exit(cons):
-            ks.ret_guards |= r
-        if expr is not None:
-            self.visit(expr)
-        ks.cond_stack.append((r, relational, thread, ctext))
-        for field in ("consequence", "alternative"):
-            c = node.child_by_field_name(field)
-            if c is not None:
-                self.visit(c)
-        ks.cond_stack.pop()
+        self._branches(node, expr, exit_guard=True)
 
     def _conditional(self, node) -> None:
-        ks = self.ks
-        if ks is None:
+        if self.ks is None:
             self.children(node)
             return
-        cond = node.child_by_field_name("condition")
+        self._branches(node, node.child_by_field_name("condition"), exit_guard=False)
+
+    def _branches(self, node, cond, *, exit_guard: bool) -> None:
+        """An `if` or `?:`: record a thread-index bounds guard, then visit both branches under it."""
+        ks = self.ks
         ctext = self.text(cond) if cond is not None else ""
         r = refs(ctext)
         relational = bool(_RELATIONAL.search(ctext.replace("->", ".")))
         thread = ks.is_thread(r)
         if relational and thread:
             ks.k.bounds_guards.append(BoundsGuard(" ".join(ctext.split()), self.line(node)))
+        cons = node.child_by_field_name("consequence")
+        if exit_guard and relational and cons is not None and _is_exit(cons):
+            ks.ret_guards |= r  # `if (i >= n) return;` guards everything after it
         if cond is not None:
             self.visit(cond)
         ks.cond_stack.append((r, relational, thread, ctext))
