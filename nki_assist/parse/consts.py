@@ -372,8 +372,18 @@ class Folder:
             if b_int == 1:
                 return a
             if b_int and env.divisible(a, b_int):
-                # exact division: keep it linear
-                return _norm({t: c // b_int for t, c in a.terms}, a.const // b_int)
+                # exact division: keep it linear. A term whose coefficient is not a multiple of the
+                # divisor is divisible through its symbol (assert L % 512 == 0): it becomes the opaque
+                # symbol `L // 512`, never `(1 // 512) * L` = 0.
+                terms: dict[str, Any] = {}
+                for t, c in a.terms:
+                    ci = as_int(c)
+                    if ci is not None and ci % b_int == 0:
+                        terms[t] = terms.get(t, 0) + ci // b_int
+                    else:
+                        q = f"{t if t.isidentifier() else f'({t})'} // {b_int}"
+                        terms[q] = terms.get(q, 0) + c
+                return _norm(terms, a.const // b_int)
             term = f"{a} // {b}"
             env.floordivs[term] = FloorDiv(a, b)
             return Lin.sym(term)

@@ -1092,6 +1092,18 @@ class Extractor:
                 tag = self._tag(node, ctx)
                 if tag:
                     ctx.tags[dname] = tag
+        self._tag_reduce_res(node, api, bound, ctx)
+
+    def _tag_reduce_res(self, node, api: str, bound, ctx: _Ctx) -> None:
+        """`activation(_reduce)(op=square, ..., reduce_op=add, reduce_res=s)`: `s` sums the squares (E[x^2])."""
+        rr = bound.get("reduce_res")
+        if api not in ("nisa.activation", "nisa.activation_reduce") or rr is None:
+            return
+        rname = self._base_name(rr)
+        if rname and self._op_name(bound.get("reduce_op")) in ("nl.add", None):
+            tag = self._tag(node, ctx)
+            if tag:
+                ctx.tags[rname] = _mean_of(tag)
 
     def _allocation(self, call: Call, api: str, pos, kw, target, ctx: _Ctx) -> Allocation | None:
         f = self.folder.fold

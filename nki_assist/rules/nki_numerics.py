@@ -73,17 +73,25 @@ def variance(nf: NkiFile, t: Target):
             if {s.left_tag, s.right_tag} != {"mean_sq", "sq_mean"} or s.left_tag != "mean_sq":
                 continue
             known = [d for d in s.dtypes if d]
-            if known and all(d in ("float32",) for d in known):
-                continue
             low = [d for d in known if d in LOW_PRECISION_FLOATS]
-            dt = low[0] if low else None
+            dt = low[0] if low else (known[0] if known else None)
+            # relative error of the difference ~ eps * (1 + mean^2/var): every bit is gone once
+            # |mean|/std reaches 1/sqrt(eps) (2^12 in float32, 2^4 in bfloat16)
+            bits = _MANTISSA_BITS.get(dt or "")
+            ratio = f"; in {dt} every significant bit cancels once |mean|/std reaches ~{2 ** (bits // 2):g}" if bits else ""
             yield emit("NKI403", nf, s.line, s.col, s.end_line, s.end_col,
                        f"`{s.text}` computes variance as E[x^2] - E[x]^2"
                        + (f" in {dt}" if dt else "") +
                        ": when the mean is large relative to the spread the two terms cancel and the result can "
-                       "come out negative or zero.",
-                       {"expression": s.text, "dtype": dt},
-                       confidence="high" if dt else "medium")
+                       f"come out negative or zero{ratio}.",
+                       {"expression": s.text, "dtype": dt,
+                        "mean_to_std_ratio_all_bits_lost": 2 ** (bits // 2) if bits else None},
+                       confidence="high" if low else "medium")
+
+
+# significand bits (with the implicit bit) of the float dtypes NKI403 names
+_MANTISSA_BITS = {"float32": 24, "float32r": 24, "bfloat16": 8, "float16": 11, "float8_e4m3": 4,
+                  "float8_e4m3fn": 4, "float8_e5m2": 3}
 
 
 @check("NKI404")

@@ -70,7 +70,7 @@ RULES = [
              "exp() of data with no preceding max reduction: large inputs overflow to inf.",
              fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max))."),
     RuleSpec("NKI403", "variance-cancellation", "catastrophic-cancellation", W,
-             "Variance computed as E[x^2] - E[x]^2, which cancels catastrophically in low precision.",
+             "Variance computed as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std (bf16 and fp32).",
              fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32."),
     RuleSpec("NKI404", "activation-valid-range", "activation-approximation", W,
              "A ScalarE activation with a documented valid input range (sin, arctan, log, sqrt, rsqrt, "

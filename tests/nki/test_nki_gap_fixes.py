@@ -1,0 +1,93 @@
+"""Front-end fixes found by the eval suite: exact floor division of symbols, reduce_res tags."""
+
+from __future__ import annotations
+
+from nki_assist.parse.nki import parse_nki
+
+LEGACY = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"
+NEW = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
+
+
+def kernel(body: str, header: str = LEGACY, prelude: str = "CHUNK = 512\n"):
+    src = header + prelude + "\n@nki.jit\ndef k(x, y):\n" + "".join("    " + ln + "\n" for ln in body.strip().splitlines())
+    return parse_nki(src, "k.py").kernels[0]
+
+
+def test_asserted_exact_division_of_a_symbol_is_unknown_not_zero():
+    # assert L % CHUNK == 0 proves the division exact; L is still unknown, so is the trip count
+    k = kernel("""
+R, L = x.shape
+assert R % 128 == 0 and L % CHUNK == 0
+for j in nl.affine_range(L // CHUNK):
+    t = nl.load(x[0:128, j * CHUNK:(j + 1) * CHUNK])
+n = (2 * L) // 256
+for i in nl.affine_range(n):
+    t2 = nl.load(x[0:128, 0:512])
+""")
+    j, i = k.loops
+    assert j.trip_count is None and j.trip_expr == "L // CHUNK"
+    assert i.trip_count is None
+
+
+def test_exact_division_keeps_divisible_coefficients_linear():
+    # (256 * i) // 128 is 2 * i: a slice extent that still folds to a number
+    k = kernel("""
+for i in nl.affine_range(4):
+    t = nl.ndarray((128, (256 * i + 256) // 128 - (256 * i) // 128), dtype=nl.float32, buffer=nl.sbuf)
+""")
+    assert k.allocations[0].shape == (128, 2)
+
+
+def test_min_clamped_chunk_gives_unknown_trip_count():
+    k = kernel("""
+R, L = x.shape
+ch = min(L, CHUNK)
+for j in range(L // ch):
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+""", header=NEW)
+    assert k.loops[0].trip_count is None
+
+
+def test_known_exact_division_still_folds():
+    k = kernel("""
+L = 2048
+assert L % CHUNK == 0
+for j in range(L // CHUNK):
+    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+""", header=NEW)
+    assert k.loops[0].trip_count == 4
+
+
+def test_activation_reduce_result_is_a_sum_of_squares():
+    k = kernel("""
+xt = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+sq = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+s1 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+s2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+m2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+v = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+nisa.tensor_reduce(dst=s1, op=nl.add, data=xt, axis=1)
+nisa.activation_reduce(dst=sq, op=nl.square, data=xt, reduce_op=nl.add, reduce_res=s2)
+nisa.tensor_tensor(dst=m2, data1=s1, data2=s1, op=nl.multiply)
+nisa.tensor_tensor(dst=v, data1=s2, data2=m2, op=nl.subtract)
+nisa.tensor_tensor(dst=v, data1=sq, data2=m2, op=nl.subtract)
+""", header=NEW)
+    tags = [(s.left_tag, s.right_tag) for s in k.subtractions]
+    # the reduce result is E[x^2]; the elementwise square tile itself is not
+    assert tags == [("mean_sq", "sq_mean"), ("square", "sq_mean")]
+
+
+def test_activation_without_square_does_not_tag_reduce_res():
+    k = kernel("""
+xt = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+e = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+s1 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+s2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+m2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+v = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+nisa.tensor_reduce(dst=s1, op=nl.add, data=xt, axis=1)
+nisa.activation_reduce(dst=e, op=nl.exp, data=xt, reduce_op=nl.add, reduce_res=s2)
+nisa.tensor_tensor(dst=m2, data1=s1, data2=s1, op=nl.multiply)
+nisa.tensor_tensor(dst=v, data1=s2, data2=m2, op=nl.subtract)
+""", header=NEW)
+    assert all(s.left_tag != "mean_sq" for s in k.subtractions)
