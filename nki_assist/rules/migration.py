@@ -61,7 +61,7 @@ def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, 
     ctx = _Ctx(cuda_file, nki_file, ck, nk, target)
     out: list[Finding] = []
     for check in (_bounds, _epilogue, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
-                  _tile_sizes, _layout, _offsets):
+                  _tile_sizes, _layout, _offsets, _fp32_operands):
         out.extend(check(ctx))
     return out
 
@@ -494,3 +494,55 @@ def _offsets(c: _Ctx) -> Iterable[Finding]:
             yield c.finding("MIG110", p["line"], cuda_line, p["message"], p["evidence"],
                             "the CUDA kernel's output indexing", confidence="medium"
                             if p["evidence"]["kind"] == "offset-step" else "high")
+
+
+# ---- MIG111 fp32 matmul operands inherited from the CUDA float buffers ----------------------------
+
+def _operand_source(k: NkiKernel, name: str, before: int) -> tuple[str, int] | None:
+    """(NKI param, line) when tile `name` holds a param's values in the param's own dtype: a legacy
+    `nl.load(param[...])` with no dtype=, or a tile allocated with `dtype=param.dtype` and filled by a copy
+    from the param. None when the tile is cast or its origin is not that simple."""
+    loads = [c for c in k.calls if c.line <= before and c.api in ("nl.load", "nisa.dma_copy")
+             and (c.target == name or ((d := c.operand("dst")) is not None and d.name == name))]
+    if not loads:
+        return None
+    ld = max(loads, key=lambda c: c.line)
+    src = ld.operand("src")
+    if src is None or not src.is_param or getattr(ld, "_kw_dtype", None) or "dtype" in ld.kwargs:
+        return None
+    if ld.api == "nisa.dma_copy":
+        alloc = allocation_of(k, name, before)
+        call = next((c for c in k.calls if c.line == getattr(alloc, "line", -1) and c.target == name), None)
+        if call is None or call.kwargs.get("dtype", "").replace(" ", "") != f"{src.name}.dtype":
+            return None
+    return src.name, ld.line
+
+
+def _fp32_operands(c: _Ctx) -> Iterable[Finding]:
+    cuda_of = {n: cn for cn, n in c.pairing.pairs.items()}
+    t = c.target
+    rate = round(t.peak_bf16_flops / t.peak_fp32_flops)
+    for mm in c.nk.matmuls:
+        hits = []
+        for op in (mm.stationary, mm.moving):
+            if op is None or op.name is None or op.dtype is not None:
+                continue  # a known dtype is NKI302's business
+            src = (op.name, mm.call.line) if op.is_param else _operand_source(c.nk, op.name, mm.call.line)
+            cp = c.ck.param(cuda_of.get(src[0], "")) if src else None
+            if cp is None or not cp.is_pointer or CUDA_TO_NKI_DTYPE.get(canonical_dtype(cp.type) or "") != "float32":
+                continue
+            hits.append((op.name, src[0], cp))
+        if not hits:
+            continue
+        names = ", ".join(f"`{o}` (from `{p}`)" for o, p, _ in hits)
+        cp = hits[0][2]
+        yield c.finding(
+            "MIG111", mm.call.line, cp.line,
+            f"`{mm.call.api}` multiplies {names} in float32, the dtype of the CUDA `{cp.type}*` input "
+            f"`{cp.name}` (line {cp.line}): the Tensor Engine runs fp32 at {t.peak_fp32_flops / 1e12:.1f} TFLOPS "
+            f"vs {t.peak_bf16_flops / 1e12:.1f} for bf16 on {t.name} ({rate}x slower); PSUM accumulates in fp32 "
+            "either way.",
+            {"operands": [o for o, _, _ in hits], "nki_params": [p for _, p, _ in hits],
+             "cuda_params": [x.name for _, _, x in hits], "dtype": "float32",
+             "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1), "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1)},
+            f"fp32 input `{cp.name}`", column=mm.call.col, confidence="medium")

@@ -77,4 +77,12 @@ RULES = [
         fix="Index the stationary tile [k-tile, m-tile] and the moving tile [k-tile, n-tile] with the same "
             "contraction offset, and step each offset by its tile extent.",
     ),
+    RuleSpec(
+        id="MIG111", name="port-keeps-fp32-matmul-operands", category="fp32-matmul",
+        severity=Severity.INFO, source="migration", languages=_PORT,
+        summary="Matmul operands are loaded from inputs that are fp32 in the CUDA kernel with no cast, so the "
+                "Tensor Engine runs at the fp32 rate (a quarter of bf16).",
+        fix="Load the operands with dtype=nl.bfloat16 (or cast the tiles) if the accuracy budget allows; PSUM "
+            "still accumulates in fp32.",
+    ),
 ]
