@@ -186,11 +186,18 @@ def small_dma(nf: NkiFile, t: Target):
                     ev["bytes_per_partition"] = bpp
             if not problems:
                 continue
+            # a full-partition column ([128, 1]: a bias, scale or row statistic per tile) is as wide as
+            # that data gets per tile; only batching several tiles' columns (a layout change) helps
+            column = parts == t.partitions and free == 1
+            ev["column_vector"] = column
             yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` of {shape_str(region.shape)} inside {loop_label(inner)} moves "
                        f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
-                       f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost.",
-                       ev, confidence="high" if esize or "partitions" in ev else "medium")
+                       f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
+                       + ("; it is one value per partition per tile, so only moving several tiles' values in one "
+                          "[128, n] DMA would help." if column else "."),
+                       ev, severity=Severity.INFO if column else None,
+                       confidence="high" if esize or "partitions" in ev else "medium")
 
 
 @check("NKI109")

@@ -91,3 +91,53 @@ nisa.tensor_tensor(dst=m2, data1=s1, data2=s1, op=nl.multiply)
 nisa.tensor_tensor(dst=v, data1=s2, data2=m2, op=nl.subtract)
 """, header=NEW)
     assert all(s.left_tag != "mean_sq" for s in k.subtractions)
+
+
+def _ln(src: str, needle: str) -> int:
+    return next(i for i, t in enumerate(src.splitlines(), 1) if needle in t)
+
+
+def _rules(src: str, rule: str):
+    from nki_assist.hardware import get_target
+    from nki_assist.rules.nki_rules import run_nki_rules
+    return [f for f in run_nki_rules(parse_nki(src, "k.py"), get_target("trn2")) if f.rule == rule]
+
+
+def test_asserted_divisible_loops_are_no_longer_skipped_as_empty():
+    # before the exact-division fix the loop had 0 iterations and every in-loop rule stayed silent
+    src = LEGACY + """
+@nki.jit
+def k(x):
+    R, L = x.shape
+    assert R % 128 == 0 and L % 512 == 0
+    out = nl.ndarray((R, L), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    for t in nl.affine_range(R // 128):
+        for j in nl.affine_range(L // 512):
+            a = nl.load(x[t * 128:(t + 1) * 128, j * 512:j * 512 + 16], dtype=nl.bfloat16)
+            nl.store(out[t * 128:(t + 1) * 128, j * 512:j * 512 + 16], value=a)
+    return out
+"""
+    fs = _rules(src, "NKI108")
+    assert [(f.line, f.severity.value) for f in fs] == [(_ln(src, "a = nl.load"), "warning"), (_ln(src, "nl.store"), "warning")]
+    assert fs[0].evidence["bytes_per_partition"] == 32 and "trip L // 512" in fs[0].message
+
+
+def test_small_dma_of_a_full_partition_column_is_info():
+    src = NEW + """
+@nki.jit
+def k(x, b):
+    C, HW = x.shape
+    assert C % 128 == 0
+    y = nl.ndarray((C, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    for t in range(C // 128):
+        bt = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=bt, src=b[t * 128:(t + 1) * 128, 0:1])
+        one = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=one, src=b[t:t + 1, 0:1])
+        nisa.dma_copy(dst=y[t * 128:(t + 1) * 128, 0:1], src=bt)
+    return y
+"""
+    got = [(f.line, f.severity.value, f.evidence["column_vector"]) for f in _rules(src, "NKI108")]
+    # [128, 1] per tile is what an expert recommends for per-row scalars; a [1, 1] load is still a defect
+    assert got == [(_ln(src, "dst=bt"), "info", True), (_ln(src, "dst=one"), "warning", False),
+                   (_ln(src, "src=bt"), "info", True)]
