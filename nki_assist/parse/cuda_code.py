@@ -6,11 +6,11 @@ import re
 
 from .cuda_model import (
     FLOAT_DTYPES, Accumulator, Atomic, Barrier, BoundsGuard, CudaLoop, EpilogueHint, FastMath, GlobalStore,
-    GridStrideLoop, SharedAccess, TensorCoreUse, ThreadIndexUse, WarpShuffle, canonical_dtype
+    GridStrideLoop, ScaleUse, SharedAccess, TensorCoreUse, ThreadIndexUse, WarpShuffle, canonical_dtype
 )
 from .cuda_vocab import (
     APPROX_PTX, ATOMIC, BLOCK_BARRIERS, FAST_MATH, GELU_CONSTANTS, PTX_BARRIER, PTX_MMA, SHARED_WRITERS,
-    SHUFFLE, TENSOR_CORE_CALLS, WARP_BARRIERS, ptx_mma_dtypes
+    SHUFFLE, TENSOR_CORE_CALLS, WARP_BARRIERS, inline_scales, ptx_mma_dtypes, scaled_by
 )
 from .cuda_state import (
     _BUILTIN_FIELDS, _BUILTIN_HEADS, _BUILTINS, _RELATIONAL, _KernelState, _base_name, _is_exit,
@@ -383,6 +383,8 @@ class _CodeMixin:
             if nxt is None:
                 break
             target = nxt
+        if ks.scale_factors or "sqrt" in rtext:
+            self._scale_uses(node, target, op, rtext)
         handled = False
         if target is not None and target.type == "subscript_expression":
             base, indices = self._chain(target)
@@ -433,6 +435,23 @@ class _CodeMixin:
             self.visit(left)
         if right is not None:
             self.visit(right)
+
+    def _scale_uses(self, node, target, op: str, rtext: str) -> None:
+        ks = self.ks
+        tname = self.text(target) if target is not None else "?"
+        if tname in ks.scale_factors:
+            return  # the factor's own definition (`scale = scale * log2e`)
+        line = self.line(node)
+        for f in scaled_by(rtext, op, ks.scale_factors):
+            origin, fline = ks.scale_factors[f]
+            ks.k.scale_uses.append(ScaleUse(f, origin, fline, line, " ".join(tname.split())))
+        for expr in inline_scales(rtext):
+            r = refs(expr)
+            if any(x in ks.types and not ks.types[x].endswith("*") and x not in ks.shared
+                   and canonical_dtype(ks.types[x].replace("const", "").strip()) not in FLOAT_DTYPES
+                   or x in ks.env for x in r):
+                e = " ".join(expr.split())
+                ks.k.scale_uses.append(ScaleUse(e, e, line, line, " ".join(tname.split())))
 
     def _while_grid_stride(self, var: str, step: str, rrefs) -> None:
         """`while (i < n) { ...; i += blockDim.x * gridDim.x; }` is a grid-stride loop too."""

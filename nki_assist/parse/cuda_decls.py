@@ -9,7 +9,7 @@ from .cuda_consts import FunctionMacro, fold
 from .cuda_model import (
     FLOAT_DTYPES, CudaKernel, CudaParam, EpilogueHint, Launch, SharedDecl, canonical_dtype
 )
-from .cuda_vocab import value_hints
+from .cuda_vocab import SCALE_NAME, SQRT_CALL, value_hints
 from .cuda_state import _KernelState, _elem_bytes, refs
 
 _BUILTIN_ONLY = re.compile(r"\s*(?:threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*[xyz]\s*")
@@ -83,6 +83,9 @@ class _DeclMixin:
                 if p.type == "parameter_declaration":
                     self._param(p, ks)
         scale_names = [p.name for p in k.params if not p.is_pointer and canonical_dtype(p.type) in FLOAT_DTYPES]
+        for p in k.params:
+            if p.name in scale_names and SCALE_NAME.match(p.name):
+                ks.scale_factors[p.name] = ("parameter", p.line)
         if scale_names:
             alt = "|".join(map(re.escape, scale_names))
             ks.scale_re = re.compile(rf"\*\s*({alt})\b|\b({alt})\s*\*")
@@ -249,6 +252,8 @@ class _DeclMixin:
             ks.global_ptrs[name] = next(ks.global_ptrs[x] for x in r if x in ks.global_ptrs)
         elif pointers and any(x in ks.shared for x in r):
             ks.shared[name] = base  # pointer into a __shared__ array (dynamic smem carve-up)
+        if not pointers and not dims and canonical_dtype(base.replace("const", "").strip()) in FLOAT_DTYPES:
+            self._scale_factor(name, vtext, r, self.line(node))
         if not pointers and not dims:
             if is_const:
                 v = fold(vtext, ks.env, self.macros)
@@ -256,6 +261,21 @@ class _DeclMixin:
                     ks.env[name] = v
                     ks.k.constants[name] = v
             ks.hints[name] = self._hints_of(vtext, r, self.line(value))
+
+    def _scale_factor(self, name: str, vtext: str, r, line: int) -> None:
+        """`float scale = rsqrtf((float)d)` (a sqrt of a size), a scale/alpha/temperature-named scalar, or
+        one derived from another factor: data-independent values a kernel scales by."""
+        ks = self.ks
+        data = {x for x in r if x in ks.global_ptrs or x in ks.shared or ks.is_thread({x})
+                or (x in ks.types and x not in ks.scale_factors
+                    and canonical_dtype(ks.types[x].rstrip("*").replace("const", "").strip()) in FLOAT_DTYPES)}
+        if data:
+            return
+        sizes = {x for x in r if (x in ks.types and not ks.types[x].endswith("*")
+                                  and canonical_dtype(ks.types[x].replace("const", "").strip()) not in FLOAT_DTYPES)
+                 or x in ks.env}
+        if (SQRT_CALL.search(vtext) and sizes) or SCALE_NAME.match(name) or any(x in ks.scale_factors for x in r):
+            ks.scale_factors[name] = (" ".join(vtext.split()), line)
 
     def _assign_deps(self, name: str, r: set[str], replace: bool = False) -> None:
         ks = self.ks

@@ -139,6 +139,18 @@ class EpilogueHint(NamedTuple):
     line: int
 
 
+class ScaleUse(NamedTuple):
+    """A value multiplied (or divided) by a data-independent scale factor: a local computed from
+    rsqrtf/sqrtf of a size (`scale = rsqrtf((float)d)`), a scale/alpha/temperature-named scalar, or an
+    inline `* rsqrtf((float)d)`. Rule input (MIG102), not in the JSON contract."""
+
+    factor: str  # the local/param name, or the inline expression text
+    origin: str  # initializer text of the local, "parameter", or the inline expression
+    factor_line: int  # where the factor is defined
+    line: int  # where a value is multiplied/divided by it
+    target: str  # what that assignment writes (e.g. `sc[j]`)
+
+
 class Barrier(NamedTuple):
     kind: str  # block | warp | grid
     name: str
@@ -251,6 +263,7 @@ class CudaKernel:
     locals: dict[str, str] = field(default_factory=dict)  # local variable -> declared type
     constants: dict[str, int | float] = field(default_factory=dict)  # kernel-local constexpr/const
     calls: list[tuple[str, int]] = field(default_factory=list)  # (__device__ function of this file, line)
+    scale_uses: list[ScaleUse] = field(default_factory=list)  # values scaled by a factor (not in JSON)
     # ptxas facts (registers, shared_bytes, spills, stack, const) once toolchain.nvcc.annotate ran
     resources: dict[str, Any] | None = None
 

@@ -39,7 +39,7 @@ def refs(text: str) -> frozenset[str]:
 class _KernelState:
     __slots__ = ("k", "env", "types", "shared", "global_ptrs", "deps", "thread_vars", "grid_vars",
                  "loop_stack", "cond_stack", "ret_guards", "decl_pos", "fragments", "hints", "acc_seen",
-                 "scale_re", "override", "scalar_shared", "aliases")
+                 "scale_re", "override", "scalar_shared", "aliases", "scale_factors")
 
     def __init__(self, k: CudaKernel, env: dict[str, Number]):
         self.k = k
@@ -61,6 +61,7 @@ class _KernelState:
         self.acc_seen: set[str] = set()
         self.scale_re: re.Pattern | None = None
         self.override: str | None = None  # access kind forced for the current call argument
+        self.scale_factors: dict[str, tuple[str, int]] = {}  # name -> (initializer or "parameter", line)
 
     def is_thread(self, names: Iterable[str]) -> bool:
         tv = self.thread_vars

@@ -128,3 +128,29 @@ def value_hints(text: str, line: int, scale_params: re.Pattern | None) -> list[E
         for m in scale_params.finditer(text):
             hints.append(EpilogueHint("scale", m.group(1) or m.group(2), line))
     return hints
+
+
+# --- scale factors (1/sqrt(d), alpha, temperature) ------------------------------------------------
+SCALE_NAME = re.compile(r"^(?:\w*_)?(?:scale|scaling|alpha|temperature|temp|inv_?temp\w*|inv_?sqrt\w*|rsqrt_?\w*|"
+                        r"softmax_scale|sm_scale|qk_scale|norm_?factor)$", re.I)
+SQRT_CALL = re.compile(r"\b(?:rsqrtf?|sqrtf?|__frsqrt_rn|__fsqrt_rn|hrsqrt|hsqrt|rsqrt)\s*\(")
+_INLINE_SCALE = re.compile(r"(?:\*|/)\s*((?:rsqrtf?|sqrtf?|__frsqrt_rn|__fsqrt_rn|hrsqrt|hsqrt)\s*\("
+                           r"[^()]*(?:\([^()]*\)[^()]*)*\))")
+
+
+def scaled_by(text: str, op: str, factors: dict[str, tuple[str, int]]) -> list[str]:
+    """Scale factors that multiply or divide the value `text` assigned with `op` (`=`, `*=`, `/=`)."""
+    out = []
+    for name in factors:
+        if name not in text:
+            continue
+        if op in ("*=", "/=") and re.fullmatch(rf"\s*\(?\s*{re.escape(name)}\s*\)?\s*", text):
+            out.append(name)
+        elif re.search(rf"(?:\*|/)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*\*", text):
+            out.append(name)
+    return out
+
+
+def inline_scales(text: str) -> list[str]:
+    """`x * rsqrtf((float)d)` / `x / sqrtf(d)`: the sqrt expressions the value is scaled by."""
+    return [m.group(1) for m in _INLINE_SCALE.finditer(text)] if "sqrt" in text else []

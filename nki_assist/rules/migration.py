@@ -15,7 +15,7 @@ from ..findings import Finding, RelatedLocation, Severity
 from ..hardware import LOW_PRECISION_FLOATS, Target
 from ..parse import consts
 from ..parse.cuda_model import CudaFile, CudaKernel, canonical_dtype
-from ..parse.cuda_vocab import FAST_MATH
+from ..parse.cuda_vocab import FAST_MATH, SCALE_NAME
 from ..parse.nki import proves_divisible
 from ..parse.nki_model import NkiFile, NkiKernel
 from .migration_index import check_matmul, evaluator, output_axes
@@ -60,7 +60,7 @@ def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, 
         return []
     ctx = _Ctx(cuda_file, nki_file, ck, nk, target)
     out: list[Finding] = []
-    for check in (_bounds, _epilogue, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
+    for check in (_bounds, _epilogue, _scale_factors, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
                   _tile_sizes, _layout, _offsets, _fp32_operands):
         out.extend(check(ctx))
     return out
@@ -201,6 +201,91 @@ def _epilogue(c: _Ctx) -> Iterable[Finding]:
              "pairing": c.pairing.describe(h.detail) if h.kind != "activation" else None,
              "pairings": c.pairing.to_json()},
             f"{h.kind} `{h.detail}` applied here")
+
+
+_SQRT_TEXT = re.compile(r"\bsqrt|\brsqrt|\*\*\s*\(?\s*-?\s*0?\.5\b")
+_UNIT = {"1", "1.0", "1.", "None"}
+_OP_KW = re.compile(r"^op\d*$")
+_SCALING_OPS = {"nl.multiply", "nl.divide", "np.multiply", "np.divide"}
+
+
+def _port_scales(c: _Ctx, param_counterparts: set[str]) -> bool:
+    """True when the port scales something by a scale-like value: `scale=` on a call, a multiply or divide
+    by a sqrt expression, a numeric literal, or a name bound to one / named like a scale."""
+    k = c.nk
+    names = {p.name for p in k.params if SCALE_NAME.match(p.name)} | param_counterparts
+    for a in k.assignments:
+        if _SQRT_TEXT.search(a.value_text) or (SCALE_NAME.match(a.name) and a.value_kind != "alloc"):
+            names.add(a.name)
+    ident = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
+
+    def scaley(text: str) -> bool:
+        if _SQRT_TEXT.search(text) or (ident is not None and ident.search(text)):
+            return True
+        try:
+            return float(text) not in (0.0, 1.0)  # a literal factor (a hard-coded 1/sqrt(64) = 0.125)
+        except ValueError:
+            return False
+
+    for call in k.calls:
+        if "scale" in call.kwargs and call.kwargs["scale"].replace(" ", "") not in _UNIT:
+            return True
+        ops = {call.op, call.api} | {v for kk, v in call.kwargs.items() if _OP_KW.match(kk)}
+        mult = bool(ops & _SCALING_OPS) or any(str(o).endswith(("multiply", "divide")) for o in ops if o)
+        if mult and any(scaley(t) for t in list(call.args) + [v for kk, v in call.kwargs.items()
+                                                               if not _OP_KW.match(kk) and kk != "dst"]):
+            return True
+    for a in k.assignments:
+        if (a.value_kind == "mul" or a.op in ("*=", "/=") or "/" in a.value_text) and ident is not None \
+                and ident.search(a.value_text):
+            return True
+    return False
+
+
+def _score_consumer(c: _Ctx) -> tuple[int, int | None, str]:
+    """(line, column, what) of the NKI call where scaled values are consumed: the first exp/softmax
+    after the first matmul, else the first call reading the matmul result, else the output store."""
+    k = c.nk
+    mm = min(k.matmuls, key=lambda m: m.call.line) if k.matmuls else None
+    after = [x for x in k.calls if mm is None or x.line > mm.call.line]
+    for x in after:
+        if x.api in ("nl.exp", "nl.softmax") or (x.op or "").endswith(("exp", "softmax")):
+            return x.line, x.col, f"`{x.api}` (the softmax exponent)"
+    if mm is not None:
+        dst = mm.dst.name if mm.dst is not None else mm.call.target
+        for x in after:
+            if dst and dst in x.names:
+                return x.line, x.col, f"`{x.api}` (the first read of the matmul result `{dst}`)"
+    return c.store_line, None, "the output store"
+
+
+def _scale_factors(c: _Ctx) -> Iterable[Finding]:
+    uses = c.ck.scale_uses
+    if not uses:
+        return
+    hinted = {h.detail for h in c.ck.epilogue if h.kind == "scale"}  # checked by _epilogue
+    counterparts = {n for f in {u.factor for u in uses} if (n := c.pairing.nki_for(f))}
+    if _port_scales(c, counterparts):
+        return
+    for u in uses:
+        if u.factor in hinted:
+            continue
+        cp = c.ck.param(u.factor) if u.origin == "parameter" else None
+        if cp is not None and c.pairing.nki_for(u.factor) in c.nk.used_names:
+            continue
+        line, col, what = _score_consumer(c)
+        origin = f"`{u.factor}` = `{u.origin}` (line {u.factor_line})" if u.origin not in ("parameter", u.factor) \
+            else f"`{u.factor}`"
+        yield c.finding(
+            "MIG102", line, u.line,
+            f"The CUDA kernel scales `{u.target}` by {origin} at line {u.line}, but the port never multiplies by a "
+            f"scale (no `scale=`, no multiply or divide by a sqrt, a literal or a scale-named value): {what} "
+            "consumes unscaled values.",
+            {"epilogue_kind": "scale", "epilogue_detail": u.factor, "cuda_factor": u.origin,
+             "cuda_factor_line": u.factor_line, "cuda_target": u.target, "nki_counterpart": None,
+             "pairings": c.pairing.to_json()},
+            f"`{u.target}` scaled by `{u.factor}`", column=col)
+        return  # one finding per kernel: the port applies no scale at all
 
 
 def _unused_inputs(c: _Ctx) -> Iterable[Finding]:

@@ -104,3 +104,122 @@ def test_MIG111_silent_when_operands_are_cast(nki):
 @pytest.mark.parametrize("nki", [MM_LEGACY, MM_NEW], ids=["legacy", "new"])
 def test_MIG111_silent_for_bf16_cuda_inputs(nki):
     assert not [f for f in run(SGEMM_CU_BF16, nki) if f.rule == "MIG111"]
+
+
+# -- MIG102: a score scale the port never applies ---------------------------------------------------
+SCORES_CU = """\
+#include <math.h>
+__global__ void row_softmax_qk(const float* q, const float* k, float* p, int S, int d) {
+    __shared__ float s[1024];
+    int i = blockIdx.x;
+    const float inv_sqrt_d = rsqrtf((float)d);
+    for (int j = threadIdx.x; j < S; j += blockDim.x) {
+        float dot = 0.0f;
+        for (int c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+        s[j] = dot * inv_sqrt_d;
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int j = 0; j < S; ++j) mx = fmaxf(mx, s[j]);
+    float sum = 0.0f;
+    for (int j = 0; j < S; ++j) sum += expf(s[j] - mx);
+    for (int j = threadIdx.x; j < S; j += blockDim.x) p[i * S + j] = expf(s[j] - mx) / sum;
+}
+"""
+# the same kernel with the factor inline, and with a temperature parameter instead
+SCORES_CU_INLINE = SCORES_CU.replace("    const float inv_sqrt_d = rsqrtf((float)d);\n", "").replace(
+    "dot * inv_sqrt_d", "dot / sqrtf((float)d)")
+SCORES_CU_TEMP = SCORES_CU.replace("int S, int d)", "int S, int d, float temperature)").replace(
+    "    const float inv_sqrt_d = rsqrtf((float)d);\n", "").replace("dot * inv_sqrt_d", "dot / temperature")
+
+SCORES_NEW = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def row_softmax_qk(qT, kT):
+    D, S = qT.shape
+    assert S <= 128 and D <= 128
+    p = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.shared_hbm)
+    q_sb = nl.ndarray((D, S), dtype=nl.bfloat16, buffer=nl.sbuf)
+    k_sb = nl.ndarray((D, S), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=q_sb, src=qT[0:D, 0:S])
+    nisa.dma_copy(dst=k_sb, src=kT[0:D, 0:S])
+    sc = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=sc, stationary=q_sb, moving=k_sb)
+    nmx = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=nmx, op=nl.maximum, data=sc, axis=1, negate=True)
+    e = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.sbuf)
+    tot = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=e, op=nl.exp, data=sc, bias=nmx, reduce_op=nl.add, reduce_res=tot)
+    nisa.reciprocal(dst=tot, data=tot)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.multiply, operand0=tot)
+    nisa.dma_copy(dst=p[0:S, 0:S], src=e)
+    return p
+"""
+
+SCORES_LEGACY = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def row_softmax_qk(qT, kT):
+    D, S = qT.shape
+    p = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.shared_hbm)
+    q_sb = nl.load(qT[0:D, 0:S], dtype=nl.bfloat16)
+    k_sb = nl.load(kT[0:D, 0:S], dtype=nl.bfloat16)
+    sc = nl.matmul(q_sb, k_sb, transpose_x=True)
+    mx = nl.max(sc, axis=1, keepdims=True)
+    e = nl.exp(nl.subtract(sc, mx))
+    s = nl.sum(e, axis=1, keepdims=True)
+    nl.store(p[0:S, 0:S], value=nl.multiply(e, nl.reciprocal(s)))
+    return p
+"""
+
+
+def test_cuda_scale_uses_are_recorded():
+    [k] = parse_cuda(SCORES_CU, "k.cu").kernels
+    assert [(u.factor, u.origin, u.factor_line, u.line, u.target) for u in k.scale_uses] == [
+        ("inv_sqrt_d", "rsqrtf((float)d)", 5, 9, "s[j]")]
+    [k] = parse_cuda(SCORES_CU_INLINE, "k.cu").kernels
+    assert [(u.factor, u.line) for u in k.scale_uses] == [("sqrtf((float)d)", 8)]
+    [k] = parse_cuda(SCORES_CU_TEMP, "k.cu").kernels
+    assert [(u.factor, u.origin) for u in k.scale_uses] == [("temperature", "parameter")]
+    # `inv = 1.0f / sum` normalises by data: not a scale factor; nor is a data-dependent rsqrt (layer norm)
+    ln = SCORES_CU.replace("rsqrtf((float)d)", "rsqrtf(q[i] + 1e-5f)")
+    assert parse_cuda(ln, "k.cu").kernels[0].scale_uses == []
+
+
+@pytest.mark.parametrize("cu", [SCORES_CU, SCORES_CU_INLINE], ids=["local", "inline"])
+@pytest.mark.parametrize("nki,consumer", [(SCORES_NEW, "nisa.activation_reduce"), (SCORES_LEGACY, "nl.exp(")],
+                         ids=["new", "legacy"])
+def test_MIG102_missing_score_scale(cu, nki, consumer):
+    fs = [f for f in run(cu, nki) if f.rule == "MIG102"]
+    assert [(f.line, f.related[0].line, f.category, f.severity.value) for f in fs] == [
+        (line(nki, consumer), line(cu, "s[j] = dot"), "missing-epilogue", "error")]
+    assert fs[0].evidence["epilogue_kind"] == "scale" and "sqrt" in fs[0].evidence["cuda_factor"]
+
+
+@pytest.mark.parametrize("nki", [
+    SCORES_NEW.replace("bias=nmx, reduce_op", "bias=nmx, scale=1.0 / math.sqrt(D), reduce_op"),
+    SCORES_NEW.replace("    nmx = nl.ndarray", "    nisa.tensor_scalar(dst=sc, data=sc, op0=nl.multiply, operand0=D ** -0.5)\n"
+                                           "    nmx = nl.ndarray"),
+    SCORES_NEW.replace("    nmx = nl.ndarray", "    nisa.tensor_scalar(dst=sc, data=sc, op0=nl.multiply, operand0=0.125)\n"
+                                           "    nmx = nl.ndarray"),
+    SCORES_LEGACY.replace("sc = nl.matmul(q_sb, k_sb, transpose_x=True)",
+                          "sm_scale = 1.0 / math.sqrt(D)\n    sc = nl.multiply(nl.matmul(q_sb, k_sb, transpose_x=True), sm_scale)"),
+], ids=["new-scale-kwarg", "new-pow", "new-literal", "legacy-named"])
+def test_MIG102_silent_when_the_port_scales(nki):
+    assert not [f for f in run(SCORES_CU, nki) if f.rule == "MIG102"]
+
+
+def test_MIG102_temperature_parameter():
+    assert [f.line for f in run(SCORES_CU_TEMP, SCORES_NEW) if f.rule == "MIG102"] == [
+        line(SCORES_NEW, "nisa.activation_reduce")]
+    ported = SCORES_NEW.replace("def row_softmax_qk(qT, kT):", "def row_softmax_qk(qT, kT, temperature):").replace(
+        "bias=nmx, reduce_op", "bias=nmx, scale=1.0 / temperature, reduce_op")
+    assert not [f for f in run(SCORES_CU_TEMP, ported) if f.rule == "MIG102"]
