@@ -15,6 +15,7 @@ from typing import Any
 from ..hardware import DTYPE_BYTES
 from . import consts
 from .consts import Env, Folder, Lin, ParDim, Ref, Tup
+from .nki_branches import shape_branches
 from .nki_model import (
     ALLOC_APIS, MATMUL_APIS, ApiRef, Allocation, Assert, Assignment, Call, Loop, Matmul, NkiKernel,
     Operand, Param, Return, Subtraction,
@@ -192,6 +193,7 @@ class Extractor:
         self._scan_assigns(body, ctx.assigns)
         ctx.multi = {n for n, p in ctx.assigns.items() if len(p) > 1}
         self._block(body, ctx)
+        k.shape_branches = shape_branches(body, self.text, {p.name for p in k.params})
         k.divisors = ctx.env.divisors
         k.upper_bounds = ctx.env.upper
         return k

@@ -188,6 +188,25 @@ class Return:
 
 
 @dataclass
+class ShapeBranch:
+    """`if R == 256 and D == 1024:` — a branch on shape values equal to literals, and what the path taken
+    for every other shape does (rule NKI206)."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int  # of the `if` header (the condition)
+    test: str
+    literals: list[tuple[str, int | tuple]]  # (shape expression, literal it must equal)
+    matched_computes: bool  # the path for the literal shape calls NKI ops
+    other_computes: bool  # the path for any other shape calls NKI ops or a helper
+    other_raises: bool  # ... raises or asserts (an explicit "unsupported shape")
+    other_returns: str | None  # name it returns (when it returns)
+    other_returns_input: bool  # that name is a kernel parameter
+    other_line: int  # where the other path returns / ends
+
+
+@dataclass
 class NkiKernel:
     name: str
     line: int
@@ -203,6 +222,7 @@ class NkiKernel:
     subtractions: list[Subtraction] = field(default_factory=list)
     api_refs: list[ApiRef] = field(default_factory=list)
     returns: list[Return] = field(default_factory=list)
+    shape_branches: list[ShapeBranch] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     called_functions: set[str] = field(default_factory=set)
     col: int = 1

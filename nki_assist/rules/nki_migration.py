@@ -80,3 +80,27 @@ def floor_div_trip(nf: NkiFile, t: Target):
                            {"numerator": num_text, "tile": den, "trip_expr": lp.trip_expr},
                            fix=f"Add `assert {num_text} % {den} == 0` at the top of the kernel, or loop over "
                                f"ceil({num_text} / {den}) tiles and clamp the last tile with min().")
+
+
+@check("NKI206")
+def shape_special_cased(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        for b in k.shape_branches:
+            if not b.matched_computes or b.other_computes or b.other_raises:
+                continue  # both paths compute (a dispatch), or other shapes are rejected explicitly
+            shape = ", ".join(f"{s}={v}" for s, v in b.literals)
+            if b.other_returns_input:
+                what = f"returns its input `{b.other_returns}` unchanged (line {b.other_line})"
+            elif b.other_returns:
+                what = f"returns `{b.other_returns}` without computing it (line {b.other_line})"
+            else:
+                what = f"writes no output (line {b.other_line})"
+            yield emit("NKI206", nf, b.line, b.col, b.end_line, b.end_col,
+                       f"`if {b.test}` computes only for the literal shape {shape}; for every other shape the "
+                       f"kernel {what}: a wrong result, not an error, on any shape but the tested one.",
+                       {"test": b.test, "literals": [[s, list(v) if isinstance(v, tuple) else v]
+                                                     for s, v in b.literals],
+                        "other_returns": b.other_returns, "other_returns_input": b.other_returns_input,
+                        "other_line": b.other_line},
+                       fix="Compute for any shape (tile loops over the symbolic sizes with a masked/clamped "
+                           "tail), or reject unsupported shapes with an assert instead of returning a value.")

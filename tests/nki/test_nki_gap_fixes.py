@@ -141,3 +141,28 @@ def k(x, b):
     # [128, 1] per tile is what an expert recommends for per-row scalars; a [1, 1] load is still a defect
     assert got == [(_ln(src, "dst=bt"), "info", True), (_ln(src, "dst=one"), "warning", False),
                    (_ln(src, "src=bt"), "info", True)]
+
+
+def test_shape_branch_facts():
+    k = kernel("""
+R, D = x.shape
+n = y.shape[0]
+if R == 256 and D == 1024:
+    out = nl.ndarray((R, D), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x[0:128, 0:1024])
+    nl.store(out[0:128, 0:1024], value=t)
+    return out
+if n != 64:
+    w = nl.ndarray((n, 4), dtype=y.dtype, buffer=nl.shared_hbm)
+    return w
+if R % 128 == 0:
+    return y
+return x
+""")
+    b1, b2 = k.shape_branches
+    assert (b1.line, b1.literals, b1.matched_computes, b1.other_computes) == (10, [("R", 256), ("D", 1024)], True, False)
+    assert (b1.other_returns, b1.other_returns_input) == ("x", True)
+    # `n != 64`: the literal shape falls through; the other path only allocates and returns an unwritten tensor
+    assert (b2.literals, b2.other_computes, b2.other_returns, b2.other_returns_input) == ([("n", 64)], False, "w", False)
+    # `R % 128 == 0` is not a comparison of a shape with a literal
+    assert len(k.shape_branches) == 2

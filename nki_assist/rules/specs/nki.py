@@ -55,6 +55,11 @@ RULES = [
     RuleSpec("NKI203", "floor-div-trip-count-unguarded", "missing-boundary-mask", W,
              "A loop runs `N // T` iterations with no assert that T divides N and no mask or clamp for the tail.",
              fix="Add `assert N % T == 0`, or iterate ceil(N / T) tiles and clamp the last one (min()/mask=)."),
+    RuleSpec("NKI206", "shape-special-cased", "output-mismatch", E,
+             "The kernel computes only when a shape equals literal values (`if R == 256 and D == 1024`) and "
+             "otherwise returns an input or writes no output.",
+             fix="Compute for any shape (tile loops over the symbolic sizes, masked/clamped tail), or assert the "
+                 "supported shapes so other shapes fail loudly."),
     # hardware utilization
     RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", W,
              "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
