@@ -165,3 +165,11 @@ def test_failing_everywhere_is_algorithmic_even_with_a_ragged_size():
     (f,) = [f for f in fs if f.rule == "NUM102"]
     assert f.evidence["sizes"] == ["aligned", "ragged"]
     assert not [f for f in fs if f.rule == "NUM103"]
+
+
+def test_fp32_failure_with_only_a_cancellation_finding_takes_its_line():
+    wrong = REF + 1.0
+    res = result(size_result("aligned", {"M": 128}, REF, {"trainium": wrong, "trainium-fp32": wrong}))
+    (f,) = [f for f in attribute(res, [static("NKI403", "catastrophic-cancellation", 31)], nki_path=NKI,
+                                 kernel_line=5) if f.rule == "NUM102"]
+    assert f.category == "catastrophic-cancellation" and f.line == 31
