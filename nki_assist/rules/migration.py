@@ -199,7 +199,10 @@ def _epilogue(c: _Ctx) -> Iterable[Finding]:
             f"value the port stores here lacks it.",
             {"epilogue_kind": h.kind, "epilogue_detail": h.detail, "nki_counterpart": counterpart,
              "pairing": c.pairing.describe(h.detail) if h.kind != "activation" else None,
-             "pairings": c.pairing.to_json()},
+             "pairings": c.pairing.to_json(),
+             # the same defect as NKI202/MIG103 on that parameter: one item in the written review
+             **({"root_cause": f"unread-input:{counterpart}"} if counterpart and counterpart not in k.used_names
+                else {})},
             f"{h.kind} `{h.detail}` applied here")
 
 
@@ -311,7 +314,8 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
                 "MIG103", p.line, cp.line,
                 f"`{n}` is the port's counterpart of CUDA input `{cp.name}` ({c.pairing.describe(cp.name)}), "
                 f"which the CUDA kernel reads, but the port never reads it.",
-                {"cuda_param": cp.name, "nki_param": n, "paired_by": c.pairing.how[cp.name]},
+                {"cuda_param": cp.name, "nki_param": n, "paired_by": c.pairing.how[cp.name],
+                 "root_cause": f"unread-input:{n}"},
                 f"input `{cp.name}`", column=p.col)
 
 

@@ -50,7 +50,7 @@ def unused_input(nf: NkiFile, t: Target):
                 continue
             yield emit("NKI202", nf, p.line, p.col, p.line, p.col + len(p.name),
                        f"Input `{p.name}` of kernel `{k.name}` is never read.",
-                       {"parameter": p.name, "kernel": k.name},
+                       {"parameter": p.name, "kernel": k.name, "root_cause": f"unread-input:{p.name}"},
                        fix=f"Read `{p.name}` where the CUDA kernel does (bias, scale, residual?) or remove it.")
 
 

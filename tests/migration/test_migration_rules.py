@@ -318,3 +318,17 @@ def test_MIG107_exact_erf_gelu_ported_as_tanh_approximation():
     assert fs[0].evidence["max_abs_difference"] == 4.73e-4
     erf_port = tanh_port.replace("op=nl.gelu_apprx_tanh", "op=nl.gelu")
     assert not [f for f in run(ERF_CU, erf_port) if f.rule == "MIG107"]
+
+
+def test_unread_bias_is_one_item_with_the_unused_input_finding():
+    from nki_assist.feedback.drafter import group_findings
+    from nki_assist.findings import prioritize
+    from nki_assist.rules.nki_rules import run_nki_rules
+
+    bad = NEW_GOOD.replace("def gemm_bias_relu(lhsT, rhs, bias):", "def gemm_bias_relu(lhsT, rhs, bias_unused, bias):")
+    bad = bad.replace("src=bias[0:128", "src=bias_unused[0:128")
+    static = [f for f in run_nki_rules(parse_nki(bad, "k_nki.py"), TRN2) if f.rule == "NKI202"]
+    mig = [f for f in run(GEMM_CU, bad) if f.rule == "MIG102"]
+    assert static and mig and static[0].evidence["root_cause"] == mig[0].evidence["root_cause"] == "unread-input:bias"
+    groups = group_findings(prioritize([*static, *mig]))
+    assert len(groups) == 1
