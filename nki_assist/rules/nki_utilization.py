@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..findings import Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from .nki_common import check, emit
@@ -19,10 +20,20 @@ def small_matmul(nf: NkiFile, t: Target):
             pes = t.contraction_max * t.stationary_fmax
             used = round(100.0 * K * M / pes, 1)
             c = mm.call
+            once = _one_off_broadcast(mm)
             yield emit("NKI301", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` contracts over K={K} rows into M={M} output partitions: {K}x{M} of the "
-                       f"{t.contraction_max}x{t.stationary_fmax} PE array ({used}%) does useful work.",
-                       {"K": K, "M": M, "N": mm.N, "pe_utilization_percent": used})
+                       f"{t.contraction_max}x{t.stationary_fmax} PE array ({used}%) does useful work." + once,
+                       {"K": K, "M": M, "N": mm.N, "pe_utilization_percent": used, "one_off": bool(once)},
+                       severity=Severity.INFO if once else None)
+
+
+def _one_off_broadcast(mm) -> str:
+    """A K=1 matmul outside every loop is a partition broadcast (ones^T @ row) paid once, not a hot-path
+    matmul: its PE utilization and operand dtype do not bound the kernel."""
+    if mm.K == 1 and not mm.call.loops:
+        return " It runs once, outside every loop (a partition broadcast), so this is a one-off cost."
+    return ""
 
 
 @check("NKI302")
@@ -36,10 +47,12 @@ def fp32_matmul(nf: NkiFile, t: Target):
                 continue
             c = mm.call
             names = ", ".join(f"`{o.name}`" for o in fp32)
+            once = _one_off_broadcast(mm)
             yield emit("NKI302", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` multiplies float32 operands ({names}): the Tensor Engine runs fp32 at "
                        f"{t.peak_fp32_flops / 1e12:.1f} TFLOPS vs {t.peak_bf16_flops / 1e12:.1f} for bf16 on "
-                       f"{t.name} ({rate}x slower).",
+                       f"{t.name} ({rate}x slower)." + once,
                        {"operands": [o.name for o in fp32], "dtype": "float32",
                         "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1),
-                        "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1)})
+                        "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1), "one_off": bool(once)},
+                       severity=Severity.INFO if once else None)

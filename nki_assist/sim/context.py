@@ -214,5 +214,15 @@ def operand(t) -> Operand:
         shape = t.shape
         on_chip = st.buffer in ("sbuf", "psum")
         op = t.operand = Operand(shape=shape, dtype=st.dt.name, buffer=st.buffer,
-                                 partitions=(shape[0] if shape else 1) if on_chip else 1, name=st.name)
+                                 partitions=_partitions(t) if on_chip else 1, name=st.name)
     return op
+
+
+def _partitions(t) -> int:
+    """Rows on the partition axis: with legacy block dims (`(B, nl.par_dim(128), F)`) the partition axis
+    is the storage's `pax`, not the view's first axis."""
+    pax = t.st.pax
+    if pax and t.fancy is None and pax < len(t.desc):
+        e = t.desc[pax]
+        return e[2] if type(e) is tuple else 1
+    return t.shape[0] if t.shape else 1

@@ -496,7 +496,8 @@ def bn_stats(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     ctx, line, depth = ctx_site()
     tgt = ctx.target
     on_chip_operand(ctx, line, "bn_stats", data)
-    v = fvals(data, None, line)
+    m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
+    v = np.nan_to_num(fvals(data, m, line))  # masked-off rows are not read (their stats are never written)
     P = v.shape[0]
     v2 = v.reshape(P, -1).astype(np.float64)
     F = v2.shape[1]
@@ -514,13 +515,14 @@ def bn_stats(data, *, dst=None, dtype=None, mask=None) -> Tensor:
             out[:, 3 * j + 1] = mean
             out[:, 3 * j + 2] = ((part - mean[:, None]) ** 2).sum(axis=1)
     return emit(ctx, "bn_stats", "vector", line, depth, out.astype(F32), dst=dst, dtype=dtype or FLOAT32,
-                srcs=[data], src_storages=(data.st,))
+                srcs=[data], src_storages=(data.st,), mask=mask)
 
 
 def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     """Merge bn_stats groups -> [P, 2] (mean, population variance)."""
     ctx, line, depth = ctx_site()
-    v = fvals(data, None, line).astype(np.float64)
+    m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
+    v = np.nan_to_num(fvals(data, m, line).astype(np.float64))
     P = v.shape[0]
     g = v.reshape(P, -1)
     if g.shape[1] % 3:
@@ -534,7 +536,7 @@ def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
         var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / tot
     r = np.stack([mu, var], axis=1).astype(F32)
     return emit(ctx, "bn_aggr", "vector", line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[data],
-                src_storages=(data.st,))
+                src_storages=(data.st,), mask=mask)
 
 
 def consume(t: Tensor) -> None:

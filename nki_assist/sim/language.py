@@ -160,9 +160,35 @@ def copy(x, dtype=None, mask=None, **kw):
     return core.copy(x, dtype=dtype, mask=mask)
 
 
+class LoopReduce:
+    """`nl.loop_reduce(x, op, loop_indices)` (legacy): assigned to a tile, it folds x into that tile."""
+
+    def __init__(self, x: Tensor, alu: str, dtype, mask):
+        self.x, self.alu, self.dtype, self.mask = x, alu, dtype, mask
+
+
+def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nl.loop_reduce: x must be a tile, got {type(x).__name__}")
+    return LoopReduce(x, core.opname(op), dtype, mask)
+
+
+def _assign_loop_reduce(dst: Tensor, lr: LoopReduce) -> None:
+    """dst = op(dst, x): a reduction over the named loop, so reading dst is not an affine-range carry."""
+    ctx, line, depth = core.ctx_site()
+    a = core.fvals(dst, None, line, exempt_affine=True)
+    b = core._fit(core.fvals(lr.x, None, line), dst.shape, "loop_reduce")
+    r = mathops.BINARY[lr.alu](a, b)
+    core.emit(ctx, "tensor_tensor", "vector", line, depth, r, dst=dst, dtype=None, srcs=[dst, lr.x],
+              mask=lr.mask, src_storages=(dst.st, lr.x.st), extra={"alu": lr.alu}, _alu=lr.alu)
+
+
 def assign(dst: Tensor, value) -> None:
     """`dst[...] = value`: a fresh op result lands in dst (no extra instruction); else a copy/memset."""
     ctx = context.CTX
+    if isinstance(value, LoopReduce):
+        _assign_loop_reduce(dst, value)
+        return
     if isinstance(value, Tensor):
         if value.fresh and value.origin is not None:
             op, srcs, raw, m = value.origin
@@ -440,7 +466,7 @@ def namespace(target) -> dict:
         where=where, broadcast_to=broadcast_to, dropout=dropout, affine_range=affine_range,
         sequential_range=sequential_range, static_range=static_range, dynamic_range=dynamic_range,
         fori_loop=fori_loop, program_id=program_id, num_programs=num_programs, program_ndim=program_ndim,
-        nc=nc, spmd_dim=spmd_dim, device_print=device_print, no_reorder=no_reorder, arange=arange,
+        nc=nc, spmd_dim=spmd_dim, loop_reduce=loop_reduce, device_print=device_print, no_reorder=no_reorder, arange=arange,
         mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target),
     )
     return ns
