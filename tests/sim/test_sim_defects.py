@@ -37,7 +37,7 @@ CASES = {
     "new_defect_bf16_sum.py": (lambda: [rng.standard_normal((128, 1024)).astype(F32), BF16], "SIM116", "ok"),
     "error_raises.py": (lambda: [np.ones((128, 4), F32)], "SIM114", "kernel-error"),
     "error_shape.py": (lambda: [np.ones((128, 512), F32)], "SIM113", "kernel-error"),
-    "error_unsupported.py": (lambda: [np.ones((32, 32), F32)], "SIM115", "unsupported"),
+    "error_unsupported.py": (lambda: [np.ones((32, 32), F32)], "SIM117", "unsupported"),
 }
 
 

@@ -57,6 +57,11 @@ RULES = [
     _sim("SIM115", "sim-unsupported-api", "unsupported-construct", _W,
          "The kernel uses an API the built-in simulator (or the NKI compiler) does not support.",
          "Use a supported NKI API, or run the kernel with the neuron backend where the toolchain is installed."),
+    _sim("SIM117", "sim-api-not-modelled", "toolchain-failure", _W,
+         "The kernel calls a documented NKI API the built-in simulator does not model, so it was not run "
+         "past that call (the API itself is valid NKI).",
+         "Judge numerics and performance with the neuron backend (`--backend neuron`) where the toolchain "
+         "is installed; the static and migration checks still apply."),
     _sim("SIM116", "sim-low-precision-accumulation", "low-precision-accumulation", _W,
          "A running sum is accumulated in a bf16/fp16/fp8 tile inside a loop.",
          "Accumulate in an fp32 tile (or PSUM) and cast once at the end."),
