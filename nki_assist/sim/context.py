@@ -77,6 +77,9 @@ class SimContext:
         self.psum_banks_live = 0
         self.peaks = ResourcePeaks()
         self.pending: list = []  # op results not yet counted (see commit_pending)
+        # Set to a list while an elementwise op reads its operands: never-written positions are collected
+        # and handed to the result (a masked-off tail stays "unwritten") instead of being reported.
+        self.poison: list | None = None
         # loops
         self.loops: list[LoopFrame] = []
         self.loop_uid = itertools.count(1)

@@ -10,6 +10,8 @@ ops); otherwise the result goes into `dst` (new-dialect ISA style).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import context, mathops
@@ -17,7 +19,7 @@ from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
 from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read
-from .tensor import tile_mask, write
+from .tensor import mark_unwritten, report_uninitialized, tile_mask, write
 
 F32 = np.float32
 
@@ -216,6 +218,51 @@ def part_check(ctx, line, op, *ts):
 
 
 # -- elementwise -----------------------------------------------------------------------------------
+def elementwise(fn):
+    """An op whose output element depends only on the same element of its inputs.
+
+    Reads of never-written positions are not reported here: the positions are handed to the result,
+    which keeps them "unwritten". A masked-off tail (legacy `nl.load(..., mask=)`, then unmasked
+    elementwise ops, then a masked store) is therefore never reported; a store, a reduction or a
+    matmul that does consume such values reports SIM111 at that line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        ctx = context.CTX
+        if (ctx is None or ctx.poison is not None or kwargs.get("reduce_op") is not None
+                or kwargs.get("reduce_res") is not None):
+            return fn(*args, **kwargs)
+        ctx.poison = []
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            poison, ctx.poison = ctx.poison, None
+        if poison:
+            _propagate(out, poison)
+        return out
+
+    return wrapper
+
+
+def _propagate(out: Tensor, poison: list) -> None:
+    shape = tuple(out.shape)
+    pos = np.zeros(shape, bool)
+    unplaced = []
+    for bad, t, line in poison:
+        b = bad
+        if b.ndim < len(shape) and b.shape and b.shape[0] == shape[0]:
+            b = b.reshape(b.shape + (1,) * (len(shape) - b.ndim))  # NKI broadcasts from the partition axis
+        try:
+            pos |= np.broadcast_to(b, shape)
+        except ValueError:
+            unplaced.append((bad, t, line))
+    if pos.any() and not mark_unwritten(out, pos):
+        unplaced = poison
+    for bad, t, line in unplaced:
+        report_uninitialized(bad, t, line)
+
+
+@elementwise
 def unary(name: str, x, *, dst=None, dtype=None, mask=None, engine="scalar", op_label=None) -> Tensor:
     ctx, line, depth = ctx_site()
     if not is_tensor(x):
@@ -228,6 +275,7 @@ def unary(name: str, x, *, dst=None, dtype=None, mask=None, engine="scalar", op_
                 mask=mask, src_storages=(x.st,), extra={"func": name})
 
 
+@elementwise
 def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> Tensor:
     ctx, line, depth = ctx_site()
     ta, tb = is_tensor(a), is_tensor(b)
@@ -338,6 +386,7 @@ def _axes(axis, nd) -> tuple[int, ...]:
     return (int(axis) % nd,)
 
 
+@elementwise
 def copy(src, *, dst=None, dtype=None, mask=None, engine="vector", op_label="tensor_copy") -> Tensor:
     ctx, line, depth = ctx_site()
     on_chip_operand(ctx, line, op_label, src)
@@ -350,6 +399,7 @@ def copy(src, *, dst=None, dtype=None, mask=None, engine="vector", op_label="ten
 
 
 # -- activation / scalar ops -----------------------------------------------------------------------
+@elementwise
 def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, reduce_res=None, dtype=None,
                mask=None, label="activation") -> Tensor:
     ctx, line, depth = ctx_site()
@@ -389,6 +439,7 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
     return out
 
 
+@elementwise
 def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, operand1=None, reverse1=False,
                   dtype=None, mask=None, engine="vector") -> Tensor:
     ctx, line, depth = ctx_site()
@@ -408,6 +459,7 @@ def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, op
                 extra={"alu": n0})
 
 
+@elementwise
 def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, reverse0=False, reverse1=False,
                          dtype=None, mask=None) -> Tensor:
     """(data op0 operand0) op1 operand1, operand1 a tensor."""

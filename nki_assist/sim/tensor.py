@@ -541,15 +541,44 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     if w is not None:
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
-            n_bad = int(np.count_nonzero(bad))
-            ctx.report("SIM111", line,
-                       f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
-                       f" (allocated on line {st.line})" if st.line else
-                       f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}",
-                       tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line)
+            if ctx.poison is not None and not bad.all():
+                # an elementwise op over a partly written tile (a masked-off tail): the result inherits
+                # the unwritten positions; reading a tile nothing was written to is reported right here
+                ctx.poison.append((bad, t, line))
+            else:
+                report_uninitialized(bad, t, line)
     if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
         _affine_read(t, key, m, line)
     return out
+
+
+def report_uninitialized(bad: np.ndarray, t: Tensor, line) -> None:
+    st = t.st
+    n_bad = int(np.count_nonzero(bad))
+    st.ctx.report("SIM111", line,
+                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
+                  f" (allocated on line {st.line})" if st.line else
+                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}",
+                  tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line)
+
+
+def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:
+    """Clear the written flag of `positions` (a mask in the view's shape); False when the view is not a
+    plain slice of its storage (the caller then reports instead of propagating)."""
+    st = t.st
+    if t.fancy is not None or positions.shape != tuple(t.shape):
+        return False
+    key, _inner, ok = resolve(t)
+    if not ok:
+        return False
+    if st.all_written:
+        st.written = np.ones(st.shape, dtype=bool)
+        st.all_written = False
+    region = st.written if key is Ellipsis else st.written[key]
+    if region.shape != positions.shape or (key is not Ellipsis and not np.shares_memory(region, st.written)):
+        return False
+    region[positions] = False
+    return True
 
 
 def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = False,
