@@ -156,16 +156,28 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
     return ReviewResult(review, plots, time.perf_counter() - t0)
 
 
+# Utilization categories that the static rules see in the source and the cost model sees in the trace:
+# the same phenomenon from two sides, written as one review item.
+_PERF_TWINS = ("partition-underutilized", "tensor-engine-underutilized", "fp32-matmul")
+
+
 def _link_root_causes(findings: list[Finding]) -> list[Finding]:
     """Mark findings that several stages report for one defect, so the drafter writes one item.
 
     An output the simulator saw partly unwritten (SIM112) while numerics found that only the ragged
-    sizes fail (NUM103) is the unhandled tail, seen twice."""
+    sizes fail (NUM103) is the unhandled tail, seen twice; a static utilization finding and the cost
+    model's estimate of the same category are one problem with a measured price."""
     tails = {f.file for f in findings if f.rule == "NUM103"}
-    if not tails:
-        return findings
-    return [f.model_copy(update={"evidence": {**f.evidence, "root_cause": "unhandled-ragged-tail"}})
-            if f.rule in ("NUM103", "SIM112") and f.file in tails else f for f in findings]
+    twins = {(f.file, f.category) for f in findings if f.source == "static" and f.category in _PERF_TWINS}
+    twins &= {(f.file, f.category) for f in findings if f.source == "cost-model"}
+    out = []
+    for f in findings:
+        if f.rule in ("NUM103", "SIM112") and f.file in tails:
+            f = f.model_copy(update={"evidence": {**f.evidence, "root_cause": "unhandled-ragged-tail"}})
+        elif (f.file, f.category) in twins and f.source in ("static", "cost-model"):
+            f = f.model_copy(update={"evidence": {**f.evidence, "root_cause": f"utilization:{f.category}"}})
+        out.append(f)
+    return out
 
 
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:

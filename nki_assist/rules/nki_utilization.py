@@ -1,4 +1,4 @@
-"""Hardware-utilisation rules: small matmul tiles and fp32 matmul operands."""
+"""Hardware-utilisation rules: small matmul tiles, fp32 matmul operands, row tiles below 128 partitions."""
 
 from __future__ import annotations
 
@@ -56,3 +56,30 @@ def fp32_matmul(nf: NkiFile, t: Target):
                         "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1),
                         "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1), "one_off": bool(once)},
                        severity=Severity.INFO if once else None)
+
+
+@check("NKI303")
+def row_tile_below_pmax(nf: NkiFile, t: Target):
+    """An SBUF tile of P < 128 partitions allocated in a loop that walks a dimension P at a time: the
+    kernel processes the rows P per instruction where 128 lanes are available."""
+    for k in nf.kernels:
+        seen: set[int] = set()
+        # matmul operands put the contraction on the partitions: NKI301 / MIG108 judge those tiles
+        mm_operands = {op.name for mm in k.matmuls for op in (mm.stationary, mm.moving) if op is not None}
+        for a in k.allocations:
+            p = a.partitions
+            if (a.buffer != "sbuf" or not isinstance(p, int) or not 1 < p < t.partitions or not a.loops
+                    or a.name in mm_operands):
+                continue
+            loop = next((lp for lp in reversed(a.loops) if any(fd[2] == p for fd in lp.floor_divs)), None)
+            if loop is None or loop.id in seen:
+                continue
+            seen.add(loop.id)
+            num = next(str(fd[0]) for fd in loop.floor_divs if fd[2] == p)  # (numerator, value, den, ...)
+            share = round(100.0 * p / t.partitions, 1)
+            yield emit("NKI303", nf, a.line, a.col, a.end_line, a.end_col,
+                       f"`{a.name or a.api}` puts {p} rows on the partitions while the loop over `{loop.var}` "
+                       f"(line {loop.line}) walks {num} {p} rows at a time: every instruction and DMA on these "
+                       f"tiles uses {p} of {t.partitions} lanes ({share}%).",
+                       {"partitions": p, "pmax": t.partitions, "lane_share_percent": share, "loop_line": loop.line,
+                        "loop_var": loop.var, "dimension": num, "lane_ratio": round(t.partitions / p, 2)})

@@ -22,3 +22,11 @@ def test_partly_written_output_and_ragged_failure_are_one_item():
 def test_no_link_without_a_ragged_attribution():
     fs = [F("SIM112", "uninitialized-read", 24), F("NKI203", "missing-boundary-mask", 26, "warning")]
     assert all("root_cause" not in f.evidence for f in _link_root_causes(fs))
+
+
+def test_static_and_cost_model_utilization_findings_are_one_item():
+    s = F("NKI303", "partition-underutilized", 20, "warning")
+    c = F("PERF103", "partition-underutilized", 34, "warning").model_copy(update={"source": "cost-model"})
+    other = F("PERF101", "redundant-dma", 35, "warning").model_copy(update={"source": "cost-model"})
+    groups = group_findings(prioritize(_link_root_causes([s, c, other])))
+    assert sorted(sorted(f.rule for f in g) for g in groups) == [["NKI303", "PERF103"], ["PERF101"]]

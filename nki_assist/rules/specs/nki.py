@@ -64,6 +64,11 @@ RULES = [
     RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", W,
              "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
              fix="Grow K and M tiles to 128 (pack several small problems along the partition axis)."),
+    RuleSpec("NKI303", "row-tile-below-128-partitions", "partition-underutilized", W,
+             "A loop walks the rows of the data in blocks of fewer than 128, so every instruction and DMA on "
+             "those tiles uses only that many of the 128 partitions (lanes).",
+             fix="Tile 128 rows per iteration (nl.tile_size.pmax) and handle the ragged tail; a row count "
+                 "copied from a CUDA block shape does not carry over."),
     RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", W,
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
              fix="Cast operands to bfloat16 (or fp8) on load; PSUM still accumulates in fp32."),
