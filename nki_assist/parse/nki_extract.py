@@ -273,12 +273,7 @@ class Extractor:
         if t == "expression_statement":
             self._mark_bare(st)
             for c in st.named_children:
-                if c.type == "assignment":
-                    self._assign(c, ctx)
-                elif c.type == "augmented_assignment":
-                    self._augassign(c, ctx)
-                else:
-                    self._scan_stmt_expr(c, ctx)
+                self._stmt_expr_node(c, ctx)
         elif t == "for_statement":
             self._for(st, ctx)
         elif t == "while_statement":

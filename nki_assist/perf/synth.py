@@ -21,15 +21,20 @@ class TraceBuilder:
         kw.setdefault("file", self.file)
         self.trace.append(TraceEntry(seq=len(self.trace), **kw))
 
-    def load(self, line: int, tensor: str, box: tuple[tuple[int, int], ...], dtype: str = "bfloat16",
-             *, partitions: int | None = None, dst: str = "tile", transpose: bool = False) -> None:
-        """HBM box -> SBUF, first dim on partitions (or `partitions` rows when given)."""
+    @staticmethod
+    def _geometry(box: tuple[tuple[int, int], ...], partitions: int | None) -> tuple[tuple[int, ...], int, int, int]:
+        """(shape, partitions, free elements per partition, elements) of an HBM box moved to SBUF."""
         shape = tuple(b - a for a, b in box)
         p = partitions if partitions is not None else shape[0]
         elems = 1
         for s in shape:
             elems *= s
-        free = elems // max(p, 1)
+        return shape, p, elems // max(p, 1), elems
+
+    def load(self, line: int, tensor: str, box: tuple[tuple[int, int], ...], dtype: str = "bfloat16",
+             *, partitions: int | None = None, dst: str = "tile", transpose: bool = False) -> None:
+        """HBM box -> SBUF, first dim on partitions (or `partitions` rows when given)."""
+        shape, p, free, elems = self._geometry(box, partitions)
         nbytes = elems * DTYPE_BYTES[dtype]
         transfers = elems if transpose else p
         self._add(engine="dma", op="dma_transpose" if transpose else "dma_load", line=line,
@@ -39,12 +44,7 @@ class TraceBuilder:
 
     def store(self, line: int, tensor: str, box: tuple[tuple[int, int], ...], dtype: str = "bfloat16",
               *, partitions: int | None = None, src: str = "res") -> None:
-        shape = tuple(b - a for a, b in box)
-        p = partitions if partitions is not None else shape[0]
-        elems = 1
-        for s in shape:
-            elems *= s
-        free = elems // max(p, 1)
+        shape, p, free, elems = self._geometry(box, partitions)
         self._add(engine="dma", op="dma_store", line=line, dst=Operand(shape, dtype, "hbm", 1, tensor),
                   srcs=[Operand((p, free), dtype, "sbuf", p, src)], partitions=p, free_elems=free,
                   bytes=elems * DTYPE_BYTES[dtype], transfers=p, hbm_tensor=tensor, hbm_box=box, direction="store")
