@@ -145,6 +145,8 @@ def cuda105_low_precision_accumulator(cf: CudaFile, target: Target) -> Iterator[
 def cuda106_unguarded_store(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA106")
     for k in _kernels(cf):
+        if k.qualifier != "global":
+            continue  # a __device__ helper's pointer may be __shared__ scratch (block_sum(v, red)); its callers are judged
         seen = set()
         for st in k.global_stores:
             if not st.thread_indexed or st.guarded or (st.line, st.target) in seen:

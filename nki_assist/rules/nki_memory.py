@@ -159,6 +159,7 @@ def _dma_region(c):
 @check("NKI108")
 def small_dma(nf: NkiFile, t: Target):
     for k in nf.kernels:
+        mm_operands = {op.name for mm in k.matmuls for op in (mm.stationary, mm.moving) if op is not None}
         for c in k.calls:
             if c.api not in DMA_APIS or not c.loops:
                 continue
@@ -190,13 +191,24 @@ def small_dma(nf: NkiFile, t: Target):
             # that data gets per tile; only batching several tiles' columns (a layout change) helps
             column = parts == t.partitions and free == 1
             ev["column_vector"] = column
+            # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
+            # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)
+            dst = c.operand("dst")
+            dst_name = dst.name if dst is not None else getattr(c, "target", None)
+            if dst_name is None:  # `tiles[k] = nl.load(...)`: the assignment names the tile
+                dst_name = next((a.name for a in k.assignments if a.line == c.line and a.value_api == c.api), None)
+            mm_tile = parts == t.partitions and dst_name is not None and dst_name in mm_operands
+            ev["matmul_operand_tile"] = mm_tile
+            advice = ("; it is one value per partition per tile, so only moving several tiles' values in one "
+                      "[128, n] DMA would help." if column else
+                      "; it is one Tensor Engine operand tile, so only loading a wider strip per DMA (several "
+                      "tiles at once) would help." if mm_tile else ".")
             yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` of {shape_str(region.shape)} inside {loop_label(inner)} moves "
                        f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
                        f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
-                       + ("; it is one value per partition per tile, so only moving several tiles' values in one "
-                          "[128, n] DMA would help." if column else "."),
-                       ev, severity=Severity.INFO if column else None,
+                       + advice,
+                       ev, severity=Severity.INFO if column or mm_tile else None,
                        confidence="high" if esize or "partitions" in ev else "medium")
 
 
