@@ -17,7 +17,7 @@ from ..hardware import Target
 from ..toolchain.types import RunResult
 from . import context
 from .blas import one_blas_thread
-from .context import SimContext, StrictStop, UnsupportedAPI
+from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
 from .shims import Installed, Kernel, Stub
 from .tensor import SimShapeError, Storage, Tensor, allocate, box
@@ -190,7 +190,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ret = None
     targs: list = []
     try:
-        with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread():
+        with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread(), gc_frozen():
             try:
                 mod_name = f"nki_assist_kernel_{next(_module_counter)}"
                 module = types.ModuleType(mod_name)

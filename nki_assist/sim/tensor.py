@@ -192,16 +192,31 @@ def release_site(ctx) -> None:
                 break
             if fr == fid and line < ln <= body[1]:
                 refs.append(r)
-    snapshot = frame.f_locals
-    local_ids = {id(v) for v in snapshot.values() if type(v) is Tensor}
+    snapshot = None
     for r in refs:
         old = r()
-        # held by: `old`, the getrefcount argument, the frame local and the f_locals snapshot
-        if old is not None and old.st.counted and id(old) in local_ids and sys.getrefcount(old) <= 4:
+        # A tile nothing else holds (only `old` and the getrefcount argument) is no kernel local: skip it
+        # without building the f_locals snapshot (the common case for tiles already rebound).
+        if old is None or not old.st.counted or sys.getrefcount(old) < 3:
+            old = None
+            continue
+        if snapshot is None:
+            snapshot = frame.f_locals
+            values = tuple(snapshot.values())
+        local = False
+        for v in values:
+            if v is old:
+                local = True
+                break
+        v = None
+        # held by: `old`, the getrefcount argument, the frame local, the f_locals snapshot and `values`
+        if local and sys.getrefcount(old) <= 5:
             release(old.st)
         old = None
-    if sys.version_info < (3, 13):  # 3.13+ returns a write-through proxy (PEP 667)
-        snapshot.clear()  # the cached snapshot would otherwise hold extra references
+    if snapshot is not None:
+        values = None
+        if sys.version_info < (3, 13):  # 3.13+ returns a write-through proxy (PEP 667)
+            snapshot.clear()  # the cached snapshot would otherwise hold extra references
 
 
 def bind_site(ctx, t: "Tensor") -> None:
