@@ -103,6 +103,7 @@ class SimContext:
         self.stop_code = None  # code object of the runner frame: the stack walk ends there
         self.last_frame = None  # innermost kernel frame of the current call (cleared after the run)
         self.sites: dict = {}
+        self.operands: dict = {}  # (shape, dtype, buffer, partitions, name) -> shared trace Operand
         self.alloc_log: list = []  # (seq, line, frame id, weakref) of on-chip tiles, in allocation order
         self.loop_body: dict[int, tuple[int, int]] = {}  # line -> innermost enclosing loop body lines  # allocation site -> weakref of the last tensor allocated there
 
@@ -198,8 +199,14 @@ class SimContext:
                 partitions = main.partitions
             if free_elems is None:
                 free_elems = math.prod(main.shape) // (partitions or 1)
-        trace.append(TraceEntry(self.n_instr, engine, op, line, self.display_file, dst_op, src_ops, partitions or 0,
-                                free_elems or 0, loop_depth=depth, extra={} if extra is None else extra, **kw))
+        if kw:
+            trace.append(TraceEntry(self.n_instr, engine, op, line, self.display_file, dst_op, src_ops,
+                                    partitions or 0, free_elems or 0, loop_depth=depth,
+                                    extra={} if extra is None else extra, **kw))
+        else:  # positional: the common compute instruction (no DMA fields)
+            trace.append(TraceEntry(self.n_instr, engine, op, line, self.display_file, dst_op, src_ops,
+                                    partitions or 0, free_elems or 0, 0, 0, None, None, None, depth,
+                                    {} if extra is None else extra))
 
     # -- affine loop tags --------------------------------------------------------------------------
     def retag(self) -> None:
@@ -220,9 +227,15 @@ def operand(t) -> Operand:
     if op is None:
         st = t.st
         shape = t.shape
-        on_chip = st.buffer in ("sbuf", "psum")
-        op = t.operand = Operand(shape=shape, dtype=st.dt.name, buffer=st.buffer,
-                                 partitions=_partitions(t) if on_chip else 1, name=st.name)
+        buffer = st.buffer
+        parts = _partitions(t) if buffer in ("sbuf", "psum") else 1
+        # equal operands share one (never mutated) object: a loop's tiles all look alike
+        key = (shape, st.dt.name, buffer, parts, st.name)
+        cache = st.ctx.operands
+        op = cache.get(key)
+        if op is None:
+            op = cache[key] = Operand(shape=shape, dtype=st.dt.name, buffer=buffer, partitions=parts, name=st.name)
+        t.operand = op
     return op
 
 

@@ -211,6 +211,15 @@ def operand_value(v, m, line):
 
 
 def part_check(ctx, line, op, *ts):
+    p0 = None
+    for t in ts:  # the common case (all equal) without building a set
+        if is_tensor(t) and t.shape and t.st.buffer in ON_CHIP:
+            if p0 is None:
+                p0 = t.shape[0]
+            elif t.shape[0] != p0:
+                break
+    else:
+        return
     ps = {t.shape[0] for t in ts if is_tensor(t) and t.shape and t.st.buffer in ON_CHIP}
     if len(ps) > 1:
         raise SimShapeError(f"{op}: operands span different partition counts {sorted(ps)} "
@@ -286,7 +295,7 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
         sa, sb = (np.empty(a.shape if ta else (), bool), np.empty(b.shape if tb else (), bool))
         sa, sb = palign(sa, sb)
         m = tile_mask(mask, np.broadcast_shapes(sa.shape, sb.shape))
-    srcs = [x for x in (a, b) if is_tensor(x)]
+    srcs = [a, b] if ta and tb else [a] if ta else [b]
     for x in srcs:
         on_chip_operand(ctx, line, name, x)
     if ta and tb:
@@ -316,13 +325,14 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
     if engine is None:
         engine = "gpsimd" if (ints and kind == "tensor_tensor") or name == "power" else "vector"
     return emit(ctx, kind, engine, line, depth, r, dst=dst, dtype=dtype, srcs=srcs, mask=mask,
-                src_storages=tuple(x.st for x in srcs), extra={"alu": name}, _alu=name)
+                src_storages=tuple([x.st for x in srcs]), extra={"alu": name}, _alu=name)
 
 
 def palign(va, vb):
     """NKI tiles broadcast from the partition axis: a [P] tile (a free-axis reduction without keepdims)
     against a [P, F] tile is [P, 1], not numpy's trailing-axis alignment."""
-    na, nb = np.ndim(va), np.ndim(vb)
+    na = va.ndim if type(va) is np.ndarray else np.ndim(va)
+    nb = vb.ndim if type(vb) is np.ndarray else np.ndim(vb)
     if na and nb and na != nb and np.shape(va)[0] == np.shape(vb)[0]:
         if na < nb:
             va = np.reshape(va, np.shape(va) + (1,) * (nb - na))

@@ -93,6 +93,9 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     return st
 
 
+_GEOMETRY: dict = {}  # (shape, partition axis) -> (partitions, free elements, blocks)
+
+
 def _check_tile(st: Storage, ctx, line, quiet: bool = False) -> None:
     """Partition and PSUM-bank limits of a new tile; `quiet` for results derived from an operand that
     was already reported (one root cause, one finding)."""
@@ -100,9 +103,14 @@ def _check_tile(st: Storage, ctx, line, quiet: bool = False) -> None:
     shape = st.shape
     if not shape:
         return
-    parts = shape[st.pax] if st.pax < len(shape) else 1
-    free = _prod(shape[st.pax + 1:])
-    blocks = _prod(shape[: st.pax])
+    geo = _GEOMETRY.get((shape, st.pax))
+    if geo is None:
+        if len(_GEOMETRY) > 4096:  # a long-lived process (language server) sees many shapes
+            _GEOMETRY.clear()
+        pax = st.pax
+        geo = _GEOMETRY[(shape, pax)] = (shape[pax] if pax < len(shape) else 1, _prod(shape[pax + 1:]),
+                                         _prod(shape[:pax]))
+    parts, free, blocks = geo
     st.bytes_pp = blocks * free * st.dt.itemsize
     if parts > tgt.partitions and not quiet:
         ctx.report("SIM101", line,
