@@ -92,7 +92,8 @@ def hbm_tensor(ctx, shape, dt, buf, name, line):
             st = ctx.shared_allocs[i]
             if st.shape == shape:
                 return st
-    st = allocate(shape, dt, buf, line=line, name=name or f"hbm_tensor_{len(ctx.shared_allocs)}", role="output")
+    name = name or (ctx.lhs_name(line) if line else None) or f"hbm_tensor_{len(ctx.shared_allocs)}"
+    st = allocate(shape, dt, buf, line=line, name=name, role="output")
     ctx.shared_allocs.append(st)
     ctx.shared_cursor = len(ctx.shared_allocs)
     return st

@@ -3,7 +3,7 @@ the faithful port gets info findings only, and the error-growth slopes tell bf16
 
 from __future__ import annotations
 
-from conftest import line_of
+from review_helpers import line_of
 
 
 def _at(review, category, line, severities=("error", "warning")):

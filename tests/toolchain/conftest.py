@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-PORTS = HERE.parent / "fixtures" / "ports"
+from toolchain_paths import HERE, PORTS  # noqa: F401  (re-exported for fixtures)
+
 FAKE_RUNNER = "toolchain_fakesim:run_kernel"
 
 

@@ -14,7 +14,7 @@ import pytest
 from nki_assist.cli import main
 from nki_assist.toolchain.builtin import BuiltinBackend
 
-from conftest import PORTS
+from toolchain_paths import PORTS
 
 sim = pytest.importorskip("nki_assist.sim")
 if not hasattr(sim, "run_kernel"):

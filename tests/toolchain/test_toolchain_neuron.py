@@ -16,7 +16,7 @@ from nki_assist.toolchain import neuron
 from nki_assist.toolchain.neuron import NeuronBackend, detect, error_category
 from nki_assist.toolchain.registry import available_backends, get_backend
 
-from conftest import HERE, PORTS
+from toolchain_paths import HERE, PORTS
 
 KERNEL = str(PORTS / "stand_in" / "double_nki.py")
 

@@ -12,7 +12,7 @@ from nki_assist.toolchain.builtin import BuiltinBackend
 from nki_assist.toolchain.registry import available_backends, get_backend
 from nki_assist.toolchain.sandbox import run_in_child, timeout_line
 
-from conftest import PORTS
+from toolchain_paths import PORTS
 
 KERNEL = str(PORTS / "numpy_axpy" / "kernel.py")
 

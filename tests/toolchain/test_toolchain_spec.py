@@ -9,7 +9,7 @@ import pytest
 
 from nki_assist.numerics.spec import SpecError, load_spec
 
-from conftest import PORTS
+from toolchain_paths import PORTS
 
 
 def test_loads_fixture_port(axpy_port):
