@@ -10,7 +10,7 @@ that span, so a fix computed for an older version of the document is never appli
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -36,8 +36,6 @@ class ReviewView:
     items: list[ItemView]
     counts: dict[str, int]
     findings: list[Finding]
-    numerics: list[tuple[str, Table | list[str] | str]] = field(default_factory=list)
-    performance: list[tuple[str, Table | list[str] | str]] = field(default_factory=list)
 
     @property
     def drafter_note(self) -> str | None:
@@ -98,57 +96,6 @@ def table(rows: list[dict[str, Any]]) -> Table:
     return Table(cols, body, max(0, len(rows) - MAX_TABLE_ROWS))
 
 
-def _extras(model: Any, skip: set[str]) -> list[tuple[str, Table | list[str] | str]]:
-    out: list[tuple[str, Table | list[str] | str]] = []
-    for key, value in (model.model_extra or {}).items():
-        if key in skip or value in (None, [], {}, ""):
-            continue
-        title = key.replace("_", " ").capitalize()
-        if isinstance(value, list) and all(isinstance(x, dict) for x in value):
-            out.append((title, table(value)))
-        elif isinstance(value, list):
-            out.append((title, [_cell(x) for x in value]))
-        elif isinstance(value, dict):
-            out.append((title, [f"{k}: {_cell(v)}" for k, v in value.items()]))
-        else:
-            out.append((title, _cell(value)))
-    return out
-
-
-def _numerics(review: Review) -> list[tuple[str, Table | list[str] | str]]:
-    n = review.numerics
-    if n is None:
-        return []
-    out: list[tuple[str, Table | list[str] | str]] = []
-    if n.sizes:
-        out.append(("Sizes", table(n.sizes)))
-    if n.scenarios:
-        out.append(("Scenarios", ", ".join(n.scenarios)))
-    if n.matrix:
-        out.append(("Results", table(n.matrix)))
-    return out + _extras(n, {"plots"})
-
-
-def _performance(review: Review) -> list[tuple[str, Table | list[str] | str]]:
-    p = review.performance
-    if p is None:
-        return []
-    facts = []
-    if p.estimated_time_us is not None:
-        facts.append(f"estimated time: {p.estimated_time_us:.4g} us")
-    if p.bottleneck:
-        facts.append(f"bottleneck: {p.bottleneck}")
-    if p.mfu_estimated_percent is not None:
-        facts.append(f"estimated MFU: {p.mfu_estimated_percent:.3g}%")
-    facts.append(f"HBM read / write: {p.hbm_read_bytes} / {p.hbm_write_bytes} bytes")
-    out: list[tuple[str, Table | list[str] | str]] = [("Estimate", facts)]
-    if p.engines:
-        out.append(("Engines", table([{"engine": k, **v.model_dump()} for k, v in p.engines.items()])))
-    if p.measured:
-        out.append(("Measured (profile)", [f"{k}: {_cell(v)}" for k, v in p.measured.items()]))
-    return out + _extras(p, {"plots"})
-
-
 def build(review: Review) -> ReviewView:
     """The view of a review; drafts the deterministic assessment when the review has none."""
     assessment = review.assessment
@@ -163,8 +110,7 @@ def build(review: Review) -> ReviewView:
                 default="info")
         items.append(ItemView(it, s, SEVERITY_LABEL[s], [ln for ln in it.what.splitlines() if ln.strip()]))
     counts = {s.value: sum(1 for f in review.findings if f.severity is s) for s in Severity}
-    return ReviewView(review, assessment, items, counts, list(review.findings),
-                      _numerics(review), _performance(review))
+    return ReviewView(review, assessment, items, counts, list(review.findings))
 
 
 def counts_text(counts: dict[str, int]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..hardware import DTYPE_BYTES
 from . import consts
-from .consts import Env, Folder, Lin, ParDim, Ref, Tup
+from .consts import Env, Folder, Lin, ParDim, Tup
 from .nki_branches import shape_branches
 from .nki_model import (
     ALLOC_APIS, MATMUL_APIS, ApiRef, Allocation, Assert, Assignment, Call, Loop, Matmul, NkiKernel,
