@@ -245,11 +245,12 @@ def _rebase(f: Finding, path: Path, display: str) -> Finding:
 def _peaks(run, target: Target) -> dict[str, Any] | None:
     if run is None:
         return None
-    p = run.peaks
-    return {"status": run.status, "sbuf_bytes_per_partition": p.sbuf_bytes_per_partition,
-            "sbuf_percent": round(100.0 * p.sbuf_bytes_per_partition / target.sbuf_usable_bytes_per_partition, 1),
-            "psum_bytes_per_partition": p.psum_bytes_per_partition, "psum_banks": p.psum_banks,
-            "sbuf_line": p.sbuf_line, "psum_line": p.psum_line, "instructions": len(run.trace)}
+    from .numerics.portrun import peaks_summary
+
+    peaks = peaks_summary(run.peaks, target)
+    peaks["sbuf_percent"] = round(peaks["sbuf_percent"], 1)
+    peaks["psum_percent"] = round(peaks["psum_percent"], 1)
+    return {"status": run.status, **peaks, "instructions": len(run.trace)}
 
 
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],

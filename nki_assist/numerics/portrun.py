@@ -72,7 +72,7 @@ def peaks_summary(peaks: ResourcePeaks, target: Target) -> dict[str, Any]:
     }
 
 
-def _golden_outputs(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
+def golden_outputs(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
     g = spec.golden
     if not g or not g.outputs or (g.size or spec.sizes[0].name) != size.name:
         return None
@@ -116,7 +116,7 @@ def simulate_size(spec: PortSpec, size: SizeSpec, backend: Backend, *, target: T
             sr.findings.extend(_agreement(sr, spec, run.outputs, ref.outputs, kpath))
     elif with_reference:
         sr.notes.append("no reference in the spec: outputs not compared")
-    golden = _golden_outputs(spec, size)
+    golden = golden_outputs(spec, size)
     if golden is not None and run.status == "ok":
         for a, g in zip(run.outputs, golden):
             if a.shape == g.shape:

@@ -113,14 +113,12 @@ def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: flo
     return res
 
 
-def _golden_outputs(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
-    g = spec.golden
-    if not g or not g.outputs:
-        return None
-    if (g.size or spec.sizes[0].name) != size.name:
-        return None
-    with np.load(spec.dir / g.outputs) as z:
-        return [np.asarray(z[k]).astype(np.float64) for k in z.files]
+def _golden(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
+    """The captured CUDA outputs of this size (portrun reads and orders them), in float64."""
+    from .portrun import golden_outputs
+
+    outs = golden_outputs(spec, size)
+    return None if outs is None else [np.asarray(o).astype(np.float64) for o in outs]
 
 
 def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
@@ -145,7 +143,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
     if progress:
         progress(f"simulating {len(chosen)} size(s) x {len(scen)} scenario(s) and the reference", 1.0)
     inputs = {size.name: make_inputs(spec, size) for size in chosen}
-    goldens = {size.name: _golden_outputs(spec, size) for size in chosen}
+    goldens = {size.name: _golden(spec, size) for size in chosen}
     batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in chosen], scen, target,
                      backend, gpu_precision, timeout_s, memory_mb) or {}
     for size in chosen:
@@ -170,12 +168,11 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             if name == "trainium":  # violations are the same in every scenario; report them once
                 result.findings.extend(run.findings)
             tick(f"{size.name}: {name}")
-        if batch and batch.get("gpu-model") is not None:
-            sr.gpu_model, sr.gpu_model_source = batch["gpu-model"], f"reference@{gpu_precision}"
-            golden = None
         if golden is not None:
             sr.gpu_model, sr.gpu_model_source = golden, "golden"
-        elif ref.ok and sr.gpu_model is None:
+        elif batch and batch.get("gpu-model") is not None:  # the batch models the GPU only without golden
+            sr.gpu_model, sr.gpu_model_source = batch["gpu-model"], f"reference@{gpu_precision}"
+        elif ref.ok:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": str(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
