@@ -164,27 +164,28 @@ def on_store(st, key, m, value, line, fancy=None) -> None:
 
 
 def _overlap(log: WriteLog, st, line, it, box, prev, old, new, key, m, fancy) -> None:
+    """One Overlap per earlier store whose still-unread elements this store writes again."""
     live = prev > 0
     if not live.any():
         return
-    diff = live & ~_same(old, new)
-    pick = diff if diff.any() else live  # name the first differing element, else the first rewritten one
-    first = int(np.flatnonzero(pick.ravel())[0])
-    pw = int(prev.ravel()[first])
-    before = log.records[pw - 1]
-    olds = old[pick & (prev == pw)]
-    # element index of the first differing position, in storage coordinates
-    if fancy is not None:
-        sel = np.flatnonzero(m.ravel()) if m is not None else np.arange(prev.size)
-        pos = int(sel[first]) if m is not None else first
-        index = tuple(int(a.ravel()[pos]) for a in fancy)
-    else:
-        index = _storage_index(key, m, st.shape, first)
-    log.overlaps.append(Overlap(line=line, iteration=it, prev_line=before.line, prev_iteration=before.iteration,
-                                elements=int(np.count_nonzero(live)), differing=int(np.count_nonzero(diff)),
-                                index=index,
-                                same_region=before.box == box and before.line == line,
-                                prev_constant=bool(olds.size and (olds == olds.flat[0]).all())))
+    same = _same(old, new)
+    wids = np.unique(prev[live])
+    for pw in wids[:8].tolist():  # a per-row store loop can leave many writers under one block
+        mine = prev == pw
+        diff = mine & ~same
+        pick = diff if diff.any() else mine  # name the first differing element, else the first rewritten one
+        first = int(np.flatnonzero(pick.ravel())[0])
+        before = log.records[pw - 1]
+        olds = old[mine]
+        if fancy is not None:
+            index = tuple(int(a.ravel()[first]) for a in fancy)
+        else:
+            index = _storage_index(key, m, st.shape, first)
+        log.overlaps.append(Overlap(line=line, iteration=it, prev_line=before.line,
+                                    prev_iteration=before.iteration, elements=int(np.count_nonzero(mine)),
+                                    differing=int(np.count_nonzero(diff)), index=index,
+                                    same_region=before.box == box and before.line == line,
+                                    prev_constant=bool(olds.size and (olds == olds.flat[0]).all())))
 
 
 def _storage_index(key, m, shape, flat: int) -> tuple[int, ...]:
@@ -246,13 +247,18 @@ def peek(t) -> tuple[np.ndarray, np.ndarray | None]:
     return vals, w
 
 
-def _carried_taint(srcs) -> int | None:
+def _carried_taint(srcs, dst_st) -> int | None:
     """The taint of the first operand holding non-finite written values (UNKNOWN when an operand read
-    never-written memory); None when every operand is finite."""
+    never-written memory); None when every operand is finite. An operand in the destination's own storage
+    (an in-place op) has already been overwritten: its taint from before the write stands for it."""
     unwritten = False
     for s in srcs:
         st = getattr(s, "st", None)
         if st is None or not st.dt.is_float:
+            continue
+        if st is dst_st:
+            if st.nf is not None:
+                return st.nf
             continue
         vals, w = peek(s)
         if w is not None:
@@ -282,8 +288,10 @@ def watch(ctx, line, op: str, dst, m=None, srcs=(), raw=None) -> None:
         return
     v = vals if sel is None else vals[sel]
     if not v.size or np.isfinite(v).all():
+        if st.nf is not None and dst.is_whole() and sel is None:
+            st.nf = None  # every value is finite again
         return
-    taint = _carried_taint(srcs)
+    taint = _carried_taint(srcs, st)
     if taint is None:
         taint = _new_fault(ctx, line, op, dt, v, raw, sel, vals.shape)
     st.nf = taint
@@ -293,6 +301,10 @@ def watch(ctx, line, op: str, dst, m=None, srcs=(), raw=None) -> None:
 
 
 def _new_fault(ctx, line, op, dt, v, raw, sel, shape) -> int:
+    for i, f in enumerate(ctx.faults):  # the same line again (a later loop iteration): one fault, counted
+        if f.line == line and f.op == op and f.dtype == dt.name and not f.saturated:
+            f.occurrences += 1
+            return i
     if len(ctx.faults) >= MAX_FAULTS:
         return UNKNOWN
     nan = int(np.isnan(v).sum())
@@ -325,7 +337,7 @@ def _new_fault(ctx, line, op, dt, v, raw, sel, shape) -> int:
 def _saturation(ctx, line, op, dst, raw, sel) -> None:
     info = np.iinfo(dst.st.dt.store)
     r = raw if sel is None or raw.shape != sel.shape else raw[sel]
-    fin = r[np.isfinite(r)]
+    fin = np.rint(r[np.isfinite(r)].astype(np.float64))  # the engines round to nearest even, then clamp
     if not fin.size:
         return
     over = int(np.count_nonzero((fin > info.max) | (fin < info.min)))

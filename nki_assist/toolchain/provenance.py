@@ -66,6 +66,7 @@ class Fault:
     out_of_range: int  # finite fp32 results whose magnitude exceeds dtype_max
     max_abs: float | None  # largest finite |fp32 result| (before rounding to dtype)
     saturated: bool = False  # an integer destination clamped the values instead
+    occurrences: int = 1  # executions of this line that produced a new fault (e.g. loop iterations)
 
     def describe(self) -> str:
         where = f"line {self.line}" + (f" ({iteration_text(self.iteration)})" if self.iteration else "")
@@ -81,7 +82,8 @@ class Fault:
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "op": self.op, "iteration": dict(self.iteration), "kind": self.kind,
                 "dtype": self.dtype, "dtype_max": self.dtype_max, "nan": self.nan, "inf": self.inf,
-                "out_of_range": self.out_of_range, "max_abs": self.max_abs, "saturated": self.saturated}
+                "out_of_range": self.out_of_range, "max_abs": self.max_abs, "saturated": self.saturated,
+                "occurrences": self.occurrences}
 
 
 @dataclass(slots=True)
