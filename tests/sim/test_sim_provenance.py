@@ -93,7 +93,7 @@ def test_overlapping_windows_are_sim118_but_init_and_read_modify_write_are_not()
     res = run("new_store_overlap.py", x)
     assert sorted((f.rule, f.line) for f in res.findings) == expected_markers("new_store_overlap.py")
     f = res.findings[0]
-    assert (f.category, f.severity.value) == ("indexing-error", "warning")
+    assert (f.rule, f.category, f.severity.value) == ("SIM118", "indexing-error", "warning")
     ev = f.evidence
     assert ev["overwritten_elements"] == 2 * 128 * 64 and ev["first_index"] == [0, 448]
     assert (ev["actual_step"], ev["expected_step"], ev["offset_expression"]) == (448, 512, "n * STEP")
