@@ -182,7 +182,9 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
-    findings = _link_root_causes(findings)
+    from .stage_links import link_stages
+
+    findings = _link_root_causes(link_stages(findings))
     out = []
     for f in dedupe(findings):
         if f.file and Path(f.file).is_absolute():
