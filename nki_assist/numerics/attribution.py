@@ -14,11 +14,12 @@ from typing import Any, Iterable
 from ..findings import Finding
 from ..rules import registry
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
-from .localize import Located, mismatch_location, nonfinite_location, place
+from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
 from .metrics import Agreement
 from .scenarios import NumericsResult, SizeResult
 
-PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk")
+PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk",
+                        "fp8-range")
 ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "loop-carried-dependency",
                         "uninitialized-read", "missing-boundary-mask", "activation-approximation",
                         # precision defects that also break fp32 storage (E[x^2]-E[x]^2 at large mean, exp overflow)
@@ -142,7 +143,8 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         nan_trn = _worst(sr.agreement("trainium"))
         if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
             origin = nonfinite_location([sr.runs.get("trainium")], nki_path)
-            uninit = None if origin.line else _anchor(prior, ("uninitialized-read",), nki_path)
+            uninit = None if origin.line else (unwritten_anchor(origin, prior, nki_path)
+                                               or _anchor(prior, ("uninitialized-read",), nki_path))
             anchor = uninit or _anchor(prior, ("overflow-risk",), nki_path)
             cause = ("memory read before it was written" if uninit else
                      f"first produced by {origin.evidence['first_fault_text']}" if origin.line else

@@ -80,13 +80,18 @@ def _store_text(rec: StoreRecord) -> str:
 
 
 def nonfinite_location(runs: list[RunResult | None], nki_path: str) -> Located:
-    """Where the NaN/Inf of the first output holding them were first produced."""
+    """Where the NaN/Inf of the first output holding them were first produced. Without a fault, says
+    whether the first non-finite element is one no store ever wrote (`nonfinite_never_written`)."""
     for run in runs:
         if run is None or run.status != "ok":
             continue
         for i in range(len(run.outputs)):
             hit = fault_reaching(run, i)
             if hit is None:
+                _, out = _output(run, i)
+                idx = first_nonfinite(run.outputs[i])
+                if out is not None and idx is not None and not out.truncated and out.writer_of(idx) is None:
+                    return Located(None, {"nonfinite_never_written": True, "first_nonfinite_index": list(idx)})
                 continue
             f, rec = hit
             ev: dict[str, Any] = {"first_fault": f.to_json(), "first_fault_text": f.describe()}
@@ -96,6 +101,15 @@ def nonfinite_location(runs: list[RunResult | None], nki_path: str) -> Located:
                 rel.append(RelatedLocation(file=nki_path, line=rec.line, message="store that writes the values out"))
             return Located(f.line, ev, rel)
     return Located()
+
+
+def unwritten_anchor(located: Located, prior, nki_path: str):
+    """The simulator's never-written-output finding (SIM112), when the NaN are elements no store wrote."""
+    if not located.evidence.get("nonfinite_never_written"):
+        return None
+    name = nki_path.split("/")[-1]
+    return next((f for f in prior if f.rule == "SIM112" and f.line and f.file
+                 and (f.file == nki_path or f.file.endswith(name))), None)
 
 
 def mismatch_location(run: RunResult | None, expected: list[np.ndarray] | None, rtol: float, atol: float,

@@ -257,13 +257,16 @@ def _fp16_for_bf16(cf, nf, ck, nk, uses, facts) -> Iterable[Finding]:
     for c in facts.casts:
         if c.fmt != "float16" or (c.kind == "alloc" and c.target in outputs):
             continue
+        # the statement to change is the dtype (allocation); the cast is the first instruction writing it
+        cast = next((w for w in facts.casts if w.kind == "cast" and w.fmt == "float16" and c.kind == "alloc"
+                     and w.target == c.target), c)
         yield _finding(
             nf, cf, ck, c.line, bf16.line,
             f"The CUDA kernel rounds to bfloat16 (`{bf16.text}`, line {bf16.line}: largest finite value 3.39e+38, "
             f"the fp32 range), but the port {'allocates' if c.kind == 'alloc' else 'casts to'} float16 at line "
             f"{c.line}, whose largest finite value is 65504: values the CUDA kernel keeps overflow to inf here.",
             {"nki_format": "float16", "nki_max": FLOAT_MAX["float16"], "cuda_format": "bfloat16",
-             "cuda_max": CUDA_FLOAT_MAX["bfloat16"], "cast_line": c.line, "root_cause": f"format-range:{c.line}"},
+             "cuda_max": CUDA_FLOAT_MAX["bfloat16"], "cast_line": cast.line, "root_cause": f"format-range:{c.line}"},
             f"{bf16.text}: bfloat16", severity=Severity.WARNING, category="overflow-risk",
             fix="Use nl.bfloat16 like the CUDA kernel (same 2 bytes, fp32 range), or prove the values stay below "
                 "65504.")

@@ -247,11 +247,10 @@ def peek(t) -> tuple[np.ndarray, np.ndarray | None]:
     return vals, w
 
 
-def _carried_taint(srcs, dst_st) -> int | None:
-    """The taint of the first operand holding non-finite written values (UNKNOWN when an operand read
+def _carried_taint(srcs, dst_st, unwritten: bool) -> int | None:
+    """The taint of the first operand holding non-finite written values (UNKNOWN when the instruction read
     never-written memory); None when every operand is finite. An operand in the destination's own storage
     (an in-place op) has already been overwritten: its taint from before the write stands for it."""
-    unwritten = False
     for s in srcs:
         st = getattr(s, "st", None)
         if st is None or not st.dt.is_float:
@@ -277,6 +276,7 @@ def watch(ctx, line, op: str, dst, m=None, srcs=(), raw=None) -> None:
     rounding into dst's dtype when the caller has it (tells a cast overflow from an arithmetic one)."""
     st = dst.st
     dt = st.dt
+    unwritten, ctx.unwritten_read = ctx.unwritten_read, False
     vals, w = peek(dst)
     sel = w
     if m is not None:
@@ -291,7 +291,7 @@ def watch(ctx, line, op: str, dst, m=None, srcs=(), raw=None) -> None:
         if st.nf is not None and dst.is_whole() and sel is None:
             st.nf = None  # every value is finite again
         return
-    taint = _carried_taint(srcs, st)
+    taint = _carried_taint(srcs, st, unwritten)
     if taint is None:
         taint = _new_fault(ctx, line, op, dt, v, raw, sel, vals.shape)
     st.nf = taint

@@ -569,6 +569,7 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     if w is not None:
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
+            ctx.unwritten_read = True  # the sanitizer: NaN from here are no new fault
             if ctx.poison is not None and not bad.all():
                 # an elementwise op over a partly written tile (a masked-off tail): the result inherits
                 # the unwritten positions; reading a tile nothing was written to is reported right here

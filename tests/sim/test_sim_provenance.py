@@ -147,3 +147,27 @@ def test_intended_minus_inf_mask_is_no_fault_when_the_output_is_finite():
     forced = run("new_masked_softmax.py", x, sanitize=True)
     assert [f.line for f in forced.provenance.faults] == [14]
     assert all(r.fault is None for r in forced.provenance.outputs[0].records)
+
+
+def test_a_mask_built_from_an_arange_keeps_it_affine():
+    """`i_p < rem` computes the arange's values; later `x[r0 + i_p, i_f]` must still be a strided slice
+    (one DMA descriptor per partition), not a gather of single elements."""
+    from nki_assist.sim.indexing import Idx
+
+    i_p = Idx.arange(128)[:, None]
+    _ = i_p < 44
+    assert (i_p + 256).single_axis() == (256, 1, 128, 0)
+    x, y = rng.standard_normal((2, 300, 64)).astype(F32)
+    res = run("legacy_tail_offset.py", x, y)
+    tail = [t for t in res.trace if t.engine == "dma" and t.line in (21, 23)]
+    assert [(t.line, t.transfers) for t in tail] == [(21, 128), (23, 128)]
+
+
+def test_nan_from_an_uninitialized_accumulator_is_no_fault():
+    x = rng.standard_normal((128, 1024)).astype(F32)
+    res = run("new_uninit_acc.py", x)
+    assert sorted((f.rule, f.line) for f in res.findings) == expected_markers("new_uninit_acc.py")
+    assert np.isnan(res.outputs[0]).all()
+    # the sanitizer ran (a store wrote NaN) and traced the NaN to never-written memory, not to the add
+    assert res.provenance.faults == []
+    assert [(r.line, r.fault) for r in res.provenance.outputs[0].records] == [(20, None)]
