@@ -109,7 +109,6 @@ class SimContext:
         self.loop_vars: dict[int, tuple] = {}  # line -> ((loop variable, header line), ...) outermost first
         self.sanitize = False  # NaN/Inf sanitizer on (a second run; see provenance.py)
         self.faults: list = []  # provenance.Fault, in order of appearance (sanitizer runs only)
-        self.nonfinite_stores = False  # a store put NaN/Inf into an HBM tensor
         self.unwritten_read = False  # the current instruction read never-written elements (sanitizer)
 
     # -- source location ---------------------------------------------------------------------------

@@ -8,8 +8,8 @@ Two mechanisms, both off the per-instruction fast path:
   store wrote, which nothing read in between, is an `Overlap` (reads of HBM tensors mark their elements
   as consumed: a read-modify-write is not an overlap). `coverage.py` turns the log into findings.
 - **Sanitizer** (`ctx.sanitize`, a second run). Checking every instruction's result for NaN/Inf would
-  tax every kernel; instead the first run only notes whether a store put a non-finite value into an
-  output, and only then does the runner run the kernel again with `ctx.sanitize` set. In that run
+  tax every kernel; instead the runner checks once, at the end, whether an output holds non-finite values
+  that a store wrote, and only then runs the kernel again with `ctx.sanitize` set. In that run
   `watch` looks at each instruction's result: NaN/Inf (or a finite fp32 result beyond the destination
   dtype's range) that no operand carried in is a new `Fault` (the first fault of a chain); values that
   an operand carried in inherit that operand's fault (a per-storage taint, `Storage.nf`), so the fault
@@ -76,25 +76,25 @@ def current_iteration(ctx) -> tuple[tuple[str, int], ...]:
 class WriteLog:
     """Per HBM tensor: store records, last-writer map (record index + 1; negative once read), overlaps."""
 
-    __slots__ = ("writer", "records", "overlaps", "truncated", "nonfinite")
+    __slots__ = ("writer", "records", "overlaps", "truncated")
 
     def __init__(self):
         self.writer: np.ndarray | None = None
         self.records: list[StoreRecord] = []
         self.overlaps: list[Overlap] = []
         self.truncated = False
-        self.nonfinite = False  # some store put NaN/Inf here (the runner then runs the sanitizer)
 
 
 def _box(key, m, shape) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
-    """Region (start, stop) and step per storage dim of a basic key (slices/ints), narrowed by a mask."""
+    """Region (start, stop) and step per storage dim of a resolved key (normalised slices and ints, as
+    `tensor.resolve` makes them), narrowed by a mask over the sliced dims."""
     if key is Ellipsis:
-        key = tuple(slice(0, s, 1) for s in shape)
+        return tuple((0, n) for n in shape), (1,) * len(shape)
     box, steps, sl = [], [], []
-    for k, n in zip(key, shape):
-        if isinstance(k, slice):
-            a, b, s = k.indices(n)
-            cnt = len(range(a, b, s))
+    for k in key:
+        if type(k) is slice:
+            a, b, s = k.start, k.stop, k.step or 1
+            cnt = (b - a + s - 1) // s if b > a else 0
             box.append((a, a + s * (cnt - 1) + 1) if cnt else (a, a))
             steps.append(s)
             sl.append(len(box) - 1)
@@ -119,7 +119,7 @@ def _same(old: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 def on_store(st, key, m, value, line, fancy=None) -> None:
     """Record a write into HBM tensor `st` (called before the data is written). `key`/`m`/`value` as
-    `tensor.write` uses them; `fancy` = the index arrays of a gathered write (then `m` is the selection)."""
+    `tensor.write` uses them; `fancy` = the index arrays of a gathered write (its values already selected)."""
     log: WriteLog = st.log
     if log.truncated or (m is not None and not m.any()):
         return
@@ -127,40 +127,36 @@ def on_store(st, key, m, value, line, fancy=None) -> None:
         log.truncated = True
         return
     ctx = st.ctx
-    if log.writer is None:
-        log.writer = np.zeros(st.shape, np.int32)
-    wid = len(log.records) + 1
     w = log.writer
+    if w is None:
+        w = log.writer = np.zeros(st.shape, np.int32)
+    wid = len(log.records) + 1
+    it = current_iteration(ctx)
     if fancy is not None:
-        region_prev = w[fancy]
-        old = st.data[fancy]
-        new = np.broadcast_to(value, m.shape)[m] if m is not None else value
+        region = None
+        prev = w[fancy]
         box = tuple((int(a.min()), int(a.max()) + 1) if a.size else (0, 0) for a in fancy)
         steps = (1,) * len(box)
-        exact = False
     else:
         region = w[key]
-        region_prev = region if m is None else region[m]
-        old = st.data[key] if m is None else st.data[key][m]
-        new = value if m is None else np.broadcast_to(value, m.shape)[m]
+        prev = region if m is None else region[m]
         box, steps = _box(key, m, st.shape)
-        exact = m is None
-    it = current_iteration(ctx)
-    if not log.nonfinite and np.asarray(new).dtype.kind == "f" and not np.isfinite(new).all():
-        log.nonfinite = True
-        ctx.nonfinite_stores = True
-    if np.ndim(region_prev) and region_prev.any():
-        _overlap(log, st, line, it, box, np.asarray(region_prev), np.asarray(old), np.broadcast_to(new, np.shape(old)),
+    if np.ndim(prev) and np.count_nonzero(prev):  # earlier stores wrote here: compare (rare, computed now)
+        if fancy is not None:
+            old, new = st.data[fancy], value
+        elif m is None:
+            old, new = st.data[key], value
+        else:
+            old, new = st.data[key][m], np.broadcast_to(value, m.shape)[m]
+        _overlap(log, st, line, it, box, np.asarray(prev), np.asarray(old), np.broadcast_to(new, np.shape(old)),
                  key, m, fancy)
-    log.records.append(StoreRecord(line, it, box, steps, exact))
+    log.records.append(StoreRecord(line, it, box, steps, fancy is None and m is None))
     if fancy is not None:
         w[fancy] = wid
-    elif m is None:
+    elif m is None or not np.ndim(region):
         w[key] = wid
-    elif np.ndim(region):
-        region[m] = wid
     else:
-        w[key] = wid
+        region[m] = wid
 
 
 def _overlap(log: WriteLog, st, line, it, box, prev, old, new, key, m, fancy) -> None:
@@ -226,6 +222,18 @@ def collect(ctx, storages) -> Provenance:
     return Provenance([output_provenance(st) for st in storages], list(ctx.faults))
 
 
+def stored_nonfinite(storages) -> bool:
+    """Some output holds NaN/Inf that a store wrote (never-written elements hold NaN too: not those);
+    checked once at the end of a run, so the stores themselves stay cheap."""
+    for st in storages:
+        if st is None or not st.dt.is_float or st.log is None or not st.log.records:
+            continue
+        vals = st.data if st.all_written else st.data[np.asarray(st.written)]
+        if vals.size and not np.isfinite(vals).all():
+            return True
+    return False
+
+
 # -- sanitizer -------------------------------------------------------------------------------------
 def peek(t) -> tuple[np.ndarray, np.ndarray | None]:
     """Values of a view without any check, and the mask of its written positions (None: all written)."""
@@ -251,13 +259,13 @@ def _carried_taint(srcs, dst_st, unwritten: bool) -> int | None:
     """The taint of the first operand holding non-finite written values (UNKNOWN when the instruction read
     never-written memory); None when every operand is finite. An operand in the destination's own storage
     (an in-place op) has already been overwritten: its taint from before the write stands for it."""
+    for s in srcs:  # a tainted operand first, without looking at values (the common case once NaN flow)
+        st = getattr(s, "st", None)
+        if st is not None and st.nf is not None:
+            return st.nf
     for s in srcs:
         st = getattr(s, "st", None)
-        if st is None or not st.dt.is_float:
-            continue
-        if st is dst_st:
-            if st.nf is not None:
-                return st.nf
+        if st is None or not st.dt.is_float or st is dst_st:
             continue
         vals, w = peek(s)
         if w is not None:

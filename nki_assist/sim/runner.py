@@ -155,10 +155,10 @@ def _error_result(status, msg, started, notes=None) -> RunResult:
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *, target: Target,
                precise: bool = True, stochastic_rounding: bool = False, seed: int = 0, lenient: bool = True,
                grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000,
-               sanitize: bool = False) -> RunResult:
-    """Run `kernel` of the file at `path` on `args`. When a store put NaN/Inf into an output, the kernel runs
-    a second time with the sanitizer (`sanitize=True` forces it from the start) to find the instruction
-    that produced them first (RunResult.provenance.faults)."""
+               sanitize: bool | None = None) -> RunResult:
+    """Run `kernel` of the file at `path` on `args`. `sanitize`: None (default) runs the kernel a second time
+    with the NaN/Inf sanitizer when a store put NaN/Inf into an output, to find the instruction that produced
+    them first (RunResult.provenance.faults); True sanitizes from the start (one run); False never."""
     started = time.perf_counter()
     try:
         with open(path, encoding="utf-8") as fh:
@@ -189,7 +189,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx.source_lines = source.splitlines()
     ctx.loop_body = loop_bodies(tree)
     ctx.loop_vars = provenance.loop_variables(tree)
-    ctx.sanitize = sanitize
+    ctx.sanitize = bool(sanitize)
     prev = context.CTX
     context.CTX = ctx
     status, error, error_line = "ok", None, None
@@ -277,7 +277,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         ctx.alloc_log.clear()
     trace_list = [t for t in ctx.trace if t is not None]
     prov = provenance.collect(ctx, out_storages) if status == "ok" else None
-    if prov is not None and ctx.nonfinite_stores and not sanitize:
+    if prov is not None and sanitize is None and provenance.stored_nonfinite(out_storages):
         again = run_kernel(path, kernel, args, kwargs, target=target, precise=precise,
                            stochastic_rounding=stochastic_rounding, seed=seed, lenient=True, grid=grid, trace=False,
                            sanitize=True)

@@ -578,7 +578,8 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
                 report_uninitialized(bad, t, line)
     if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
         _affine_read(t, key, m, line)
-    if st.log is not None:
+    log = st.log
+    if log is not None and log.writer is not None:  # an HBM tensor some store wrote: mark it read
         provenance.on_read(st, key)
     return out
 
