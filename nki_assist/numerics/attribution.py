@@ -24,6 +24,8 @@ ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "l
                         "uninitialized-read", "missing-boundary-mask", "activation-approximation",
                         # precision defects that also break fp32 storage (E[x^2]-E[x]^2 at large mean, exp overflow)
                         "catastrophic-cancellation", "overflow-risk")
+# Causes that explain elements nothing wrote (not wrong values a store wrote).
+_UNWRITTEN_CAUSES = ("missing-boundary-mask", "uninitialized-read")
 # Info notes of these categories explain ULP-level differences; they never cause a tolerance failure.
 _NOT_A_CAUSE_WHEN_INFO = {"activation-approximation", "accumulation-order"}
 
@@ -104,6 +106,11 @@ def _traced(sr: SizeResult, scenario: str, ag: Agreement | None, nki_path: str, 
     return mismatch_location(sr.runs.get(scenario), sr.reference.outputs, ag.rtol, ag.atol, nki_path, cuda_store)
 
 
+def _traced_text(loc: Located) -> str:
+    text = loc.evidence.get("producing_store_text")
+    return f" The first differing element: {text}." if text else ""
+
+
 def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kernel_line: int | None,
               cuda_store: tuple[str, int] | None = None) -> list[Finding]:
     """Findings explaining every failing scenario; `prior` are static/migration/simulation findings;
@@ -161,11 +168,14 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         ag = _worst(sr.agreement("trainium-fp32"))
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
         loc = _traced(sr, "trainium-fp32", ag, nki_path, cuda_store)
+        if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:
+            anchor = None  # a store wrote the first wrong element: a skipped tail or unwritten memory is not why
         out.append(registry.get("NUM102").finding(
             f"Fails the tolerance even with fp32 storage on size(s) {sizes} (max abs {ag.max_abs:.3g}, "
             f"{ag.mismatch_fraction:.1%} of elements out, worst at {list(ag.worst_index or ())}): the "
             f"computation differs from the reference"
-            + (f", consistent with {anchor.rule} {anchor.name} at line {anchor.line}." if anchor else "."),
+            + (f", consistent with {anchor.rule} {anchor.name} at line {anchor.line}." if anchor else ".")
+            + _traced_text(loc),
             category=anchor.category if anchor else "output-mismatch",
             evidence=_ev(ag, sizes=[s.size for s in aligned_fail_fp32], scenario="trainium-fp32 vs reference",
                          cause_rule=anchor.rule if anchor else None, **loc.evidence),
