@@ -24,8 +24,9 @@ ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "l
                         "uninitialized-read", "missing-boundary-mask", "activation-approximation",
                         # precision defects that also break fp32 storage (E[x^2]-E[x]^2 at large mean, exp overflow)
                         "catastrophic-cancellation", "overflow-risk")
-# Causes that explain elements nothing wrote (not wrong values a store wrote).
-_UNWRITTEN_CAUSES = ("missing-boundary-mask", "uninitialized-read")
+# A cause that explains elements nothing stored, not wrong values a store wrote (uninitialized memory
+# can be stored out, so uninitialized-read stays a cause).
+_UNWRITTEN_CAUSES = ("missing-boundary-mask",)
 # Info notes of these categories explain ULP-level differences; they never cause a tolerance failure.
 _NOT_A_CAUSE_WHEN_INFO = {"activation-approximation", "accumulation-order"}
 
@@ -169,7 +170,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
         loc = _traced(sr, "trainium-fp32", ag, nki_path, cuda_store)
         if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:
-            anchor = None  # a store wrote the first wrong element: a skipped tail or unwritten memory is not why
+            anchor = None  # a store wrote the first wrong element: a skipped tail is not why
         out.append(registry.get("NUM102").finding(
             f"Fails the tolerance even with fp32 storage on size(s) {sizes} (max abs {ag.max_abs:.3g}, "
             f"{ag.mismatch_fraction:.1%} of elements out, worst at {list(ag.worst_index or ())}): the "
