@@ -177,6 +177,13 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
                progress: Callable[[str, float | None], None] | None = None,
                cancel: threading.Event | None = None) -> ReviewOutcome:
     review_port, render_markdown = _load_engine()
+    if settings.llm_provider == "openai":
+        try:
+            from nki_assist.extras import require
+
+            require("openai", "The LLM drafter (nki-assist.llm.provider = openai)")
+        except ImportError as exc:
+            raise ReviewRefused(str(exc)) from None
     kwargs = review_kwargs(review_port, settings, target, progress, cancel)
     review = review_port(str(spec), **kwargs)
     review = getattr(review, "review", review)  # ReviewResult wraps the Review

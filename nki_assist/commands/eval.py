@@ -37,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.cases_dir}: no such directory")
     if args.record and args.llm != "openai":
         raise UsageError("--record needs --llm openai")
+    if args.llm == "openai":
+        from ..extras import require
+
+        require("openai", "--llm openai")
     if args.thresholds and not Path(args.thresholds).is_file():
         raise UsageError(f"{args.thresholds}: no such file")
     cases, problems = discover(args.cases_dir, args.case)
