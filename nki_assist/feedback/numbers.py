@@ -48,7 +48,7 @@ _LINE_REFS = (
     re.compile(r"\blines\s+(\d+(?:\s*(?:,|-|–|to|through|and|or|,\s*and)\s*\d+)*)", re.IGNORECASE),
     # "line 42", "line 24-30", "line 24 to 30"
     re.compile(r"\bline\s+(\d+(?:\s*(?:-|–|to|through)\s*\d+)?)", re.IGNORECASE),
-    re.compile(r"\.(?:py|cu|cuh|h|hpp|cuh):(\d+(?:-\d+)?)"),
+    re.compile(r"\.(?:py|cu|cuh|h|hpp):(\d+(?:-\d+)?)"),
     re.compile(r"(?<![A-Za-z0-9_])L(\d+(?:-L?\d+)?)\b"),
 )
 _INT = re.compile(r"\d+")
