@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
                          "(paraphrased replies are written by hand)")
     if args.replies != "recorded" and args.llm != "replay":
         raise UsageError("--replies needs --llm replay")
+    if args.llm == "openai":
+        from ..extras import require
+
+        require("openai", "--llm openai")
     if args.thresholds and not Path(args.thresholds).is_file():
         raise UsageError(f"{args.thresholds}: no such file")
     cases, problems = discover(args.cases_dir, args.case)
