@@ -84,7 +84,8 @@ def finding_lines(f: Finding) -> set[int]:
 def finding_numbers(f: Finding) -> Grounded:
     """Every number a finding states anywhere (its JSON form, recursively) and every line it points at."""
     g = Grounded()
-    g.add(f.to_json())
+    # The autofix's edit ranges are positions for an editor, not facts a reviewer may quote.
+    g.add(f.model_dump(mode="json", exclude={"autofix"}))
     for line in finding_lines(f):
         g.add_number(line)
     return g

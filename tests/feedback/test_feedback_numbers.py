@@ -83,3 +83,17 @@ def test_evidence_key_gives_the_unit():
     assert ok(g, "83 us") and ok(g, "0.0832 ms") and ok(g, "256 B") and ok(g, "0.25 KiB")
     assert ok(g, "80% faster") and ok(g, "50% of the lanes idle")
     assert not ok(g, "83 ms")
+
+
+def test_autofix_edit_positions_are_not_grounded_facts():
+    from nki_assist.feedback.grounding import finding_numbers
+    from nki_assist.findings import Edit, Finding, Fix
+
+    edit = Edit(line=77, column=913, end_line=77, end_column=925, content="range")
+    f = Finding(rule="NKI502", name="deprecated-loop-iterator", category="deprecated-api", severity="info",
+                file="k.py", line=3, message="`nl.static_range` is deprecated.",
+                autofix=Fix(message="use range", applicability="safe", edits=[edit]))
+    g = finding_numbers(f)
+    assert quantities("3")[0] in g  # its own line stays grounded
+    assert quantities("913")[0] not in g
+    assert quantities("925")[0] not in g
