@@ -151,11 +151,12 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         nan_trn = _worst(sr.agreement("trainium"))
         if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
             origin = nonfinite_location([sr.runs.get("trainium")], nki_path)
-            uninit = None if origin.line else (unwritten_anchor(origin, prior, nki_path)
-                                               or _anchor(prior, ("uninitialized-read",), nki_path))
+            hole = None if origin.line else unwritten_anchor(origin, prior, nki_path)
+            uninit = hole or (None if origin.line else _anchor(prior, ("uninitialized-read",), nki_path))
             anchor = uninit or _anchor(prior, ("overflow-risk",), nki_path)
-            cause = ("memory read before it was written" if uninit else
-                     f"first produced by {origin.evidence['first_fault_text']}" if origin.line else
+            cause = ("output elements no store wrote" if hole else "memory read before it was written" if uninit else
+                     f"{origin.evidence['first_fault_text']}; later instructions carry them to the output"
+                     if origin.line else
                      "values leaving the dtype's range")
             out.append(registry.get("NUM104").finding(
                 f"Size {sr.size}: the output has {nan_trn.nan_actual} NaN and {nan_trn.inf_actual} Inf values "

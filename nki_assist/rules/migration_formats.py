@@ -19,6 +19,7 @@ from ..hardware import CUDA_FLOAT_MAX, FLOAT_MAX, Target
 from ..parse.cuda_formats import FormatUse, format_facts, saturates
 from ..parse.cuda_model import CudaFile, CudaKernel
 from ..parse.nki_model import NkiFile, NkiKernel
+from ..parse.pyast import dotted_name as _dotted
 from .registry import get
 
 _ALLOC = {"ndarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like"}
@@ -45,16 +46,6 @@ class _Const:
     text: str  # the literal or `NAME = 448.0`
     role: str  # scale | clamp
     named: bool  # defined as a named constant (module or kernel level)
-
-
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _number(node) -> float | None:

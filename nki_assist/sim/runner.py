@@ -14,6 +14,7 @@ import traceback
 import numpy as np
 
 from ..hardware import Target
+from ..parse.pyast import dotted_name as _decorator_name
 from ..toolchain.types import RunResult
 from . import context, coverage, provenance
 from .blas import one_blas_thread
@@ -27,18 +28,6 @@ _module_counter = itertools.count(1)
 
 
 # -- source analysis -------------------------------------------------------------------------------
-def _decorator_name(d: ast.expr) -> str:
-    if isinstance(d, ast.Call):
-        d = d.func
-    parts = []
-    while isinstance(d, ast.Attribute):
-        parts.append(d.attr)
-        d = d.value
-    if isinstance(d, ast.Name):
-        parts.append(d.id)
-    return ".".join(reversed(parts))
-
-
 def kernel_names(tree: ast.Module) -> list[str]:
     out = []
     for node in tree.body:

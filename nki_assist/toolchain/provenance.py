@@ -74,10 +74,10 @@ class Fault:
             verb = "saturates" if self.saturated else "overflows"
             return (f"`{self.op}` at {where} {verb} {self.dtype}: {self.out_of_range} value(s) up to "
                     f"{self.max_abs:.4g} exceed its largest finite value {self.dtype_max:g}")
+        counts = " and ".join(f"{n} {what}" for n, what in ((self.nan, "NaN"), (self.inf, "Inf")) if n)
         if self.kind == "input":
-            return f"`{self.op}` at {where} loads {self.nan} NaN / {self.inf} Inf value(s) from a kernel input"
-        return (f"`{self.op}` at {where} computes {self.nan} NaN / {self.inf} Inf value(s) from finite "
-                f"operands")
+            return f"`{self.op}` at {where} loads {counts} from a kernel input"
+        return f"`{self.op}` at {where} computes {counts} from finite operands"
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "op": self.op, "iteration": dict(self.iteration), "kind": self.kind,

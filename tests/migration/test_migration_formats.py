@@ -15,6 +15,8 @@ from nki_assist.parse.nki import parse_nki
 from nki_assist.rules.migration import run_migration_rules
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "migration_formats"
+# the simulator's fp8 fixture is also the NKI side of quant_ocp.cu (one kernel, two tests)
+FP8_NKI = (Path(__file__).resolve().parents[1] / "fixtures" / "sim" / "legacy_fp8_scale.py").read_text()
 
 
 def mig112(cuda: str, nki: str, target: str = "trn2", nki_text: str | None = None):
@@ -25,6 +27,10 @@ def mig112(cuda: str, nki: str, target: str = "trn2", nki_text: str | None = Non
 
 def marked(nki: str) -> list[int]:
     return [i for i, t in enumerate((FIX / nki).read_text().splitlines(), 1) if re.search(r"# expect: MIG112", t)]
+
+
+def line(text: str, needle: str) -> int:
+    return next(i for i, t in enumerate(text.splitlines(), 1) if needle in t)
 
 
 def test_cuda_format_facts():
@@ -41,16 +47,18 @@ def test_cuda_format_facts():
 
 
 def test_ocp_scale_kept_for_neuron_e4m3_legacy():
-    (f,) = mig112("quant_ocp.cu", "quant_ocp_legacy_nki.py")
-    assert f.line == marked("quant_ocp_legacy_nki.py")[0] == 5
+    (f,) = mig112("quant_ocp.cu", "quant_nki.py", nki_text=FP8_NKI)
+    assert f.line == line(FP8_NKI, "FP8_MAX = 448.0") == 7
     assert (f.category, f.severity.value, f.source) == ("fp8-range", "error", "migration")
     ev = f.evidence
     assert (ev["constant"], ev["nki_format"], ev["nki_max"], ev["cuda_format"], ev["cuda_max"]) == (
         448.0, "float8_e4m3", 240.0, "fp8_e4m3", 448.0)
-    assert (ev["cast_line"], ev["cuda_line"], ev["cuda_conversion_line"], ev["cuda_saturates"]) == (15, 3, 11, True)
+    cast = line(FP8_NKI, "dtype=nl.float8_e4m3)")
+    assert (ev["cast_line"], ev["cuda_line"], ev["cuda_conversion_line"], ev["cuda_saturates"]) == (cast, 3, 11, True)
     assert "448" in f.message and "240" in f.message and "__NV_SATFINITE" in f.message
     assert f.related[0].file == "quant_ocp.cu" and f.related[0].line == 3
-    assert mig112("quant_ocp.cu", "quant_neuron_legacy_nki.py") == []  # scaled to 240: right
+    right = FP8_NKI.replace("FP8_MAX = 448.0", "FP8_MAX = 240.0")  # scaled to float8_e4m3's maximum
+    assert mig112("quant_ocp.cu", "quant_nki.py", nki_text=right) == []
 
 
 def test_ocp_clamp_written_into_an_e4m3_tile_new():
@@ -75,10 +83,11 @@ def test_float16_intermediate_where_cuda_rounds_to_bfloat16():
     assert (f.category, f.severity.value) == ("overflow-risk", "warning")
     assert (f.evidence["nki_max"], f.evidence["cuda_max"]) == (65504.0, pytest.approx(3.3895e38, rel=1e-4))
     assert f.related[0].line == 8
-    assert mig112("scores_bf16.cu", "scores_bf16_new_nki.py") == []
+    same = (FIX / "scores_fp16_new_nki.py").read_text().replace("dtype=nl.float16", "dtype=nl.bfloat16")
+    assert mig112("scores_bf16.cu", "k_nki.py", nki_text=same) == []
 
 
 def test_a_448_shape_is_not_a_format_constant():
-    src = (FIX / "quant_neuron_legacy_nki.py").read_text().replace(
+    src = FP8_NKI.replace("FP8_MAX = 448.0", "FP8_MAX = 240.0").replace(
         "    P, N = x.shape\n", "    P, N = x.shape\n    assert N == 448\n")
     assert mig112("quant_ocp.cu", "k_nki.py", "trn2", src) == []
