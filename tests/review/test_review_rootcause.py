@@ -73,3 +73,19 @@ def test_loop_invariant_load_confirmed_by_the_cost_model():
                                                  "unique_bytes": 512}
     assert out[23].evidence["root_cause"] == out[0].evidence["root_cause"] == "redundant-hbm-loads"
     assert "confirmed_by" not in out[40].evidence  # the cost model measured nothing on that line
+
+
+def test_anchored_mismatch_keeps_its_cause_and_names_the_producing_store_legacy(reviews):
+    """rev_gemm_offset (legacy): MIG110 names the wrong lhsT offset, so NUM102 stays there; the store that
+    wrote the first wrong element and the CUDA store of the same output become related locations."""
+    r = reviews["rev_gemm_offset"].review
+    load = line_of("rev_gemm_offset", "gemm_bias_nki.py", "a_tile = nl.load(lhsT[")
+    store = line_of("rev_gemm_offset", "gemm_bias_nki.py", "nl.store(out[")
+    (num,) = [f for f in r.findings if f.rule == "NUM102"]
+    assert num.line == load and num.evidence["cause_rule"] == "MIG110"
+    prod = num.evidence["producing_store"]
+    idx = num.evidence["first_mismatch_index"]
+    assert prod["line"] == store and prod["region"][0][0] <= idx[0] < prod["region"][0][1]
+    assert set(prod["iteration"]) == {"m", "n"}  # the loop variables around the store
+    assert (store, "statement the simulator traced it to") in {(x.line, x.message) for x in num.related}
+    assert num.evidence["cuda_store_line"] == line_of("rev_gemm_offset", "gemm_bias.cu", "C[(size_t)row * N + col] =")
