@@ -21,15 +21,19 @@ from ..parse.nki_model import NkiFile, NkiKernel
 from .migration_index import check_matmul, evaluator, output_axes
 from .migration_pair import (CUDA_TO_NKI_DTYPE, PRECISION_BITS, Pairing, cuda_accumulators, cuda_outputs,
                              cuda_tile_sizes, cuda_value_inputs, nki_dtype, nki_output_names, output_store,
-                             pair_params, params_by_name, pick_cuda_kernel, pick_nki_kernel, transposed_name)
-from .nki_common import allocation_of, defined_outside, fresh_in_loop_before, inside, reads_self
+                             pair_constants, pair_params, params_by_name, pick_cuda_kernel, pick_nki_kernel,
+                             transposed_name)
+from .nki_tails import has_tail_block
+from .nki_common import allocation_of, defined_outside, fresh_in_loop_before, inside, reads_self, tail_claim
 from .registry import get
 
 
 class _Ctx:
-    def __init__(self, cf: CudaFile, nf: NkiFile, ck: CudaKernel, nk: NkiKernel, target: Target):
+    def __init__(self, cf: CudaFile, nf: NkiFile, ck: CudaKernel, nk: NkiKernel, target: Target,
+                 nki_source: str | None = None):
         self.cf, self.nf, self.ck, self.nk, self.target = cf, nf, ck, nk, target
         self.pairing: Pairing = pair_params(ck, nk)
+        pair_constants(self.pairing, cf, ck, nk, nki_source)
         self.store = output_store(nk)
 
     def finding(self, rule: str, nki_line: int, cuda_line: int, message: str, evidence: dict[str, Any],
@@ -52,13 +56,15 @@ class _Ctx:
 
 
 def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, *,
-                        cuda_kernel: str | None = None, nki_kernel: str | None = None) -> list[Finding]:
-    """MIG1xx findings for the CUDA kernel and its NKI port (empty when either kernel cannot be chosen)."""
+                        cuda_kernel: str | None = None, nki_kernel: str | None = None,
+                        nki_source: str | None = None) -> list[Finding]:
+    """MIG1xx findings for the CUDA kernel and its NKI port (empty when either kernel cannot be chosen).
+    `nki_source` (the port's text) lets CUDA scalars pair with literals written in the kernel body."""
     ck = pick_cuda_kernel(cuda_file, cuda_kernel)
     nk = pick_nki_kernel(nki_file, nki_kernel)
     if ck is None or nk is None:
         return []
-    ctx = _Ctx(cuda_file, nki_file, ck, nk, target)
+    ctx = _Ctx(cuda_file, nki_file, ck, nk, target, nki_source)
     out: list[Finding] = []
     for check in (_bounds, _epilogue, _scale_factors, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
                   _tile_sizes, _layout, _offsets, _fp32_operands):
@@ -101,6 +107,8 @@ def _bounds(c: _Ctx) -> Iterable[Finding]:
                 continue  # ceil-div: the tail tile is visited (its clamping is another matter)
             if proves_divisible(k, num, den) or syms & k.guarded_names or any(inside(g, lp) for g in k.guard_lines):
                 continue
+            if has_tail_block(k, lp):
+                continue  # a partial tile after the loop completes it (NKI207 checks where it starts)
             guard = next(((e, ln) for e, ln in guards if syms & set(re.findall(r"\w+", e))), None)
             guard = guard or (guards[0] if guards else (guarded_stores[0].index, guarded_stores[0].line))
             yield c.finding(
@@ -110,8 +118,11 @@ def _bounds(c: _Ctx) -> Iterable[Finding]:
                 f"that {den} divides {num_text}: sizes that are not a multiple of {den} lose their last "
                 f"{num_text} % {den} elements.",
                 {"cuda_guard": guard[0], "loop_var": lp.var, "trip_expr": lp.trip_expr, "tile": den,
-                 "numerator": num_text},
-                f"bounds guard `{guard[0]}`", column=lp.col)
+                 "numerator": num_text, "claim": tail_claim(lp, num_text, num, den)},
+                f"bounds guard `{guard[0]}`", column=lp.col,
+                fix=f"Loop `{lp.var}` over ceil({num_text} / {den}) tiles and clamp the last one to {num_text} % {den} "
+                    f"elements ({'mask=' if c.nf.dialect == 'legacy' else 'min()-bounded slices'}), as the CUDA guard "
+                    f"`{guard[0]}` does, or assert {num_text} % {den} == 0 if the port only supports such sizes.")
 
 
 # ---- MIG102 / MIG103 epilogue and inputs ---------------------------------------------------------
@@ -299,6 +310,8 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
         if cp.name in epi:
             continue  # reported by MIG102 as the missing operation
         n = c.pairing.nki_for(cp.name)
+        if n is None and cp.name in c.pairing.constants:
+            continue  # the launcher's literal is baked into the port as the same value
         if n is None:
             if not cp.is_pointer and len(k.params) >= len(cuda_value_inputs(c.ck)):
                 continue  # scalars are often baked in as constants
@@ -306,8 +319,11 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
                 "MIG103", k.line, cp.line,
                 f"CUDA input `{cp.name}` ({cp.type}{'*' if cp.is_pointer else ''}, line {cp.line}) has no "
                 f"counterpart among the port's parameters ({', '.join(p.name for p in k.params) or 'none'}).",
-                {"cuda_param": cp.name, "pairings": c.pairing.to_json()},
-                f"input `{cp.name}`", severity=Severity.WARNING, confidence="medium")
+                {"cuda_param": cp.name, "pairings": c.pairing.to_json(),
+                 "claim": {"kind": "input-unused", "cuda_param": cp.name, "pointer": cp.is_pointer}},
+                f"input `{cp.name}`", severity=Severity.WARNING, confidence="medium",
+                fix=f"Give the port a parameter (or a constant) for `{cp.name}` and apply it where the CUDA kernel "
+                    f"reads it (line {cp.line}).")
         elif n not in k.used_names:
             p = nparams[n]
             yield c.finding(
@@ -315,8 +331,10 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
                 f"`{n}` is the port's counterpart of CUDA input `{cp.name}` ({c.pairing.describe(cp.name)}), "
                 f"which the CUDA kernel reads, but the port never reads it.",
                 {"cuda_param": cp.name, "nki_param": n, "paired_by": c.pairing.how[cp.name],
-                 "root_cause": f"unread-input:{n}"},
-                f"input `{cp.name}`", column=p.col)
+                 "root_cause": f"unread-input:{n}",
+                 "claim": {"kind": "input-unused", "cuda_param": cp.name, "nki_param": n, "pointer": cp.is_pointer}},
+                f"input `{cp.name}`", column=p.col,
+                fix=f"Read `{n}` where the CUDA kernel reads `{cp.name}` (line {cp.line}).")
 
 
 # ---- MIG104 / MIG105 precision ------------------------------------------------------------------
@@ -580,8 +598,9 @@ def _offsets(c: _Ctx) -> Iterable[Finding]:
             if key in seen:
                 continue
             seen.add(key)
-            yield c.finding("MIG110", p["line"], cuda_line, p["message"], p["evidence"],
-                            "the CUDA kernel's output indexing", confidence="medium"
+            yield c.finding("MIG110", p["line"], cuda_line, p["message"],
+                            {**p["evidence"], "claim": {"kind": "output-wrong", "what": p["evidence"]["kind"]}},
+                            "the CUDA kernel's output indexing", fix=p.get("fix"), confidence="medium"
                             if p["evidence"]["kind"] == "offset-step" else "high")
 
 
@@ -633,5 +652,7 @@ def _fp32_operands(c: _Ctx) -> Iterable[Finding]:
             "either way.",
             {"operands": [o for o, _, _ in hits], "nki_params": [p for _, p, _ in hits],
              "cuda_params": [x.name for _, _, x in hits], "dtype": "float32",
+             "claim": {"kind": "operand-dtype", "nki_params": [p for _, p, _ in hits], "dtype": "float32",
+                       "matmul_line": mm.call.line},
              "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1), "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1)},
             f"fp32 input `{cp.name}`", column=mm.call.col, confidence="medium")
