@@ -193,6 +193,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     keys = ["cases", "precision", "recall", "f1", "critical_recall", "severity_weighted_recall", "localisation",
             "clean_false_positives", "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5",
             "rubric_coverage", "seconds"]
+    keys.insert(keys.index("ndcg_at_5") + 1, "root_cause_first")
     lines = [f"# nki-assist eval ({summary.get('llm', 'none')})", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {summary.get(k)} |" for k in keys]
     lines += ["", "| case | gold | emitted | matched | precision | recall | critical | FP (clean) | verdict | s |",

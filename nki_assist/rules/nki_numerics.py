@@ -31,7 +31,7 @@ def low_precision_acc(nf: NkiFile, t: Target):
                            f"every add rounds the running sum to {a.dtype} (8 significant bits for bfloat16).",
                            {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
                             "allocation_line": a.line},
-                           fix=f"Allocate `{w.name}` as nl.float32 (or accumulate in PSUM) and cast to {a.dtype} "
+                           fix=f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} "
                                "once after the loop.")
                 break
 
