@@ -98,16 +98,16 @@ def shape_symbols(fn: ast.FunctionDef | None, params: dict[str, str]) -> dict[st
     return out
 
 
-def _sym_values(spec, symbols: dict[str, tuple[str, int]], size_name: str) -> dict[str, int]:
-    size = spec.size(size_name)
+def _sym_values(spec, symbols: dict[str, tuple[str, int]], bindings: dict[str, int]) -> dict[str, int]:
+    """Values of the kernel's shape symbols under one size's bindings of the spec's symbols."""
     vals = {}
     for sym, (inp, axis) in symbols.items():
-        try:
-            shape = spec.shape_of(inp, size)
-        except (KeyError, TypeError):
-            continue
-        if axis < len(shape):
-            vals[sym] = shape[axis]
+        shape = spec.inputs[inp].shape if inp in spec.inputs else None
+        if shape and axis < len(shape):
+            d = shape[axis]
+            v = d if isinstance(d, int) else bindings.get(d)
+            if v is not None:
+                vals[sym] = v
     return vals
 
 
@@ -140,7 +140,7 @@ class _Reconciler:
         tile = claim.get("tile") or 0
         applies, spared = [], []
         for e in self.sizes:
-            n = _numerator(claim, _sym_values(self.spec, self.symbols, e.name)) if self.spec else None
+            n = _numerator(claim, _sym_values(self.spec, self.symbols, e.bindings)) if self.spec else None
             if n is None:  # not evaluable on the spec's symbols: the attribution's ragged sizes stand in
                 (applies if e.name in self.ragged else spared).append((e, None))
             elif tile and n % tile:
@@ -185,9 +185,9 @@ class _Reconciler:
         if not ran or len(ran) < len(self.sizes) or not all(e.passed for e in ran):
             return f
         text = "; ".join(f"{e.describe()} passes with 0 of {e.elements} elements out of tolerance" for e in ran)
-        return _contradict(f, text, [e.name for e in ran],
-                           fix="No change needed: every size matches the reference, so the operand indexing "
-                               "selects the right tiles.")
+        return _contradict(f, text + ": the port computes what the reference computes", [e.name for e in ran],
+                           fix="No change needed for the sizes tested: every size matches the reference. (If the "
+                               "reference itself leaves out what the CUDA kernel does, fix the reference first.)")
 
     # -- input-unused --
     def input_unused(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
@@ -261,7 +261,7 @@ def _predicted(f: Finding) -> str:
         return (f"that loop `{c.get('loop_var')}` (`{c.get('trip_expr')}`) skips the last "
                 f"{c.get('numerator')} % {c.get('tile')} elements")
     if kind == "output-wrong":
-        return f"wrong output from the matmul operand indexing ({c.get('what')})"
+        return f"a wrong output ({c.get('what')})"
     if kind == "input-unused":
         return f"that the port ignores `{c.get('cuda_param') or c.get('nki_param')}`"
     if f.category == "partition-underutilized":
@@ -304,6 +304,10 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
             if (f.evidence.get("reconciled") or {}).get("status") == "contradicted":
                 continue
             root = f.evidence.get("root_cause") or nf.evidence.get("root_cause") or f"cause:{f.rule}:{f.line}"
+            if f.source not in ("static", "migration"):  # a simulator finding is run evidence itself: link only
+                out[j] = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
+                out[i] = nf.model_copy(update={"evidence": {**nf.evidence, "root_cause": root}})
+                continue
             if (f.evidence.get("reconciled") or {}).get("status") != "confirmed":
                 out[j] = _confirm(f, f"{nf.rule} ({nf.name}) shows it: {nf.message}", [], nf.severity, root)
             else:

@@ -213,8 +213,24 @@ def _epilogue(c: _Ctx) -> Iterable[Finding]:
              "pairings": c.pairing.to_json(),
              # the same defect as NKI202/MIG103 on that parameter: one item in the written review
              **({"root_cause": f"unread-input:{counterpart}"} if counterpart and counterpart not in k.used_names
-                else {})},
-            f"{h.kind} `{h.detail}` applied here")
+                else {}),
+             "claim": {"kind": "output-wrong", "what": f"{h.kind} {h.detail} missing"}},
+            f"{h.kind} `{h.detail}` applied here", fix=_epilogue_fix(c, h.kind, counterpart or h.detail))
+
+
+def _epilogue_fix(c: _Ctx, kind: str, what: str) -> str:
+    """Where the missing operation goes in this port: folded into the PSUM evacuation after a matmul,
+    else just before the output store."""
+    where = (f"when the matmul result is evacuated from PSUM to SBUF (before the store at line {c.store_line})"
+             if c.nk.matmuls else f"before the output store at line {c.store_line}")
+    if kind == "bias":
+        return (f"Add `{what}` {where}: one nisa.activation(..., bias=) or tensor_tensor add (broadcast the row "
+                "along the partitions once, outside the loops).")
+    if kind == "scale":
+        return (f"Multiply by `{what}` {where}: fold it into that copy (scale= of nisa.activation, or a "
+                "tensor_scalar multiply), so it costs no extra instruction.")
+    return (f"Apply `{what}` {where}: a ScalarE nisa.activation with op=nl.{what} (it can also take the bias and "
+            "scale in the same instruction).")
 
 
 _SQRT_TEXT = re.compile(r"\bsqrt|\brsqrt|\*\*\s*\(?\s*-?\s*0?\.5\b")
@@ -297,8 +313,11 @@ def _scale_factors(c: _Ctx) -> Iterable[Finding]:
             "consumes unscaled values.",
             {"epilogue_kind": "scale", "epilogue_detail": u.factor, "cuda_factor": u.origin,
              "cuda_factor_line": u.factor_line, "cuda_target": u.target, "nki_counterpart": None,
-             "pairings": c.pairing.to_json()},
-            f"`{u.target}` scaled by `{u.factor}`", column=col)
+             "pairings": c.pairing.to_json(), "claim": {"kind": "output-wrong", "what": f"scale {u.factor} missing"}},
+            f"`{u.target}` scaled by `{u.factor}`", column=col,
+            fix=(f"Multiply the matmul result by {origin} when it is evacuated from PSUM to SBUF (scale= of the "
+                 f"nisa.activation that copies it, or a tensor_scalar multiply), before {what}." if c.nk.matmuls else
+                 f"Multiply by {origin} before {what}."))
         return  # one finding per kernel: the port applies no scale at all
 
 
