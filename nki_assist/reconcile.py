@@ -6,7 +6,10 @@ run time declares it in `evidence["claim"]`:
   tail-dropped   a floored trip count loses `numerator % tile` elements (NKI203, MIG101)
   input-unused   the port never reads an input (NKI202, MIG103)
   operand-dtype  matmul operands are fp32 because the CUDA buffers are (MIG111)
-  output-wrong   an operand indexing mistake makes the output wrong (MIG110)
+  output-wrong   an indexing mistake or a dropped epilogue makes the output wrong (MIG110, MIG102, NKI207)
+
+Two cost-model estimates are checked the same way: partition underuse that is only the ragged remainder
+of the size estimated (PERF103), and small-DMA gains that the tensors' HBM rows cannot deliver (PERF102).
 
 The claim is evaluated on every size of the port spec that ran. A claim the run contradicts is demoted
 to info (or dropped, when its premise is false) and says which evidence contradicts it; a claim the run
@@ -245,6 +248,58 @@ class _Reconciler:
                                "that was estimated.")
 
 
+    # -- cost-model small-DMA gain that the tensors' HBM layout cannot deliver --
+    def layout_limited_dma(self, f: Finding, perf_size: str | None) -> Finding | None:
+        thr = f.evidence.get("threshold_bytes")
+        sr = next((x for x in self.res.sizes if x.size == perf_size), None) if perf_size else None
+        run = sr.runs.get("trainium") if sr is not None else None
+        if not thr or run is None or not run.trace or self.spec is None:
+            return f
+        tensors = self._hbm_tensors(sr.bindings, run)
+        rows: dict[str, tuple[int, int, str, float]] = {}  # tensor -> (row bytes, row elems, dtype, moved B)
+        for e in run.trace:
+            if e.engine != "dma" or not e.transfers or e.bytes / e.transfers >= thr:
+                continue
+            t = tensors.get(e.hbm_tensor or "")
+            if t is None:
+                return f  # a transfer whose tensor layout is unknown: the estimate may hold
+            shape, dtype, itemsize = t
+            row = shape[-1] * itemsize
+            if row >= thr:
+                return f  # this tensor's rows allow longer descriptors: the gain is available
+            moved = max(rows.get(e.hbm_tensor, (0, 0, "", 0.0))[3], e.bytes / e.transfers)
+            rows[e.hbm_tensor] = (row, shape[-1], dtype, moved)
+        if not rows:
+            return f
+        listed = ", ".join(f"`{n}` {el} x {dt} = {rb:,} B" for n, (rb, el, dt, _) in rows.items())
+        partial = [f"`{n}` moves {mv:,.0f} of its {rb:,} B rows per partition" for n, (rb, _, _, mv) in rows.items()
+                   if mv < rb]
+        return _contradict(
+            f, f"on size `{perf_size}` every small transfer moves rows of a tensor whose HBM rows are shorter than "
+               f"{thr:,} B ({listed}); a descriptor cannot span more than one row, so the estimated gain needs "
+               "another HBM layout, not another kernel", [perf_size],
+            fix=("Load whole rows where the kernel moves less (" + "; ".join(partial) + "); beyond that only an "
+                 "HBM layout with longer rows (a producer-side change) makes the descriptors longer.") if partial
+            else "Nothing to change in the kernel: only an HBM layout with longer rows (a producer-side change) "
+                 "makes these descriptors longer.")
+
+    def _hbm_tensors(self, bindings: dict[str, int], run) -> dict[str, tuple[tuple[int, ...], str, int]]:
+        """HBM tensor name -> (shape, dtype, itemsize): kernel inputs from the spec, a single output from the run."""
+        out = {}
+        for param, inp in self.params.items():
+            spec = self.spec.inputs.get(inp)
+            if spec is None or spec.is_value:
+                continue
+            shape = tuple(d if isinstance(d, int) else bindings.get(d, 0) for d in spec.shape or ())
+            if shape and all(shape):
+                out[param] = (shape, spec.dtype, spec.np_dtype.itemsize)
+        names = {e.hbm_tensor for e in run.trace if e.engine == "dma" and e.hbm_tensor} - set(out)
+        if len(run.outputs) == 1 and len(names) == 1:
+            o = run.outputs[0]
+            out[names.pop()] = (tuple(o.shape), str(o.dtype), o.dtype.itemsize)
+        return out
+
+
 def _recon(f: Finding, status: str, text: str, sizes: list[str]) -> dict[str, Any]:
     return {**f.evidence, "reconciled": {"status": status, "evidence": text, "sizes": sizes}}
 
@@ -266,6 +321,8 @@ def _predicted(f: Finding) -> str:
         return f"that the port ignores `{c.get('cuda_param') or c.get('nki_param')}`"
     if f.category == "partition-underutilized":
         return "that packing rows onto more partitions would speed the kernel up"
+    if f.category == "small-dma":
+        return "that larger DMA transfers would speed the kernel up"
     return f"a runtime effect ({f.category})"
 
 
@@ -360,6 +417,8 @@ def reconcile(findings: list[Finding], *, spec=None, res=None, source: str = "",
             g = r.operand_dtype(f, claim)
         elif f.source == "cost-model" and f.category == "partition-underutilized":
             g = r.ragged_underuse(f, perf_size)
+        elif f.source == "cost-model" and f.category == "small-dma":
+            g = r.layout_limited_dma(f, perf_size)
         if g is not None:
             out.append(g)
     return _link_windows(_link_causes(out))
