@@ -26,7 +26,7 @@ from pathlib import PurePath
 from typing import Any
 
 from .findings import Finding, Severity
-from .numerics.attribution import ragged_sizes
+from .numerics.attribution import ragged_sizes, unwritten_elements
 
 TAIL_ROOT = "unhandled-ragged-tail"
 _FP32 = ("float32", "fp32", "tfloat32")
@@ -43,7 +43,6 @@ class SizeEvidence:
     mismatches: int
     elements: int
     unwritten: int  # output elements the kernel never stored (SIM112)
-    nonfinite: int  # NaN/Inf in the output where the reference is finite
 
     def describe(self, extra: str = "") -> str:
         b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
@@ -56,13 +55,9 @@ def size_evidence(res) -> list[SizeEvidence]:
         run = sr.runs.get("trainium")
         ags = [a for a in sr.agreement("trainium") if a is not None]
         ran = bool(sr.reference.ok and run is not None and run.status == "ok" and ags)
-        unwritten = sum(int(f.evidence.get("unwritten_elements") or 0) for f in (run.findings if run else [])
-                        if f.rule == "SIM112")
-        fp32 = sr.passed("trainium-fp32")
         out.append(SizeEvidence(
-            sr.size, dict(sr.bindings), ran, ran and all(a.passed for a in ags) and fp32 is not False,
-            sum(a.mismatches for a in ags), sum(a.elements for a in ags), unwritten,
-            sum(a.nan_actual + a.inf_actual for a in ags if not (a.nan_expected or a.inf_expected))))
+            sr.size, dict(sr.bindings), ran, ran and all(a.passed for a in ags) and sr.passed("trainium-fp32") is not False,
+            sum(a.mismatches for a in ags), sum(a.elements for a in ags), unwritten_elements(sr)))
     return out
 
 

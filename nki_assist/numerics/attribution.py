@@ -66,7 +66,7 @@ def _without_tail(categories: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(c for c in categories if c not in TAIL_CATEGORIES)
 
 
-def _unwritten(sr: SizeResult) -> int:
+def unwritten_elements(sr: SizeResult) -> int:
     """Output elements the trainium run never stored (SIM112 of that run)."""
     run = sr.runs.get("trainium")
     return sum(int(f.evidence.get("unwritten_elements") or 0) for f in (run.findings if run else [])
@@ -76,7 +76,7 @@ def _unwritten(sr: SizeResult) -> int:
 def _nonfinite_order(ag: Agreement, sr: SizeResult) -> tuple[str, ...]:
     """Which cause to look for first: NaN where the kernel left output unwritten is that gap (the simulator
     NaN-fills new memory); Inf, or NaN with everything written, is a value leaving the dtype's range."""
-    if ag.nan_actual and _unwritten(sr):
+    if ag.nan_actual and unwritten_elements(sr):
         return ("uninitialized-read", "overflow-risk")
     return ("overflow-risk", "uninitialized-read")
 
@@ -164,7 +164,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             if sr.size not in tile_ragged:
                 order = _without_tail(order)
             anchor = _anchor(prior, order, nki_path)
-            unwritten = _unwritten(sr)
+            unwritten = unwritten_elements(sr)
             cause = (f"{unwritten} output elements were never written" if anchor is not None and
                      anchor.category == "uninitialized-read" and unwritten else
                      "memory read before it was written" if anchor is not None and anchor.category == "uninitialized-read"
