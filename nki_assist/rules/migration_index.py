@@ -135,15 +135,22 @@ def _arange_size(text: str, ev: _Eval) -> int | None:
     return None
 
 
-def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
-    """Per-axis offsets of `name[...]`; None when the text is not a subscript."""
+def subscript_elements(text: str) -> list[ast.AST] | None:
+    """The index expressions of `name[...]`, one per axis; None when the text is not a subscript."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
     if not isinstance(node, ast.Subscript):
         return None
-    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
+    """Per-axis offsets of `name[...]`; None when the text is not a subscript."""
+    elts = subscript_elements(text)
+    if elts is None:
+        return None
     out: list[Axis | None] = []
     for e in elts:
         if isinstance(e, ast.Slice):

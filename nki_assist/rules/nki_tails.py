@@ -14,6 +14,7 @@ from typing import Any
 from ..hardware import Target
 from ..parse import consts
 from ..parse.nki_model import DMA_APIS, Call, Loop, NkiFile, NkiKernel
+from .migration_index import subscript_elements
 from .migration_pair import nki_output_names
 from .nki_common import check, emit
 
@@ -39,16 +40,6 @@ def _output_stores(k: NkiKernel) -> list[tuple[Call, str]]:
         if d is not None and d.name in outs:
             res.append((c, d.text))
     return res
-
-
-def _subscripts(text: str) -> list[ast.AST] | None:
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Subscript):
-        return None
-    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
 def _lin(node: ast.AST, env, aranges: set[str]) -> dict[str, Any] | None:
@@ -122,7 +113,7 @@ def tail_blocks(k: NkiKernel) -> list[TailBlock]:
             for c, text in stores:
                 if not lp.line <= c.line <= lp.end_line:
                     continue
-                subs = _subscripts(text)
+                subs = subscript_elements(text)
                 axis = next((i for i, s in enumerate(subs or []) if (lo := _lower(s)) is not None
                              and (f := _lin(lo, env, aranges)) is not None and f.get(lp.var) == den), None)
                 if axis is None:
@@ -133,7 +124,7 @@ def tail_blocks(k: NkiKernel) -> list[TailBlock]:
                 for c2, text2 in stores:
                     if c2.line <= lp.end_line or text2.split("[")[0].strip() != name:
                         continue
-                    subs2 = _subscripts(text2) or []
+                    subs2 = subscript_elements(text2) or []
                     lo = _lower(subs2[axis]) if axis < len(subs2) else None
                     start = _lin(lo, env, aranges) if lo is not None else None
                     start_name = _offset_variable(lo, env, aranges)

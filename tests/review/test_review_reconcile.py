@@ -9,17 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from run_evidence import numerics as result
+from run_evidence import size_result
 
 from nki_assist.feedback.drafter import _item, group_findings
 from nki_assist.findings import Finding, Severity, prioritize
 from nki_assist.hardware import get_target
-from nki_assist.numerics.metrics import compare
-from nki_assist.numerics.reference import ReferenceResult
-from nki_assist.numerics.scenarios import NumericsResult, SizeResult
 from nki_assist.numerics.spec import load_spec
 from nki_assist.reconcile import kernel_params, reconcile, shape_symbols
 from nki_assist.rules.registry import get
-from nki_assist.toolchain.types import RunResult
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
 RMS = CASES / "clean_residual_rmsnorm_tail_legacy"  # x, res, gamma: [R, D]; sizes aligned R=256, ragged R=300
@@ -30,19 +28,8 @@ REF = np.random.default_rng(0).normal(size=(4, 8))
 
 
 def size(name, bindings, *, out=None, unwritten=0, fp32=None):
-    out = REF.copy() if out is None else out
-    sr = SizeResult(name, bindings, None, ReferenceResult("ok", outputs=[REF]))
-    findings = [get("SIM112").finding("partly written", file=NKI, line=18,
-                                      evidence={"unwritten_elements": unwritten})] if unwritten else []
-    sr.runs["trainium"] = RunResult("builtin", "ok", outputs=[out], findings=findings)
-    sr.runs["trainium-fp32"] = RunResult("builtin", "ok", outputs=[out if fp32 is None else fp32])
-    sr.agreements[("trainium", "reference")] = [compare(out, REF, rtol=1e-3, atol=1e-5)]
-    sr.agreements[("trainium-fp32", "reference")] = [compare(out if fp32 is None else fp32, REF, rtol=1e-3, atol=1e-5)]
-    return sr
-
-
-def result(*sizes):
-    return NumericsResult(list(sizes), ["reference", "trainium", "trainium-fp32"], "float32", None)
+    return size_result(name, bindings, REF, REF.copy() if out is None else out, fp32=fp32, unwritten=unwritten,
+                       file=NKI)
 
 
 def tail_finding(rule="NKI203", terms=None, const=0, tile=128, sev="warning"):

@@ -4,32 +4,18 @@ that fail (ragged-only <-> tail rules; aligned <-> never a tail rule; NaN/Inf <-
 from __future__ import annotations
 
 import numpy as np
+from run_evidence import numerics as res
+from run_evidence import size_result
 
 from nki_assist.findings import Finding
 from nki_assist.numerics.attribution import attribute
-from nki_assist.numerics.metrics import compare
-from nki_assist.numerics.reference import ReferenceResult
-from nki_assist.numerics.scenarios import NumericsResult, SizeResult
-from nki_assist.rules.registry import get
-from nki_assist.toolchain.types import RunResult
 
 NKI = "k_nki.py"
 REF = np.random.default_rng(1).normal(size=(128, 64))
 
 
 def sr(name, bindings, out, fp32=None, unwritten=0):
-    s = SizeResult(name, bindings, None, ReferenceResult("ok", outputs=[REF]))
-    sim = [get("SIM112").finding("partly written", file=NKI, line=9, source="simulation",
-                                 evidence={"unwritten_elements": unwritten})] if unwritten else []
-    s.runs["trainium"] = RunResult("builtin", "ok", outputs=[out], findings=sim)
-    s.runs["trainium-fp32"] = RunResult("builtin", "ok", outputs=[out if fp32 is None else fp32])
-    s.agreements[("trainium", "reference")] = [compare(out, REF, rtol=1e-3, atol=1e-5)]
-    s.agreements[("trainium-fp32", "reference")] = [compare(out if fp32 is None else fp32, REF, rtol=1e-3, atol=1e-5)]
-    return s
-
-
-def res(*sizes):
-    return NumericsResult(list(sizes), ["reference", "trainium", "trainium-fp32"], "float32", None)
+    return size_result(name, bindings, REF, out, fp32=fp32, unwritten=unwritten, file=NKI)
 
 
 def static(rule, category, line, fix=None):
