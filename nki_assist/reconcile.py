@@ -335,7 +335,8 @@ def _confirm(f: Finding, text: str, sizes: list[str], severity: Severity, root: 
         ev["root_cause"] = root
     ev["root_cause_lead"] = True
     sev = severity if severity.rank < f.severity.rank else f.severity
-    return f.model_copy(update={"severity": sev, "evidence": ev, "message": f"{f.message} Confirmed by the run: {text}."})
+    return f.model_copy(update={"severity": sev, "evidence": ev,
+                                "message": f"{f.message} Confirmed by the run: {text.rstrip('.')}."})
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
