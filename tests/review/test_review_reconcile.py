@@ -12,7 +12,7 @@ import numpy as np
 from run_evidence import numerics as result
 from run_evidence import size_result
 
-from nki_assist.feedback.drafter import _item, group_findings
+from nki_assist.feedback.drafter import group_findings, item_for
 from nki_assist.findings import Finding, Severity, prioritize
 from nki_assist.hardware import get_target
 from nki_assist.numerics.spec import load_spec
@@ -173,12 +173,12 @@ def test_the_confirmed_cause_leads_its_item_and_a_cleared_claim_says_so():
                                               "evidence": {"root_cause": "unhandled-ragged-tail",
                                                            "root_cause_lead": True}})
     (group,) = group_findings(prioritize([sim, num, cause]))
-    item = _item(group, get_target("trn2"))
+    item = item_for(group, get_target("trn2"))
     assert item.finding_ids[0] == next(f.id for f in group if f.rule == "NKI203")
     assert item.fix == "Loop `t` over ceil(R / 128) tiles."  # the cause's fix, not the symptoms'
     res = result(size("aligned", {"R": 256, "D": 512}), size("ragged", {"R": 300, "D": 512}))
     (cleared,) = prioritize(run([tail_finding()], res))
-    item = _item([cleared], get_target("trn2"))
+    item = item_for([cleared], get_target("trn2"))
     assert item.title.startswith("NKI203 floor div trip count unguarded: not borne out by the run")
     assert "The run checked this claim" in item.why and "Ragged tails" not in item.title
 
