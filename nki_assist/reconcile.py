@@ -343,6 +343,24 @@ def _same_file(a: str | None, b: str | None) -> bool:
     return bool(a and b) and PurePath(a).name == PurePath(b).name
 
 
+def _status(f: Finding) -> str | None:
+    return (f.evidence.get("reconciled") or {}).get("status")
+
+
+def _reanchor(nf: Finding, old: Finding | None, findings: list[Finding]) -> tuple[Finding, int | None]:
+    """The attribution named a cause the run did not bear out (its claim untested or contradicted on the
+    spec's sizes): point the numerics finding at a finding of the same category the run confirmed instead."""
+    j = next((k for k, g in enumerate(findings) if _status(g) == "confirmed" and g.category == nf.category
+              and g.source in ("static", "migration") and _same_file(g.file, nf.file)), None)
+    if j is None:
+        return nf, None
+    new = findings[j]
+    msg = nf.message if old is None else nf.message.replace(f"{old.rule} {old.name} at line {old.line}",
+                                                            f"{new.rule} {new.name} at line {new.line}")
+    return nf.model_copy(update={"line": new.line, "end_line": new.end_line, "column": new.column, "message": msg,
+                                 "fix": new.fix or nf.fix, "evidence": {**nf.evidence, "cause_rule": new.rule}}), j
+
+
 def _link_causes(findings: list[Finding]) -> list[Finding]:
     """A numerics finding that names its cause (evidence["cause_rule"] at its line) confirms that finding:
     the cause is promoted to the numerics severity and both share one root cause, the cause leading."""
@@ -351,27 +369,29 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
         rule = nf.evidence.get("cause_rule")
         if nf.source != "numerics" or not rule or nf.severity is Severity.INFO:
             continue
-        for j, f in enumerate(out):
-            if f.rule != rule or f.line != nf.line or not _same_file(f.file, nf.file) or f.source == "numerics":
+        j = next((k for k, f in enumerate(out) if f.rule == rule and f.line == nf.line and f.source != "numerics"
+                  and _same_file(f.file, nf.file)), None)
+        if j is None or _status(out[j]) in ("contradicted", "untested"):
+            nf, j = _reanchor(nf, out[j] if j is not None else None, out)
+            out[i] = nf
+            if j is None:
                 continue
-            if (f.evidence.get("reconciled") or {}).get("status") == "contradicted":
-                continue
-            root = f.evidence.get("root_cause") or nf.evidence.get("root_cause") or f"cause:{f.rule}:{f.line}"
-            if f.source not in ("static", "migration"):  # a simulator finding is run evidence itself: link only
-                out[j] = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
-                out[i] = nf.model_copy(update={"evidence": {**nf.evidence, "root_cause": root}})
-                continue
-            if (f.evidence.get("reconciled") or {}).get("status") != "confirmed":
-                out[j] = _confirm(f, f"{nf.rule} ({nf.name}) shows it: {nf.message}", [], nf.severity, root)
-            else:
-                out[j] = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
-            out[i] = nf.model_copy(update={"evidence": {**nf.evidence, "root_cause": root}})
-            # the same mistake elsewhere in the file (a tail tile repeating the main loop's exp) is the same defect
-            for m, g in enumerate(out):
-                if m != j and g.rule == f.rule and _same_file(g.file, f.file) and g.category == f.category \
-                        and not g.evidence.get("reconciled") and g.source != "numerics":
-                    out[m] = _confirm(g, f"the same defect as line {f.line}, which {nf.rule} confirms", [],
-                                      out[j].severity, root)
+        f = out[j]
+        root = f.evidence.get("root_cause") or nf.evidence.get("root_cause") or f"cause:{f.rule}:{f.line}"
+        out[i] = nf.model_copy(update={"evidence": {**nf.evidence, "root_cause": root}})
+        if f.source not in ("static", "migration"):  # a simulator finding is run evidence itself: link only
+            out[j] = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
+            continue
+        if _status(f) != "confirmed":
+            out[j] = _confirm(f, f"{nf.rule} ({nf.name}) shows it: {nf.message}", [], nf.severity, root)
+        else:
+            out[j] = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
+        # the same mistake elsewhere in the file (a tail tile repeating the main loop's exp) is the same defect
+        for m, g in enumerate(out):
+            if m != j and g.rule == f.rule and _same_file(g.file, f.file) and g.category == f.category \
+                    and not g.evidence.get("reconciled") and g.source != "numerics":
+                out[m] = _confirm(g, f"the same defect as line {f.line}, which {nf.rule} confirms", [],
+                                  out[j].severity, root)
     return out
 
 

@@ -187,3 +187,17 @@ def test_findings_keep_their_contract():
     res = result(size("aligned", {"R": 256, "D": 512}), size("ragged", {"R": 300, "D": 512}))
     for f in run([tail_finding()], res):
         Finding.model_validate(f.to_json())
+
+
+def test_a_numerics_finding_anchored_on_an_untested_tail_claim_moves_to_the_confirmed_one():
+    """Loops over M and N both floor; only N is ragged in the spec. NUM103 must name the N loop."""
+    m_loop = tail_finding().model_copy(update={"line": 26, "fix": "Loop `m` over ceil(M / 128) tiles."})
+    n_loop = tail_finding(tile=512).model_copy(update={"line": 27, "fix": "Loop `n` over ceil(N / 512) tiles."})
+    n_loop.evidence["claim"].update(terms={"D": 1}, loop_var="n", numerator="N")
+    num = get("NUM103").finding("ragged fails", file=NKI, line=26, fix=m_loop.fix, evidence={"cause_rule": "NKI203"})
+    res = result(size("aligned", {"R": 256, "D": 512}),
+                 size("ragged", {"R": 256, "D": 700}, out=np.where(np.arange(8) < 6, REF, np.nan), unwritten=8))
+    m, n, u = run([m_loop, n_loop, num], res)
+    assert m.evidence["reconciled"]["status"] == "untested" and m.severity is Severity.WARNING
+    assert n.evidence["reconciled"]["status"] == "confirmed" and n.severity is Severity.ERROR
+    assert u.line == 27 and u.fix == n_loop.fix and u.evidence["root_cause"] == n.evidence["root_cause"]
