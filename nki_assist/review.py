@@ -3,6 +3,7 @@
 Stages, each degrading to a note instead of failing the review:
   static checks on both files -> migration checks (CUDA vs NKI facts) -> numerics scenarios on every
   size (simulator in a child process) + attribution -> cost model on the largest size that ran ->
+  evidence reconciliation (runtime claims of static findings checked against the run) ->
   prioritised findings F1..Fn -> written assessment (deterministic drafter or LLM, grounded).
 """
 
@@ -86,7 +87,7 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
         return []
     try:
         return run_migration_rules(parse_cuda(cuda_text, cuda_display), parse_nki(nki_text, nki_display), target,
-                                   cuda_kernel=cuda_kernel, nki_kernel=nki_kernel)
+                                   cuda_kernel=cuda_kernel, nki_kernel=nki_kernel, nki_source=nki_text)
     except Exception as exc:  # a migration-rule bug must not lose the rest of the review
         notes.append(f"migration checks failed internally ({type(exc).__name__}: {exc})")
         return []
@@ -143,10 +144,13 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
                            spec.port.cuda_kernel, target, notes)
     review = Review(port=port, notes=notes)
     plots: dict[str, bytes] = {}
+    res = None
     if opts.run and not (cancel and cancel.is_set()):
-        findings += _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel)
+        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel)
+        findings += ran
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")
+    findings = _reconcile(findings, spec, res, review, _read(spec.nki_path) or "")
     review.findings = _finalize(findings, base)
     say("drafting the assessment", 92.0)
     review.assessment = _assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
@@ -195,9 +199,23 @@ def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     return prioritize(out)
 
 
+def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str) -> list[Finding]:
+    """Static and migration claims checked against the run's evidence (nki_assist.reconcile)."""
+    if res is None:
+        return findings
+    from .reconcile import reconcile
+
+    perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
+    try:
+        return reconcile(findings, spec=spec, res=res, source=nki_text, perf_size=perf_size, notes=review.notes)
+    except Exception as exc:  # a reconciliation bug must not lose the review
+        review.notes.append(f"evidence reconciliation failed internally ({type(exc).__name__}: {exc})")
+        return findings
+
+
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
-                cancel: threading.Event | None) -> list[Finding]:
+                cancel: threading.Event | None) -> tuple[list[Finding], Any]:
     from .numerics.attribution import attribute, growth_fits
     from .numerics.scenarios import matrix_rows, run_scenarios
     from .toolchain.registry import get_backend
@@ -207,7 +225,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         backend = get_backend(opts.backend)
     except Exception as exc:
         notes.append(f"backend {opts.backend!r} unavailable ({exc}); kernel not executed")
-        return []
+        return [], None
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
     gpu = opts.gpu_precision or _cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
@@ -237,7 +255,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
             plots["numerics.png"] = png
     say("cost model", 85.0)
     out += _performance(spec, res, opts, target, review, plots, nki_disp)
-    return out
+    return out, res
 
 
 def _rel_display(p: Path | None, base: Path) -> str | None:

@@ -100,6 +100,7 @@ def _table(summary) -> None:
     console.print(t)
     keys = ["precision", "recall", "f1", "critical_recall", "severity_weighted_recall", "clean_false_positives",
             "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5", "seconds"]
+    keys.insert(keys.index("ndcg_at_5") + 1, "root_cause_first")
     if summary.get("llm", "none") != "none":
         keys += ["llm_drafted", "llm_fallbacks"]
     console.print("  ".join(f"{k}={summary.get(k)}" for k in keys))

@@ -4,7 +4,8 @@ Per case: issue precision/recall/F1 over emitted units (assessment items) vs gol
 severity-weighted recall, critical recall, localisation, NDCG@5 of the emitted order, grounding,
 hallucinations, rubric coverage, false positives on clean cases. Over the suite: micro-averaged
 precision/recall/F1 and critical recall, Kendall tau-b of severities over all matched pairs,
-mean NDCG@5, grounding rate, totals.
+mean NDCG@5, grounding rate, totals, and the share of non-clean cases whose review leads with the root
+cause (root_cause_first).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ..findings import Finding, Severity
 from ..schema import Review
 from .gold import Gold
-from .match import DEFAULT_WINDOW, Match, line_distance, match, same_file
+from .match import DEFAULT_WINDOW, Match, candidates, line_distance, match, same_file
 
 COUNTED = (Severity.ERROR, Severity.WARNING)  # info units are advice: they may match, never count as FP
 EMITTED_RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
@@ -70,6 +71,19 @@ def ndcg_at(relevances: list[float], ideal: list[float], k: int = 5) -> float | 
     return dcg(relevances) / best if best > 0 else None
 
 
+def root_cause_first(gold: Gold, units: list[list[Finding]], matches: list[Match],
+                     window: int = DEFAULT_WINDOW) -> bool | None:
+    """Does the review lead with the root cause? The first unit stands for a gold issue of the case's highest
+    gold severity, and the unit's leading finding is that issue itself (its place and category), not a
+    symptom the issue was merged into. None on clean cases."""
+    if not gold.issues:
+        return None
+    first = next((m for m in matches if m.unit == 0), None)
+    if first is None or first.gold.weight < max(g.weight for g in gold.issues):
+        return False
+    return candidates(units[0][0], first.gold, window) is not None
+
+
 def _text_of(review: Review) -> str:
     a = review.assessment
     if a is None:
@@ -112,6 +126,7 @@ class CaseScore:
     error: str | None = None
     line_exact: int = 0  # gold issues with a finding of an accepted category inside the gold range
     line_missed: list[str] = field(default_factory=list)  # gold ids without such a finding
+    root_cause_first: bool | None = None  # see root_cause_first(); None on clean cases
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -201,6 +216,7 @@ def score_case(case: str, gold: Gold, review: Review, *, rubric_criteria: list[s
         severity_pairs=[(m.gold.weight, float(EMITTED_RANK[worst(units[m.unit])])) for m in matches],
         line_exact=len(exact),
         line_missed=[g.id for g in gold.issues if g.id not in exact],
+        root_cause_first=root_cause_first(gold, units, matches, window),
     )
 
 
@@ -240,6 +256,7 @@ def summarize(scores: list[CaseScore], seconds: float = 0.0) -> dict[str, Any]:
         "ndcg_at_5": r(_mean([s.ndcg_at_5 for s in scores])),
         "rubric_coverage": r(_mean([s.rubric_coverage for s in scores])),
         "errors": sum(1 for s in scores if s.error),
+        "root_cause_first": r(_mean([float(s.root_cause_first) for s in scores if s.root_cause_first is not None])),
         "llm_drafted": sum(1 for s in scores if s.drafter == "llm"),  # LLM modes: replies that passed grounding
         "llm_fallbacks": sum(1 for s in scores if s.drafter == "fallback"),
         "seconds": round(seconds, 2),

@@ -153,6 +153,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     keys = ["cases", "precision", "recall", "f1", "critical_recall", "severity_weighted_recall", "localisation",
             "line_exact_recall", "clean_false_positives", "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5",
             "rubric_coverage", "seconds"]
+    keys.insert(keys.index("ndcg_at_5") + 1, "root_cause_first")
     title = f"# nki-assist eval ({summary.get('llm', 'none')})"
     if summary.get("replies"):
         title += f" with {summary['replies']} replies"

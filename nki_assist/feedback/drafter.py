@@ -112,21 +112,36 @@ def _fmt_speedup(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") + "x"
 
 
+def _lead(f: Finding) -> bool:
+    """The statement the run confirmed as the cause (evidence reconciliation), not a symptom of it."""
+    return bool(f.evidence.get("root_cause_lead"))
+
+
+def _contradicted(f: Finding) -> str | None:
+    """The run's evidence against a static claim, when reconciliation cleared it."""
+    rec = f.evidence.get("reconciled") or {}
+    return rec.get("evidence") if rec.get("status") == "contradicted" else None
+
+
 def _primary(group: list[Finding]) -> Finding:
-    """The finding that leads an item: among the most severe, the one whose category most of the
-    group agrees on (a partly-written output merged with five tail findings is a tail problem)."""
+    """The finding that leads an item: among the most severe, a confirmed root cause first, else the one
+    whose category most of the group agrees on (a partly-written output merged with five tail findings is
+    a tail problem)."""
     top = min(f.severity.rank for f in group)
     votes: dict[str, int] = {}
     for f in group:
         votes[f.category] = votes.get(f.category, 0) + 1
-    return max((f for f in group if f.severity.rank == top), key=lambda f: votes[f.category])
+    return max((f for f in group if f.severity.rank == top), key=lambda f: (_lead(f), votes[f.category]))
 
 
 def item_for(group: list[Finding], t: Target) -> AssessmentItem:
     """The drafted item for one group of findings (title, what, why, fix, profiling)."""
     primary = _primary(group)
+    group = [primary] + [f for f in group if f is not primary]  # the root cause leads, its symptoms follow
     n = len(group)
-    title = _render(primary, "title", t, n) or primary.name.replace("-", " ").capitalize()
+    cleared = _contradicted(primary) if len(group) == 1 else None
+    title = (f"{primary.rule} {primary.name.replace('-', ' ')}: not borne out by the run" if cleared else
+             _render(primary, "title", t, n) or primary.name.replace("-", " ").capitalize())
     locs = [loc for loc in dict.fromkeys(_loc(f) for f in group) if loc]
     if locs:
         title += f" ({', '.join(locs[:3])}{', ...' if len(locs) > 3 else ''})"
@@ -142,13 +157,14 @@ def item_for(group: list[Finding], t: Target) -> AssessmentItem:
 
     whys: list[str] = []
     for f in group:
-        text = _render(f, "why", t, n)
+        text = f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else _render(f, "why", t, n)
         if text and text not in whys:
             whys.append(text)
     why = " ".join(whys[:MAX_WHY_PARTS]) or taxonomy.category_description(primary.category)
 
     fixes: list[str] = []
-    for f in group:
+    # a confirmed root cause's fix covers its symptoms; without one, every finding's own fix is listed
+    for f in [g for g in group if _lead(g)] or group:
         text = (f.fix or "").strip() or _render(f, "fix", t, n)
         if text and text not in fixes:
             fixes.append(text)

@@ -29,6 +29,9 @@ ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "l
 _UNWRITTEN_CAUSES = ("missing-boundary-mask",)
 # Info notes of these categories explain ULP-level differences; they never cause a tolerance failure.
 _NOT_A_CAUSE_WHEN_INFO = {"activation-approximation", "accumulation-order"}
+# Causes that only act on a partial tile: they can explain a ragged-only failure, never an aligned one.
+TAIL_CATEGORIES = ("missing-boundary-mask",)
+NONFINITE_CATEGORIES = ("overflow-risk", "uninitialized-read")
 
 
 def _ragged_symbols(res: NumericsResult, sr: SizeResult) -> dict[str, int]:
@@ -62,6 +65,30 @@ def _anchor(findings: Iterable[Finding], categories: tuple[str, ...], nki_path: 
             if f.category == cat:
                 return f
     return None
+
+
+def _without_tail(categories: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(c for c in categories if c not in TAIL_CATEGORIES)
+
+
+def unwritten_elements(sr: SizeResult) -> int:
+    """Output elements the trainium run never stored (SIM112 of that run)."""
+    run = sr.runs.get("trainium")
+    return sum(int(f.evidence.get("unwritten_elements") or 0) for f in (run.findings if run else [])
+               if f.rule == "SIM112")
+
+
+def _nonfinite_order(ag: Agreement, sr: SizeResult) -> tuple[str, ...]:
+    """Which cause to look for first: NaN where the kernel left output unwritten is that gap (the simulator
+    NaN-fills new memory); Inf, or NaN with everything written, is a value leaving the dtype's range."""
+    if ag.nan_actual and unwritten_elements(sr):
+        return ("uninitialized-read", "overflow-risk")
+    return ("overflow-risk", "uninitialized-read")
+
+
+def _fix_from(anchor: Finding | None, fallback: str) -> str:
+    """The cause's own fix (written from its facts) when the attribution found one, else `fallback`."""
+    return anchor.fix if anchor is not None and anchor.fix else fallback
 
 
 def _worst(ags: list[Agreement | None]) -> Agreement | None:
@@ -118,6 +145,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
     `cuda_store` = (file, line) of the CUDA statement storing the output, named next to a mismatch."""
     out: list[Finding] = []
     ragged = ragged_sizes(res)
+    tile_ragged = set(ragged)  # sizes with a partial tile, whether or not the boundary attribution applies
     # Ragged failures are explained by the boundary attribution only when an aligned size passes;
     # otherwise they are judged like every other size.
     aligned_pass = any(sr.reference.ok and sr.size not in ragged and not _fails(sr) for sr in res.sizes)
@@ -145,29 +173,52 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
                 category=anchor.category if anchor and anchor.category in PRECISION_CATEGORIES else "low-precision-accumulation",
                 evidence=_ev(ag, size=sr.size, fp32_max_abs=ag32.max_abs, scenario="trainium vs trainium-fp32",
                              cause_rule=anchor.rule if anchor else None, **loc.evidence),
+                fix=_fix_from(anchor, "Find the intermediate whose storage dtype rounds (run with fp32 storage and "
+                                      "narrow one tile at a time), keep it in fp32 and round once at the end."),
                 **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
         elif fp32 is False:
             aligned_fail_fp32.append(sr)
         nan_trn = _worst(sr.agreement("trainium"))
         if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
             origin = nonfinite_location([sr.runs.get("trainium")], nki_path)
-            hole = None if origin.line else unwritten_anchor(origin, prior, nki_path)
-            uninit = hole or (None if origin.line else _anchor(prior, ("uninitialized-read",), nki_path))
-            anchor = uninit or _anchor(prior, ("overflow-risk",), nki_path)
-            cause = ("output elements no store wrote" if hole else "memory read before it was written" if uninit else
-                     f"{origin.evidence['first_fault_text']}; later instructions carry them to the output"
-                     if origin.line else
-                     "values leaving the dtype's range")
+            unwritten = unwritten_elements(sr)
+            if origin.line:  # the sanitizer traced the first instruction that produced them
+                anchor = _anchor(prior, ("overflow-risk",), nki_path)
+                cause = f"{origin.evidence['first_fault_text']}; later instructions carry them to the output"
+                fallback = (f"Line {origin.line} produces the first non-finite value: keep that instruction's "
+                            f"result within its dtype's range.")
+            else:
+                order = _nonfinite_order(nan_trn, sr)
+                if sr.size not in tile_ragged:
+                    order = _without_tail(order)
+                anchor = unwritten_anchor(origin, prior, nki_path) or _anchor(prior, order, nki_path)
+                uninit = anchor is not None and anchor.category == "uninitialized-read"
+                cause = (f"{unwritten} output elements were never written" if uninit and unwritten else
+                         "output elements no store wrote" if anchor is not None and anchor.rule == "SIM112" else
+                         "memory read before it was written" if uninit else "values leaving the dtype's range")
+                fallback = ("Find the statement that first produces a non-finite value (return intermediates as "
+                            "extra outputs): an output element never written, or a value beyond the "
+                            f"{nan_trn.dtype} range.")
             out.append(registry.get("NUM104").finding(
                 f"Size {sr.size}: the output has {nan_trn.nan_actual} NaN and {nan_trn.inf_actual} Inf values "
                 f"where the reference is finite ({cause}).",
                 category=anchor.category if anchor and not origin.line else "overflow-risk",
-                evidence=_ev(nan_trn, size=sr.size, nan=nan_trn.nan_actual, inf=nan_trn.inf_actual, **origin.evidence),
+                evidence=_ev(nan_trn, size=sr.size, nan=nan_trn.nan_actual, inf=nan_trn.inf_actual,
+                             unwritten_elements=unwritten or None, cause_rule=anchor.rule if anchor else None,
+                             **origin.evidence),
+                fix=_fix_from(anchor, fallback),
                 **place(origin, _place(anchor, nki_path, kernel_line), kernel_line, nki_path, prefer=True)))
     if aligned_fail_fp32:
         sr = aligned_fail_fp32[0]
-        anchor = _anchor(prior, ALGORITHM_CATEGORIES, nki_path)
         ag = _worst(sr.agreement("trainium-fp32"))
+        # The cause must fit the sizes that fail: a failure on a size with no partial tile is never a tail rule,
+        # and a non-finite output is first an overflow or an unwritten region.
+        cats = ALGORITHM_CATEGORIES
+        if any(s.size not in tile_ragged for s in aligned_fail_fp32):
+            cats = _without_tail(cats)
+        if ag is not None and (ag.nan_actual or ag.inf_actual) and not (ag.nan_expected or ag.inf_expected):
+            cats = _nonfinite_order(ag, sr) + tuple(c for c in cats if c not in NONFINITE_CATEGORIES)
+        anchor = _anchor(prior, cats, nki_path)
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
         loc = _traced(sr, "trainium-fp32", ag, nki_path, cuda_store)
         if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:
@@ -181,6 +232,11 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             category=anchor.category if anchor else "output-mismatch",
             evidence=_ev(ag, sizes=[s.size for s in aligned_fail_fp32], scenario="trainium-fp32 vs reference",
                          cause_rule=anchor.rule if anchor else None, **loc.evidence),
+            fix=_fix_from(anchor, f"Compare element {list(ag.worst_index or ())} of size {sr.size} by hand "
+                                  f"(kernel {ag.worst_actual:.6g}, reference {ag.worst_expected:.6g}); return "
+                                  "intermediates as extra outputs to find the first stage that differs."
+                          if ag is not None and ag.worst_actual is not None and ag.worst_expected is not None else
+                          "Return intermediates as extra outputs to find the first stage that differs."),
             **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
     out.extend(_ragged(res, ragged, prior, nki_path, kernel_line))
     out.extend(_growth(res, prior, nki_path, kernel_line))
@@ -203,11 +259,19 @@ def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
     how = (f"the kernel stops with {run.status} ({(run.error or '').strip()[:120]})" if run is not None and run.status != "ok"
            else f"{ag.mismatch_fraction:.1%} of elements are wrong (max abs {ag.max_abs:.3g})" if ag else "it fails")
     odd = _ragged_symbols(res, sr)
+    # A tail that is written, but at the wrong rows, is an offset bug, not a missing tail.
+    misplaced = anchor is not None and anchor.category == "indexing-error"
+    what = ("the tail tile is written at the wrong offset (" + f"{anchor.rule}, line {anchor.line})"
+            if misplaced else "the tail tile is not handled")
     return [registry.get("NUM103").finding(
         f"Passes on aligned size(s) {', '.join(s.size for s in passes if s.size not in ragged)} but on ragged "
-        f"size {sr.size} ({', '.join(f'{k}={v}' for k, v in odd.items())}) {how}: the tail tile is not handled.",
+        f"size {sr.size} ({', '.join(f'{k}={v}' for k, v in odd.items())}) {how}: {what}.",
         evidence=_ev(ag, size=sr.size, ragged_bindings=odd, failing_sizes=[s.size for s in rag_fail],
-                     status=run.status if run else None),
+                     status=run.status if run else None, cause_rule=anchor.rule if anchor else None),
+        **({"category": anchor.category} if misplaced else {}),
+        fix=_fix_from(anchor, f"Handle the partial tile of size {sr.size} "
+                              f"({', '.join(f'{k} % 128 = {v % 128}' for k, v in odd.items())}): a ceiling trip count "
+                              "with the last tile clamped, or a separate tail tile."),
         **_place(anchor, nki_path, kernel_line))]
 
 
@@ -231,7 +295,11 @@ def _growth(res, prior, nki_path, kernel_line) -> list[Finding]:
         f"grows ~0.5" + (f" (fp32-storage run: {fp.slope:.2f})" if fp else "") + ".",
         evidence={"slope": round(trn.slope, 3), "r2": round(trn.r2, 3), "lengths": list(trn.lengths),
                   "errors": list(trn.errors), "fp32_slope": round(fp.slope, 3) if fp else None,
-                  "reduction_symbol": res.reduction_symbol, "threshold": LOW_PRECISION_SLOPE},
+                  "reduction_symbol": res.reduction_symbol, "threshold": LOW_PRECISION_SLOPE,
+                  "cause_rule": anchor.rule if anchor else None},
+        fix=_fix_from(anchor, "Keep the running sum over "
+                              f"{res.reduction_symbol or 'the reduction'} in an fp32 tile and cast to the output "
+                              "dtype once after the loop."),
         **_place(anchor, nki_path, kernel_line))]
 
 

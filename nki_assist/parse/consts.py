@@ -89,6 +89,11 @@ class FloorDiv:
     den: Any
 
 
+def lin_key(lin: Lin) -> str:
+    """A stable key for a linear form (assert facts about `LX - 128` as a whole)."""
+    return "lin:" + str(Lin(tuple(sorted(lin.terms)), lin.const))
+
+
 def _lin(v: Any) -> Lin | None:
     if isinstance(v, Lin):
         return v
@@ -196,10 +201,12 @@ class Env:
         return _MISSING
 
     def divisible(self, lin: Any, den: int) -> bool:
-        """True when asserts prove `lin % den == 0` (every term and the constant divisible)."""
+        """True when asserts prove `lin % den == 0` (the whole form asserted, or every term and the constant)."""
         lin = _lin(lin)
         if lin is None or den == 0:
             return False
+        if lin.terms and any(d % den == 0 for d in self._all_divisors(lin_key(lin))):
+            return True
         if as_int(lin.const) is None or as_int(lin.const) % den:
             return False
         for t, c in lin.terms:

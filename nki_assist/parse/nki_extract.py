@@ -467,8 +467,9 @@ class Extractor:
                     self.text(lhs.child_by_field_name("operator")) == "%" and consts.as_int(b) == 0:
                 num = self.folder.fold(lhs.child_by_field_name("left"), env)
                 den = consts.as_int(self.folder.fold(lhs.child_by_field_name("right"), env))
-                if isinstance(num, Lin) and num.single and den:
-                    env.divisors.setdefault(num.single, set()).add(den)
+                if isinstance(num, Lin) and den:
+                    # a derived size (`L = LX - 128; assert L % 512 == 0`) is keyed by its whole form
+                    env.divisors.setdefault(num.single or consts.lin_key(num), set()).add(den)
             elif op in ("<=", "<") and isinstance(a, Lin) and a.single and consts.as_int(b) is not None:
                 env.upper[a.single] = consts.as_int(b) - (1 if op == "<" else 0)
             elif op in (">=", ">") and isinstance(b, Lin) and b.single and consts.as_int(a) is not None:

@@ -22,15 +22,19 @@ from .migration_formats import check_formats
 from .migration_index import check_matmul, evaluator, output_axes
 from .migration_pair import (CUDA_TO_NKI_DTYPE, PRECISION_BITS, Pairing, cuda_accumulators, cuda_outputs,
                              cuda_tile_sizes, cuda_value_inputs, nki_dtype, nki_output_names, output_store,
-                             pair_params, params_by_name, pick_cuda_kernel, pick_nki_kernel, transposed_name)
-from .nki_common import allocation_of, defined_outside, fresh_in_loop_before, inside, reads_self
+                             pair_constants, pair_params, params_by_name, pick_cuda_kernel, pick_nki_kernel,
+                             transposed_name)
+from .nki_tails import has_tail_block
+from .nki_common import allocation_of, defined_outside, fresh_in_loop_before, inside, reads_self, tail_claim
 from .registry import get
 
 
 class _Ctx:
-    def __init__(self, cf: CudaFile, nf: NkiFile, ck: CudaKernel, nk: NkiKernel, target: Target):
+    def __init__(self, cf: CudaFile, nf: NkiFile, ck: CudaKernel, nk: NkiKernel, target: Target,
+                 nki_source: str | None = None):
         self.cf, self.nf, self.ck, self.nk, self.target = cf, nf, ck, nk, target
         self.pairing: Pairing = pair_params(ck, nk)
+        pair_constants(self.pairing, cf, ck, nk, nki_source)
         self.store = output_store(nk)
 
     def finding(self, rule: str, nki_line: int, cuda_line: int, message: str, evidence: dict[str, Any],
@@ -53,13 +57,15 @@ class _Ctx:
 
 
 def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, *,
-                        cuda_kernel: str | None = None, nki_kernel: str | None = None) -> list[Finding]:
-    """MIG1xx findings for the CUDA kernel and its NKI port (empty when either kernel cannot be chosen)."""
+                        cuda_kernel: str | None = None, nki_kernel: str | None = None,
+                        nki_source: str | None = None) -> list[Finding]:
+    """MIG1xx findings for the CUDA kernel and its NKI port (empty when either kernel cannot be chosen).
+    `nki_source` (the port's text) lets CUDA scalars pair with literals written in the kernel body."""
     ck = pick_cuda_kernel(cuda_file, cuda_kernel)
     nk = pick_nki_kernel(nki_file, nki_kernel)
     if ck is None or nk is None:
         return []
-    ctx = _Ctx(cuda_file, nki_file, ck, nk, target)
+    ctx = _Ctx(cuda_file, nki_file, ck, nk, target, nki_source)
     out: list[Finding] = []
     for check in (_bounds, _epilogue, _scale_factors, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
                   _tile_sizes, _layout, _offsets, _fp32_operands):
@@ -103,6 +109,8 @@ def _bounds(c: _Ctx) -> Iterable[Finding]:
                 continue  # ceil-div: the tail tile is visited (its clamping is another matter)
             if proves_divisible(k, num, den) or syms & k.guarded_names or any(inside(g, lp) for g in k.guard_lines):
                 continue
+            if has_tail_block(k, lp):
+                continue  # a partial tile after the loop completes it (NKI207 checks where it starts)
             guard = next(((e, ln) for e, ln in guards if syms & set(re.findall(r"\w+", e))), None)
             guard = guard or (guards[0] if guards else (guarded_stores[0].index, guarded_stores[0].line))
             yield c.finding(
@@ -112,8 +120,11 @@ def _bounds(c: _Ctx) -> Iterable[Finding]:
                 f"that {den} divides {num_text}: sizes that are not a multiple of {den} lose their last "
                 f"{num_text} % {den} elements.",
                 {"cuda_guard": guard[0], "loop_var": lp.var, "trip_expr": lp.trip_expr, "tile": den,
-                 "numerator": num_text},
-                f"bounds guard `{guard[0]}`", column=lp.col)
+                 "numerator": num_text, "claim": tail_claim(lp, num_text, num, den)},
+                f"bounds guard `{guard[0]}`", column=lp.col,
+                fix=f"Loop `{lp.var}` over ceil({num_text} / {den}) tiles and clamp the last one to {num_text} % {den} "
+                    f"elements ({'mask=' if c.nf.dialect == 'legacy' else 'min()-bounded slices'}), as the CUDA guard "
+                    f"`{guard[0]}` does, or assert {num_text} % {den} == 0 if the port only supports such sizes.")
 
 
 # ---- MIG102 / MIG103 epilogue and inputs ---------------------------------------------------------
@@ -204,8 +215,24 @@ def _epilogue(c: _Ctx) -> Iterable[Finding]:
              "pairings": c.pairing.to_json(),
              # the same defect as NKI202/MIG103 on that parameter: one item in the written review
              **({"root_cause": f"unread-input:{counterpart}"} if counterpart and counterpart not in k.used_names
-                else {})},
-            f"{h.kind} `{h.detail}` applied here")
+                else {}),
+             "claim": {"kind": "output-wrong", "what": f"{h.kind} {h.detail} missing"}},
+            f"{h.kind} `{h.detail}` applied here", fix=_epilogue_fix(c, h.kind, counterpart or h.detail))
+
+
+def _epilogue_fix(c: _Ctx, kind: str, what: str) -> str:
+    """Where the missing operation goes in this port: folded into the PSUM evacuation after a matmul,
+    else just before the output store."""
+    where = (f"when the matmul result is evacuated from PSUM to SBUF (before the store at line {c.store_line})"
+             if c.nk.matmuls else f"before the output store at line {c.store_line}")
+    if kind == "bias":
+        return (f"Add `{what}` {where}: one nisa.activation(..., bias=) or tensor_tensor add (broadcast the row "
+                "along the partitions once, outside the loops).")
+    if kind == "scale":
+        return (f"Multiply by `{what}` {where}: fold it into that copy (scale= of nisa.activation, or a "
+                "tensor_scalar multiply), so it costs no extra instruction.")
+    return (f"Apply `{what}` {where}: a ScalarE nisa.activation with op=nl.{what} (it can also take the bias and "
+            "scale in the same instruction).")
 
 
 _SQRT_TEXT = re.compile(r"\bsqrt|\brsqrt|\*\*\s*\(?\s*-?\s*0?\.5\b")
@@ -288,8 +315,11 @@ def _scale_factors(c: _Ctx) -> Iterable[Finding]:
             "consumes unscaled values.",
             {"epilogue_kind": "scale", "epilogue_detail": u.factor, "cuda_factor": u.origin,
              "cuda_factor_line": u.factor_line, "cuda_target": u.target, "nki_counterpart": None,
-             "pairings": c.pairing.to_json()},
-            f"`{u.target}` scaled by `{u.factor}`", column=col)
+             "pairings": c.pairing.to_json(), "claim": {"kind": "output-wrong", "what": f"scale {u.factor} missing"}},
+            f"`{u.target}` scaled by `{u.factor}`", column=col,
+            fix=(f"Multiply the matmul result by {origin} when it is evacuated from PSUM to SBUF (scale= of the "
+                 f"nisa.activation that copies it, or a tensor_scalar multiply), before {what}." if c.nk.matmuls else
+                 f"Multiply by {origin} before {what}."))
         return  # one finding per kernel: the port applies no scale at all
 
 
@@ -301,6 +331,8 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
         if cp.name in epi:
             continue  # reported by MIG102 as the missing operation
         n = c.pairing.nki_for(cp.name)
+        if n is None and cp.name in c.pairing.constants:
+            continue  # the launcher's literal is baked into the port as the same value
         if n is None:
             if not cp.is_pointer and len(k.params) >= len(cuda_value_inputs(c.ck)):
                 continue  # scalars are often baked in as constants
@@ -308,8 +340,11 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
                 "MIG103", k.line, cp.line,
                 f"CUDA input `{cp.name}` ({cp.type}{'*' if cp.is_pointer else ''}, line {cp.line}) has no "
                 f"counterpart among the port's parameters ({', '.join(p.name for p in k.params) or 'none'}).",
-                {"cuda_param": cp.name, "pairings": c.pairing.to_json()},
-                f"input `{cp.name}`", severity=Severity.WARNING, confidence="medium")
+                {"cuda_param": cp.name, "pairings": c.pairing.to_json(),
+                 "claim": {"kind": "input-unused", "cuda_param": cp.name, "pointer": cp.is_pointer}},
+                f"input `{cp.name}`", severity=Severity.WARNING, confidence="medium",
+                fix=f"Give the port a parameter (or a constant) for `{cp.name}` and apply it where the CUDA kernel "
+                    f"reads it (line {cp.line}).")
         elif n not in k.used_names:
             p = nparams[n]
             yield c.finding(
@@ -317,8 +352,10 @@ def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
                 f"`{n}` is the port's counterpart of CUDA input `{cp.name}` ({c.pairing.describe(cp.name)}), "
                 f"which the CUDA kernel reads, but the port never reads it.",
                 {"cuda_param": cp.name, "nki_param": n, "paired_by": c.pairing.how[cp.name],
-                 "root_cause": f"unread-input:{n}"},
-                f"input `{cp.name}`", column=p.col)
+                 "root_cause": f"unread-input:{n}",
+                 "claim": {"kind": "input-unused", "cuda_param": cp.name, "nki_param": n, "pointer": cp.is_pointer}},
+                f"input `{cp.name}`", column=p.col,
+                fix=f"Read `{n}` where the CUDA kernel reads `{cp.name}` (line {cp.line}).")
 
 
 # ---- MIG104 / MIG105 precision ------------------------------------------------------------------
@@ -361,7 +398,11 @@ def _accumulation(c: _Ctx) -> Iterable[Finding]:
                     f"instead of 24, so the error grows with the reduction length.",
                     {"cuda_accumulator": ca.name, "cuda_dtype": ca.dtype, "nki_accumulator": name, "nki_dtype": dt,
                      "buffer": buf, "nki_bits": PRECISION_BITS.get(dt), "cuda_bits": 24 if ca.dtype == "float" else 53},
-                    f"{ca.dtype} accumulator `{ca.name}`")
+                    f"{ca.dtype} accumulator `{ca.name}`",
+                    fix=(f"Allocate the PSUM accumulator `{name}` as nl.float32 (the matmul accumulates in it) and "
+                         "cast once when evacuating it to SBUF." if buf == "psum" else
+                         f"Allocate `{name}` as nl.float32, as CUDA's `{ca.name}` is {ca.dtype}, and cast to {dt} "
+                         "once after the loop."))
                 return
     elif cdt and cdt <= {"half", "bfloat16"}:
         ca = caccs[0]
@@ -487,7 +528,15 @@ def _activations(c: _Ctx) -> Iterable[Finding]:
                 msg = (f"The CUDA kernel uses the fast-math intrinsic `{fm.intrinsic}` (line {fm.line}: {note}); the "
                        f"port's `{hit}` runs on ScalarE as a piecewise polynomial. Neither is correctly rounded, and "
                        "they differ from each other and from NumPy at the ULP level (more for large arguments).")
-            yield c.finding("MIG107", call.line, fm.line, msg, ev, f"fast-math `{fm.intrinsic}`", column=call.col)
+            if fn == "gelu" and not ev["gelu_forms"]["nki"].startswith("tanh"):
+                fix = (f"Use nl.gelu_apprx_tanh (the tanh form of `{fm.intrinsic}`) instead of `{hit}`, or widen atol "
+                       "to >= 5e-4.")
+            else:
+                fix = (f"Compare with a tolerance that covers both approximations (`{fm.intrinsic}` on the GPU, the "
+                       f"ScalarE `{hit}` on Trainium): a few ULP, more for large arguments; bitwise equality is not "
+                       "expected.")
+            yield c.finding("MIG107", call.line, fm.line, msg, ev, f"fast-math `{fm.intrinsic}`", column=call.col,
+                            fix=fix)
             break
     if "gelu" not in reported:
         yield from _gelu_erf_vs_tanh(c)
@@ -512,7 +561,8 @@ def _gelu_erf_vs_tanh(c: _Ctx) -> Iterable[Finding]:
             {"cuda_function": "erf", "nki_function": hit, "nki_api": call.api,
              "gelu_forms": {"cuda": "erf", "nki": "tanh approximation"},
              "max_abs_difference": GELU_ERF_VS_TANH_MAX_ABS},
-            "exact erf GELU", severity=Severity.WARNING, column=call.col)
+            "exact erf GELU", severity=Severity.WARNING, column=call.col,
+            fix=f"Call nl.gelu (the erf form the CUDA kernel computes) instead of `{hit}`.")
         return
 
 
@@ -582,8 +632,9 @@ def _offsets(c: _Ctx) -> Iterable[Finding]:
             if key in seen:
                 continue
             seen.add(key)
-            yield c.finding("MIG110", p["line"], cuda_line, p["message"], p["evidence"],
-                            "the CUDA kernel's output indexing", confidence="medium"
+            yield c.finding("MIG110", p["line"], cuda_line, p["message"],
+                            {**p["evidence"], "claim": {"kind": "output-wrong", "what": p["evidence"]["kind"]}},
+                            "the CUDA kernel's output indexing", fix=p.get("fix"), confidence="medium"
                             if p["evidence"]["kind"] == "offset-step" else "high")
 
 
@@ -635,5 +686,7 @@ def _fp32_operands(c: _Ctx) -> Iterable[Finding]:
             "either way.",
             {"operands": [o for o, _, _ in hits], "nki_params": [p for _, p, _ in hits],
              "cuda_params": [x.name for _, _, x in hits], "dtype": "float32",
+             "claim": {"kind": "operand-dtype", "nki_params": [p for _, p, _ in hits], "dtype": "float32",
+                       "matmul_line": mm.call.line},
              "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1), "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1)},
             f"fp32 input `{cp.name}`", column=mm.call.col, confidence="medium")

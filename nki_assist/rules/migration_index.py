@@ -54,6 +54,7 @@ class _Eval:
         self.k = k
         self.env = getattr(k, "_env", None)
         self.aranges: dict[str, int | None] = {}
+        self.loop_vars = {lp.var for lp in k.loops if lp.var}
         for a in k.assignments:
             if a.op == "=" and "arange" in a.value_text:
                 self.aranges[a.name] = _arange_size(a.value_text, self)
@@ -65,6 +66,23 @@ class _Eval:
         i = consts.as_int(v)
         return i if i is not None else _UNKNOWN
 
+    def local(self, name: str) -> _Lin | None:
+        """A local bound to a linear form of loop variables (`start = n * 512 + t + 126`), resolved."""
+        if self.env is None or name in self.loop_vars:
+            return None
+        v = self.env.lookup(name)
+        if not isinstance(v, consts.Lin) or v.single == name:
+            return None
+        out = _Lin({"": consts.as_int(v.const)} if v.const else {})
+        if v.const and out[""] is None:
+            return None
+        for sym, c in v.terms:
+            ci = consts.as_int(c)
+            if ci is None or not sym.isidentifier():
+                return None
+            out[sym] = out.get(sym, 0) + ci
+        return out
+
     def lin(self, node: ast.AST) -> tuple[_Lin, int | None] | None:
         """(linear offset, index-tile extent or None) of an index expression."""
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
@@ -73,7 +91,10 @@ class _Eval:
             if node.id in self.aranges:
                 return _Lin(), self.aranges[node.id]
             c = self.const(node.id)
-            return (_Lin({"": c}), None) if c is not _UNKNOWN else (_Lin({node.id: 1}), None)
+            if c is not _UNKNOWN:
+                return _Lin({"": c}), None
+            loc = self.local(node.id)
+            return (loc, None) if loc is not None else (_Lin({node.id: 1}), None)
         if isinstance(node, ast.Subscript) or isinstance(node, ast.Call):
             src = ast.unparse(node)
             if "arange" in src:
@@ -114,15 +135,22 @@ def _arange_size(text: str, ev: _Eval) -> int | None:
     return None
 
 
-def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
-    """Per-axis offsets of `name[...]`; None when the text is not a subscript."""
+def subscript_elements(text: str) -> list[ast.AST] | None:
+    """The index expressions of `name[...]`, one per axis; None when the text is not a subscript."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
     if not isinstance(node, ast.Subscript):
         return None
-    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
+    """Per-axis offsets of `name[...]`; None when the text is not a subscript."""
+    elts = subscript_elements(text)
+    if elts is None:
+        return None
     out: list[Axis | None] = []
     for e in elts:
         if isinstance(e, ast.Slice):
@@ -183,8 +211,63 @@ def loop_vars(k: NkiKernel) -> dict[str, int]:
     return {lp.var: lp.line for lp in k.loops if lp.var}
 
 
+def _tile(ax: list[Axis | None]) -> list[Axis | None]:
+    """The on-chip tile's axes of an HBM slice: the trailing two; leading axes are batch indices."""
+    return ax[-2:] if len(ax) > 2 else ax
+
+
+def _symbols(ax: list[Axis | None] | None) -> set[str] | None:
+    """Every symbol in any subscript (None when an axis cannot be read)."""
+    if ax is None or any(a is None for a in ax):
+        return None
+    return {s for a in ax if a is not None for s in a.symbols}
+
+
+def operand_symbols(k: NkiKernel, op, src: OperandSource | None, ev: _Eval) -> set[str] | None:
+    """Symbols an operand depends on: its HBM source's subscripts plus its own (SBUF slice) subscript."""
+    if src is None:
+        return None
+    own = axes(op.text, ev) if op is not None and "[" in op.text else []
+    a, b = _symbols(src.axes), _symbols(own or [])
+    return None if a is None else a | (b or set())
+
+
+def output_symbols(out_axes: list[Axis | None] | None) -> set[str]:
+    return {s for a in out_axes or [] if a is not None for s in a.symbols}
+
+
+def sliding_windows(k: NkiKernel, ev: _Eval, out_axes: list[Axis | None] | None) -> list[dict[str, Any]]:
+    """Loads whose offset steps by less than their extent over a loop that selects no output element:
+    the taps of a convolution or stencil reading overlapping windows (intended, not an indexing error)."""
+    out_syms = output_symbols(out_axes)
+    lvars = {lp.var: lp for lp in k.loops if lp.var}
+    found = []
+    for c in k.calls:
+        if c.api not in DMA_APIS:
+            continue
+        src = c.operand("src")
+        if src is None or not (src.is_param or src.buffer == "hbm"):
+            continue
+        ax = axes(src.text, ev)
+        enclosing = {lp.var for lp in c.loops if lp.var}
+        for i, a in enumerate(ax or []):
+            if a is None or a.extent is None or a.extent <= 1:
+                continue
+            for sym, step in a.terms:
+                if sym in enclosing and sym in lvars and 0 < step < a.extent and sym not in out_syms:
+                    lp = lvars[sym]
+                    found.append({"line": c.line, "col": c.col, "operand": src.text, "tensor": src.name,
+                                  "axis": i, "extent": a.extent, "step": step, "loop_var": sym,
+                                  "loop_line": lp.line, "taps": lp.trip_count, "tile": c.target or
+                                  (d.name if (d := c.operand("dst")) is not None else None)})
+    return found
+
+
 def check_matmul(k: NkiKernel, mm: Matmul, ev: _Eval, out_axes: list[Axis | None] | None) -> list[dict[str, Any]]:
-    """Offset problems of one matmul's operands: dicts with message, line and evidence."""
+    """Offset problems of one matmul's operands: dicts with message, line and evidence.
+
+    HBM slices of rank > 2 are a batch index (leading axes) plus a 2-D tile (trailing axes); an
+    operand depends on a loop variable when the variable appears in any of its subscripts."""
     problems: list[dict[str, Any]] = []
     line = mm.call.line
     st = operand_source(k, mm.stationary.name if mm.stationary else None, line, ev)
@@ -193,8 +276,9 @@ def check_matmul(k: NkiKernel, mm: Matmul, ev: _Eval, out_axes: list[Axis | None
     enclosing = {lp.var for lp in mm.call.loops if lp.var}
     # 1. the contraction offsets must agree (K on the partition axis: axis 0 of lhsT and rhs).
     st_k = 0 if mm.transpose_x else 1
-    if st and mv and len(st.axes) > st_k and mv.axes and st.axes[st_k] is not None and mv.axes[0] is not None:
-        a, b = st.axes[st_k], mv.axes[0]
+    st_t, mv_t = (_tile(st.axes) if st else []), (_tile(mv.axes) if mv else [])
+    if st and mv and len(st_t) > st_k and mv_t and st_t[st_k] is not None and mv_t[0] is not None:
+        a, b = st_t[st_k], mv_t[0]
         if (a.terms, a.const) != (b.terms, b.const) and (a.symbols | b.symbols) & enclosing:
             problems.append(dict(
                 line=st.line if a.symbols - b.symbols or a.const != b.const else mv.line,
@@ -202,33 +286,37 @@ def check_matmul(k: NkiKernel, mm: Matmul, ev: _Eval, out_axes: list[Axis | None
                         f"`{mv.text}` (line {mv.line}), but their contraction offsets differ: {a.text()} vs "
                         f"{b.text()}. Both must select the same K rows.",
                 evidence={"kind": "contraction-offset", "stationary": st.text, "moving": mv.text,
-                          "stationary_offset": a.text(), "moving_offset": b.text(), "matmul_line": line}))
-    # 2. every output tile index must select some operand tile (else all those tiles are equal).
-    if out_axes and len(out_axes) >= 2:
-        free = [(st, 1 - st_k if st else None, "stationary"), (mv, 1, "moving")]
-        used = set()
-        for src, ax_i, _ in free:
-            if src and ax_i is not None and len(src.axes) > ax_i and src.axes[ax_i] is not None:
-                used |= src.axes[ax_i].symbols
-            elif src is None or ax_i is None or len(src.axes) <= ax_i or src.axes[ax_i] is None:
-                used = None
-                break
-        for i, name in ((0, "row"), (1, "column")):
-            o = out_axes[i]
-            if used is None or o is None:
+                          "stationary_offset": a.text(), "moving_offset": b.text(), "matmul_line": line},
+                fix=f"Load `{st.text}` and `{mv.text}` at the same contraction offset (both {a.text()} or both "
+                    f"{b.text()}, whichever walks K)."))
+    # 2. every loop variable that selects an output tile must select some operand tile.
+    used_st = operand_symbols(k, mm.stationary, st, ev)
+    used_mv = operand_symbols(k, mm.moving, mv, ev)
+    if out_axes and used_st is not None and used_mv is not None:
+        used = used_st | used_mv
+        n_batch = max(0, len(out_axes) - 2)
+        for i, o in enumerate(out_axes):
+            if o is None:
                 continue
             drive = (o.symbols & enclosing) & set(lvars)
-            if drive and not drive & used:
-                wrong = st if st else mv
-                problems.append(dict(
-                    line=wrong.line,
-                    message=f"The output {name} tile is selected by loop variable(s) "
-                            f"{', '.join(sorted(drive))}, but neither matmul operand (`{st.text}`, `{mv.text}`) "
-                            f"depends on {'it' if len(drive) == 1 else 'them'}: every {name} tile receives the same "
-                            "product.",
-                    evidence={"kind": "output-tile-not-selected", "output_axis": i, "loop_vars": sorted(drive),
-                              "stationary": st.text, "moving": mv.text, "matmul_line": line}))
-    # 3. a loop offset must step by the tile extent (else tiles overlap or leave gaps).
+            missing = drive - used
+            if not missing:
+                continue
+            what = "batch index" if i < n_batch else ("row tile", "column tile")[min(i - n_batch, 1)]
+            wrong = st if st else mv
+            names = ", ".join(f"`{v}`" for v in sorted(missing))
+            problems.append(dict(
+                line=wrong.line,
+                message=f"The output {what} is selected by loop variable(s) {names}, but no subscript of either "
+                        f"matmul operand (`{st.text}`, `{mv.text}`) uses {'it' if len(missing) == 1 else 'them'}: "
+                        f"every {what} receives the same product.",
+                evidence={"kind": "output-tile-not-selected", "output_axis": i, "loop_vars": sorted(missing),
+                          "stationary": st.text, "moving": mv.text, "matmul_line": line},
+                fix=f"Index the operand that carries this {what} by {names}, with the output's step "
+                    f"({' + '.join(f'{v} * {o.coef(v)}' if o.coef(v) != 1 else v for v in sorted(missing))})."))
+    # 3. a loop offset must step by the tile extent (else tiles overlap or leave gaps), unless the loop
+    #    selects no output element: then the overlap is a sliding window (convolution taps, stencils).
+    out_syms = output_symbols(out_axes)
     for src, role in ((st, "stationary"), (mv, "moving")):
         if src is None:
             continue
@@ -236,13 +324,19 @@ def check_matmul(k: NkiKernel, mm: Matmul, ev: _Eval, out_axes: list[Axis | None
             if ax is None or ax.extent is None or ax.extent <= 1:
                 continue
             for sym, c in ax.terms:
-                if sym in enclosing and sym in lvars and c not in (0, ax.extent) and c > 0:
-                    problems.append(dict(
-                        line=src.line,
-                        message=f"The {role} tile `{src.text}` is {ax.extent} wide on axis {i} but its offset "
-                                f"steps by {c} per `{sym}` iteration: tiles {'overlap' if c < ax.extent else 'skip elements'}.",
-                        evidence={"kind": "offset-step", "operand": src.text, "axis": i, "extent": ax.extent,
-                                  "step": c, "loop_var": sym, "matmul_line": line}))
+                if not (sym in enclosing and sym in lvars and c not in (0, ax.extent) and c > 0):
+                    continue
+                if c < ax.extent and out_axes is not None and sym not in out_syms:
+                    continue  # a sliding window over a reduction/tap loop (NKI111 advises on the reloads)
+                problems.append(dict(
+                    line=src.line,
+                    message=f"The {role} tile `{src.text}` is {ax.extent} wide on axis {i} but its offset "
+                            f"steps by {c} per `{sym}` iteration, and `{sym}` also selects the output tile: "
+                            f"tiles {'overlap' if c < ax.extent else 'skip elements'}.",
+                    evidence={"kind": "offset-step", "operand": src.text, "axis": i, "extent": ax.extent,
+                              "step": c, "loop_var": sym, "matmul_line": line},
+                    fix=f"Step the offset of `{src.text}` by {ax.extent} per `{sym}` (`{sym} * {ax.extent}`), the "
+                        "tile's extent."))
     return problems
 
 

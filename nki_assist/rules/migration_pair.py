@@ -46,6 +46,8 @@ class Pairing:
 
     pairs: dict[str, str] = field(default_factory=dict)
     how: dict[str, str] = field(default_factory=dict)
+    # CUDA scalar param -> (port constant or literal, value): the launcher passes a literal the port bakes in
+    constants: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     def nki_for(self, cuda_name: str) -> str | None:
         return self.pairs.get(cuda_name)
@@ -55,7 +57,9 @@ class Pairing:
         return f"`{cuda_name}` -> `{n}` (by {self.how[cuda_name]})" if n else f"`{cuda_name}` -> none"
 
     def to_json(self) -> dict[str, str]:
-        return {c: f"{n} ({self.how[c]})" for c, n in self.pairs.items()}
+        out = {c: f"{n} ({self.how[c]})" for c, n in self.pairs.items()}
+        out.update({c: f"{n} = {v:g} (value)" for c, (n, v) in self.constants.items()})
+        return out
 
 
 def pick_cuda_kernel(cf: CudaFile, name: str | None) -> CudaKernel | None:
@@ -118,6 +122,89 @@ def pair_params(ck: CudaKernel, nk: NkiKernel) -> Pairing:
         for cp, n in zip(pointers_left, free):
             pr.pairs[cp.name], pr.how[cp.name] = n, "position"
     return pr
+
+
+_NUM = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?$")
+_NUM_IN_TEXT = re.compile(r"(?<![\w.])(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def _number(text: str, defines: dict[str, object]) -> float | None:
+    t = text.strip().strip("()")
+    if _NUM.match(t):
+        return float(t.rstrip("fFlL"))
+    v = defines.get(t)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _call_args(text: str) -> list[str]:
+    """Top-level comma-separated arguments of the first parenthesised list in `text`."""
+    depth, cur, out = 0, "", []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(cur)
+                return [a.strip() for a in out]
+        if depth >= 1:
+            if ch == "," and depth == 1:
+                out.append(cur)
+                cur = ""
+            else:
+                cur += ch
+    return []
+
+
+def launch_values(cf: CudaFile, ck: CudaKernel) -> dict[str, float]:
+    """CUDA param -> the numeric literal (or #define/constexpr constant) every launch passes for it."""
+    seen: dict[str, set[float]] = {}
+    for la in cf.launches:
+        if la.kernel != ck.name or not cf.lines:
+            continue
+        text = "\n".join(cf.lines[la.line - 1:la.line + 8])
+        at = text.find(">>>")
+        args = _call_args(text[at + 3:]) if at >= 0 else []
+        if len(args) != len(ck.params):
+            continue
+        defines = {**cf.defines, **ck.constants}
+        for p, a in zip(ck.params, args):
+            v = _number(a, defines)
+            seen.setdefault(p.name, set()).add(v if v is not None else float("nan"))
+    return {n: next(iter(vs)) for n, vs in seen.items() if len(vs) == 1 and next(iter(vs)) == next(iter(vs))}
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= 1e-6 * max(abs(a), abs(b))
+
+
+def port_constant(nk: NkiKernel, source: str | None, value: float) -> str | None:
+    """A module constant the kernel reads, or a literal in its body, equal to `value`."""
+    env = getattr(nk, "_env", None)
+    if env is not None:
+        for name in sorted(nk.used_names):
+            v = env.lookup(name)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and _same(float(v), value):
+                return name
+    if source:
+        body = "\n".join(source.splitlines()[nk.line - 1:nk.end_line])
+        for m in _NUM_IN_TEXT.finditer(body):
+            if _same(float(m.group(0)), value):
+                return m.group(0)
+    return None
+
+
+def pair_constants(pr: Pairing, cf: CudaFile, ck: CudaKernel, nk: NkiKernel, nki_source: str | None) -> None:
+    """Pair unpaired CUDA scalars with port constants by the value the launcher passes."""
+    for name, v in launch_values(cf, ck).items():
+        cp = ck.param(name)
+        if name in pr.pairs or cp is None or cp.is_pointer:
+            continue
+        const = port_constant(nk, nki_source, v)
+        if const is not None:
+            pr.constants[name] = (const, v)
 
 
 def nki_output_names(nk: NkiKernel) -> set[str]:

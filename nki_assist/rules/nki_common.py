@@ -6,6 +6,7 @@ from typing import Any, Callable, Iterable
 
 from ..findings import Finding, Severity
 from ..hardware import Target
+from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from .registry import get
 
@@ -74,3 +75,19 @@ def reads_self(w: Assignment) -> bool:
     if w.op not in ("=", "call"):
         return True
     return w.name in w.reads
+
+
+def tail_claim(lp: Loop, num_text: str, num: Any, den: int) -> dict[str, Any]:
+    """The runtime claim of a floored trip count: sizes where `num % den != 0` lose their tail.
+
+    `terms`/`const` give the numerator as a linear form of shape symbols, so the review can evaluate it
+    on each size of the port spec (None when it is not linear in integers)."""
+    claim: dict[str, Any] = {"kind": "tail-dropped", "loop_var": lp.var, "loop_line": lp.line, "tile": den,
+                             "numerator": num_text, "trip_expr": lp.trip_expr}
+    n_int = consts.as_int(num)
+    if n_int is not None:
+        claim.update(terms={}, const=n_int)
+    elif isinstance(num, consts.Lin) and all(consts.as_int(c) is not None for _, c in num.terms) \
+            and consts.as_int(num.const) is not None:
+        claim.update(terms={t: consts.as_int(c) for t, c in num.terms}, const=consts.as_int(num.const))
+    return claim

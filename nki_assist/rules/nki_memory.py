@@ -191,7 +191,9 @@ def small_dma(nf: NkiFile, t: Target):
                 continue
             # a full-partition column ([128, 1]: a bias, scale or row statistic per tile) is as wide as
             # that data gets per tile; only batching several tiles' columns (a layout change) helps
-            column = parts == t.partitions and free == 1
+            # (a tail-clamped tile, `min(128, R - 128 * t)` rows, is the same column on its full tiles)
+            column = free == 1 and (parts == t.partitions or str(region.shape[0]).replace(" ", "").startswith(
+                f"min({t.partitions},"))
             ev["column_vector"] = column
             # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
             # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)

@@ -7,8 +7,9 @@ from ..hardware import Target
 from ..parse import consts
 from ..parse.nki import proves_divisible
 from ..parse.nki_model import NkiFile
+from .nki_tails import has_tail_block
 from .nki_common import (allocation_of, check, defined_outside, emit, fresh_in_loop_before, inside,
-                         loop_label, reads_self)
+                         loop_label, reads_self, tail_claim)
 
 
 @check("NKI201")
@@ -50,8 +51,10 @@ def unused_input(nf: NkiFile, t: Target):
                 continue
             yield emit("NKI202", nf, p.line, p.col, p.line, p.col + len(p.name),
                        f"Input `{p.name}` of kernel `{k.name}` is never read.",
-                       {"parameter": p.name, "kernel": k.name, "root_cause": f"unread-input:{p.name}"},
-                       fix=f"Read `{p.name}` where the CUDA kernel does (bias, scale, residual?) or remove it.")
+                       {"parameter": p.name, "kernel": k.name, "root_cause": f"unread-input:{p.name}",
+                        "claim": {"kind": "input-unused", "nki_param": p.name}},
+                       fix=f"Apply `{p.name}` in `{k.name}` where the reference (or the CUDA kernel) uses it; drop it "
+                           "from the signature only if the computation truly does not need it.")
 
 
 @check("NKI203")
@@ -67,19 +70,28 @@ def floor_div_trip(nf: NkiFile, t: Target):
                     yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
                                f"{loop_label(lp)} runs {num_text} // {den} = {n_int // den} tiles of {den}: the last "
                                f"{tail} of {n_int} elements are never processed.",
-                               {"numerator": n_int, "tile": den, "trip_count": n_int // den, "dropped": tail},
-                               severity=Severity.ERROR)
+                               {"numerator": n_int, "tile": den, "trip_count": n_int // den, "dropped": tail,
+                                "claim": tail_claim(lp, num_text, num, den)},
+                               severity=Severity.ERROR,
+                               fix=f"Loop `{lp.var}` over ceil({num_text} / {den}) = {-(-n_int // den)} tiles and "
+                                   + (f"mask the last one to {tail} elements (mask=)." if nf.dialect == "legacy"
+                                      else f"clamp the last one to {tail} elements with min()-bounded slices."))
                     continue
                 syms = {s for term, _ in (num.terms if isinstance(num, consts.Lin) else ()) for s in [term]}
                 if syms & k.guarded_names or any(inside(g, lp) for g in k.guard_lines):
                     continue  # an assert / if / min() / mask= handles the tail
+                if has_tail_block(k, lp):
+                    continue  # a partial tile after the loop completes it (NKI207 checks where it starts)
                 yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
                            f"{loop_label(lp)} runs `{num_text} // {den}` iterations with no assert that {den} "
                            f"divides {num_text} and no mask or min() clamp: when {num_text} % {den} != 0 the tail is "
                            "silently skipped.",
-                           {"numerator": num_text, "tile": den, "trip_expr": lp.trip_expr},
-                           fix=f"Add `assert {num_text} % {den} == 0` at the top of the kernel, or loop over "
-                               f"ceil({num_text} / {den}) tiles and clamp the last tile with min().")
+                           {"numerator": num_text, "tile": den, "trip_expr": lp.trip_expr,
+                            "claim": tail_claim(lp, num_text, num, den)},
+                           fix=f"Add `assert {num_text} % {den} == 0` at the top of the kernel, or loop `{lp.var}` over "
+                               f"ceil({num_text} / {den}) tiles and "
+                               + ("mask the last one (mask=)." if nf.dialect == "legacy"
+                                  else "clamp the last one with min()-bounded slices."))
 
 
 @check("NKI206")

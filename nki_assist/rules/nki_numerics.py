@@ -31,7 +31,7 @@ def low_precision_acc(nf: NkiFile, t: Target):
                            f"every add rounds the running sum to {a.dtype} (8 significant bits for bfloat16).",
                            {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
                             "allocation_line": a.line},
-                           fix=f"Allocate `{w.name}` as nl.float32 (or accumulate in PSUM) and cast to {a.dtype} "
+                           fix=f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} "
                                "once after the loop.")
                 break
 
@@ -63,7 +63,19 @@ def exp_overflow(nf: NkiFile, t: Target):
                        f"`{c.api}` exponentiates `{arg}` with no max reduction before it in `{k.name}`: "
                        "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
                        {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
-                       confidence="medium")
+                       fix=_exp_fix(k, c, arg), confidence="medium")
+
+
+def _exp_fix(k, c, arg: str) -> str:
+    """The max-subtraction fix for this exp: a log of the sum after it makes it a log-sum-exp."""
+    logs = [x for x in k.calls if x.line >= c.line and (x.api.endswith(".log") or (x.op or "").endswith(".log"))]
+    if logs:
+        return (f"Take the row max m = max(`{arg}`) first, exponentiate `{arg}` - m (bias=-m on the ScalarE "
+                f"activation) and add m back after the log at line {logs[0].line}: m + log(sum(exp(x - m))). "
+                "Two passes over the row (max, then exp-sum), or one pass with an online running max that rescales "
+                "the partial sum when the max grows (for column tiles).")
+    return (f"Subtract the row max before `{c.api}`: exp(`{arg}` - max) (bias=-max on the ScalarE activation); "
+            "if the result is normalised (softmax), the max cancels in the division.")
 
 
 @check("NKI403")

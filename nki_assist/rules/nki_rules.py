@@ -7,7 +7,7 @@ import logging
 from ..findings import Finding, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from . import nki_dialect, nki_memory, nki_migration, nki_numerics, nki_utilization  # noqa: F401 (register)
+from . import nki_dialect, nki_memory, nki_migration, nki_numerics, nki_tails, nki_utilization, nki_windows  # noqa: F401,E501
 from .nki_common import CHECKS, emit
 
 log = logging.getLogger(__name__)

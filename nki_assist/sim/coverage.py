@@ -33,6 +33,7 @@ class Diagnosis:
     evidence: dict[str, Any]
     related: list[tuple[int, str]] = field(default_factory=list)
     lines: set[int] = field(default_factory=set)  # store lines the diagnosis explains (overlaps folded in)
+    fix: str | None = None  # written from the diagnosis's own offsets, not the rule's default
 
 
 # -- source -----------------------------------------------------------------------------------------
@@ -189,7 +190,10 @@ def _misplaced(src, tensor, hole, shape, by_line, overlaps) -> Diagnosis | None:
                  if ov.differing else f"It writes {ov.elements} element(s) again that {where} already stored.")
         text = (f"The block written at line {ov.line} has the extent of the unwritten region ({r.box[a][1] - actual} "
                 f"along dim {a}) but {how}; it should start at {expected}. {again}")
-        return Diagnosis(line, "indexing-error", text, ev, related, {ov.line})
+        shown = f"`{ev['offset_expression']}`" if "offset_expression" in ev else "its offset"
+        fix = (f"Make the store at line {ov.line} start at {expected} along dim {a} ({shown} gives {actual}), "
+               "the first element no other store covers.")
+        return Diagnosis(line, "indexing-error", text, ev, related, {ov.line}, fix)
     return None
 
 
@@ -226,7 +230,9 @@ def _stride(src, tensor, hole, shape, by_line, overlaps, unwritten) -> Diagnosis
                     + f" (offsets {', '.join(map(str, expect))}{', ...' if n > 4 else ''}).")
             loop = src.loop_line(line, v)
             related = [(loop, f"loop over `{v}`")] if loop else []
-            return Diagnosis(line, "indexing-error", text, ev, related, {line})
+            fix = (f"Step the store's offset by the tile extent: `{v} * {ext}`" + (f" + {const}" if const else "")
+                   + f" instead of {shown}.")
+            return Diagnosis(line, "indexing-error", text, ev, related, {line}, fix)
     return None
 
 
@@ -260,7 +266,9 @@ def _short_loop(src, tensor, hole, shape, by_line) -> Diagnosis | None:
         text = (f"The loop over `{v}` (line {loop}) runs {trips} iteration(s) and the store at line {line} writes "
                 f"{ext} elements along dim {a} per iteration, covering [{starts[0]}:{end}) of {shape[a]}: it needs "
                 f"{need} iterations, the last one masked or clamped to the remaining {rest} elements.")
-        return Diagnosis(loop, "missing-boundary-mask", text, ev, [(line, "store that stops short")], {line})
+        fix = (f"Run the loop over `{v}` (line {loop}) {need} times (a ceiling division) and mask or clamp the "
+               f"last tile to the remaining {rest} elements, or add a separate tail tile at offset {end}.")
+        return Diagnosis(loop, "missing-boundary-mask", text, ev, [(line, "store that stops short")], {line}, fix)
     return None
 
 
@@ -309,9 +317,9 @@ def _report_unwritten(ctx, st, src, name, unwritten, n, done, records, overlaps)
     ev = {"tensor": name, "unwritten_elements": n - done, "total_elements": n}
     d = diagnose(src, st.name, tuple(st.shape), records, overlaps, unwritten) if done else None
     related: list[tuple[int, str]] = []
-    line, category = st.line, None
+    line, category, fix = st.line, None, None
     if d is not None:
-        line, category = d.line, d.category
+        line, category, fix = d.line, d.category, d.fix
         msg += " " + d.text
         ev.update(d.evidence)
         related = d.related
@@ -319,7 +327,7 @@ def _report_unwritten(ctx, st, src, name, unwritten, n, done, records, overlaps)
         related = [(ln, "stores into this output") for ln in sorted({r.line for r in records if r.line})][:3]
     if st.line and line != st.line:
         related.append((st.line, f"{name} allocated here"))
-    _add(ctx, "SIM112", line, msg, ev, related, category)
+    _add(ctx, "SIM112", line, msg, ev, related, category, fix)
     if d is not None:
         for ln in d.lines:
             _extend_sim109(ctx, ln, d.text, d.evidence)
@@ -367,10 +375,11 @@ def _report_overlaps(ctx, st, src, name, records, overlaps) -> None:
         _add(ctx, "SIM118", ov.line, text, ev, related, None)
 
 
-def _add(ctx, rule, line, message, evidence, related, category) -> None:
+def _add(ctx, rule, line, message, evidence, related, category, fix=None) -> None:
     from ..findings import RelatedLocation
 
     rel = [RelatedLocation(file=ctx.display_file, line=ln, message=m) for ln, m in related if ln]
     f = get_rule(rule).finding(message, file=ctx.display_file, line=line, evidence=evidence, source="simulation",
-                               related=rel, **({"category": category} if category else {}))
+                               related=rel, **({"category": category} if category else {}),
+                               **({"fix": fix} if fix else {}))
     ctx.add_finding(f)

@@ -79,6 +79,8 @@ def test_output_tail_evidence_names_the_unwritten_rows():
     assert {k: f.evidence[k] for k in ("store_line", "loop_var", "trip_count", "needed_trip_count", "tile_extent")} == {
         "store_line": 15, "loop_var": "i", "trip_count": 2, "needed_trip_count": 3, "tile_extent": 128}
     assert [(r.line, r.message) for r in f.related] == [(15, "store that stops short"), (10, "out allocated here")]
+    assert f.fix == ("Run the loop over `i` (line 11) 3 times (a ceiling division) and mask or clamp the last tile "
+                     "to the remaining 44 elements, or add a separate tail tile at offset 256.")
     recs = res.provenance.outputs[0].records
     assert [(r.line, r.iteration, r.box) for r in recs] == [(15, (("i", 0),), ((0, 128), (0, 64))),
                                                            (15, (("i", 1),), ((128, 256), (0, 64)))]

@@ -36,6 +36,7 @@ def test_store_offset_stepping_by_the_wrong_tile_is_located_at_the_store_new():
     assert ev["actual_offsets"] == [0, 128, 256, 384] and ev["expected_offsets"] == [0, 512, 1024, 1536]
     assert ev["offset_expression"] == "n * TILE_M" and ev["unwritten_elements"] == 128 * (2048 - 896)
     assert "`n * 512`" in f.message and "[0:128, 896:2048]" in f.message
+    assert f.fix == "Step the store's offset by the tile extent: `n * 512` instead of `n * TILE_M`."
     assert [(r.line, r.message) for r in f.related] == [(15, "loop over `n`"), (14, "out allocated here")]
     # the overlapping iterations are in the store log: n=1 rewrote 384 columns of n=0, all different
     ov = [o for o in res.provenance.outputs[0].overlaps if o.iteration == (("n", 1),)]
@@ -67,6 +68,8 @@ def test_misplaced_masked_tail_is_located_at_its_store_legacy():
     assert (ev["actual_offset"], ev["expected_offset"], ev["axis"]) == (128, 256, 0)
     assert ev["store_region"] == [[128, 172], [0, 64]] and ev["offset_expression"] == "r0 - 128 + i_p"
     assert (ev["overwrites_line"], ev["overwritten_elements"]) == (17, 44 * 64)
+    assert f.fix == ("Make the store at line 23 start at 256 along dim 0 (`r0 - 128 + i_p` gives 128), the first "
+                     "element no other store covers.")
     assert [r.line for r in f.related] == [23, 17, 10]
     # aligned size: no tail, nothing to report
     x2, y2 = rng.standard_normal((2, 256, 64)).astype(F32)

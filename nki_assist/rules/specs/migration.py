@@ -32,7 +32,7 @@ RULES = [
         id="MIG104", name="port-accumulates-in-low-precision", category="low-precision-accumulation",
         severity=Severity.WARNING, source="migration", languages=_PORT,
         summary="The CUDA kernel accumulates in fp32, the port keeps its running sum in bf16/fp16.",
-        fix="Accumulate in PSUM or an fp32 SBUF tile and cast to the output dtype once after the loop.",
+        fix="Keep the running sum in fp32 and cast to the output dtype once after the loop.",
     ),
     RuleSpec(
         id="MIG105", name="port-dtype-differs", category="dtype-mismatch",
@@ -52,7 +52,7 @@ RULES = [
         severity=Severity.INFO, source="migration", languages=_PORT,
         summary="The CUDA kernel uses a fast-math intrinsic or tanh-GELU where the port uses a ScalarE "
                 "function (piecewise polynomial) or a different GELU form.",
-        fix="Use the same formula on both sides (e.g. the tanh-approximated GELU) or widen the tolerance.",
+        fix="Use the same formula on both sides, or compare with a tolerance that covers both approximations.",
     ),
     RuleSpec(
         id="MIG108", name="cuda-tile-size-carried-over", category="tensor-engine-underutilized",

@@ -44,6 +44,11 @@ RULES = [
     RuleSpec("NKI110", "kernel-output-not-shared-hbm", "buffer-placement", E,
              "A kernel returns a tensor that is not in HBM (shared_hbm in new NKI).",
              fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it."),
+    RuleSpec("NKI111", "sliding-window-reloaded", "redundant-dma", I,
+             "A load steps its offset by less than its extent over a loop that selects no output element (the "
+             "taps of a convolution or stencil): correct overlapping windows, each reloaded from HBM.",
+             fix="Load one halo tile (window extent plus the taps' total shift) per output tile and give each tap "
+                 "a shifted SBUF slice of it."),
     # migration correctness
     RuleSpec("NKI201", "affine-range-carried-dependency", "loop-carried-dependency", E,
              "Legacy NKI: an nl.affine_range iteration reads a tensor an earlier iteration wrote "
@@ -55,6 +60,10 @@ RULES = [
     RuleSpec("NKI203", "floor-div-trip-count-unguarded", "missing-boundary-mask", W,
              "A loop runs `N // T` iterations with no assert that T divides N and no mask or clamp for the tail.",
              fix="Add `assert N % T == 0`, or iterate ceil(N / T) tiles and clamp the last one (min()/mask=)."),
+    RuleSpec("NKI207", "tail-tile-offset", "indexing-error", E,
+             "A floored main loop is completed by a partial tile after it, but that tile starts at a different "
+             "offset than where the loop stopped (e.g. R // 128 instead of (R // 128) * 128).",
+             fix="Start the partial tile at tile * (N // tile) (= N - N % tile), the first row the loop did not cover."),
     RuleSpec("NKI206", "shape-special-cased", "output-mismatch", E,
              "The kernel computes only when a shape equals literal values (`if R == 256 and D == 1024`) and "
              "otherwise returns an input or writes no output.",
@@ -71,7 +80,7 @@ RULES = [
                  "copied from a CUDA block shape does not carry over."),
     RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", W,
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
-             fix="Cast operands to bfloat16 (or fp8) on load; PSUM still accumulates in fp32."),
+             fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32."),
     # numerical accuracy
     RuleSpec("NKI401", "low-precision-sbuf-accumulator", "low-precision-accumulation", W,
              "A bf16/fp16/fp8 SBUF tile accumulates a sum across loop iterations.",

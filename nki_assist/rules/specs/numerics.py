@@ -16,7 +16,8 @@ RULES = [
         severity=Severity.ERROR, source="numerics",
         summary="The kernel fails the tolerance even with fp32 storage, on aligned sizes: the algorithm "
                 "(indexing, missing operation, wrong operand) differs from the reference.",
-        fix="Compare the worst element by hand; check offsets, operand layout (lhsT vs lhs) and epilogue ops.",
+        fix="Return intermediates as extra outputs and compare each with the reference to find the first stage "
+            "that differs.",
     ),
     RuleSpec(
         id="NUM103", name="ragged-size-failure", category="missing-boundary-mask",
@@ -30,14 +31,15 @@ RULES = [
         severity=Severity.ERROR, source="numerics",
         summary="The kernel output has NaN/Inf where the reference is finite (overflow, or memory read "
                 "before it was written).",
-        fix="Subtract the running max before exp / scale before fp8 casts; make sure every output element is written.",
+        fix="Find the statement that first produces a non-finite value: an output element never written, or a "
+            "value beyond the dtype's range.",
     ),
     RuleSpec(
         id="NUM105", name="error-grows-linearly", category="low-precision-accumulation",
         severity=Severity.WARNING, source="numerics",
         summary="The output error grows ~linearly with the reduction length (slope >= 0.8 in log-log), "
                 "where fp32 accumulation grows ~0.5: partial sums are kept in low precision.",
-        fix="Accumulate in PSUM (fp32) or an fp32 SBUF tile; cast to the output dtype once after the loop.",
+        fix="Keep the running sum in an fp32 tile and cast to the output dtype once after the loop.",
     ),
     RuleSpec(
         id="NUM106", name="accumulation-order-gap", category="accumulation-order",

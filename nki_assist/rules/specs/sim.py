@@ -26,7 +26,8 @@ RULES = [
          "Shrink or reuse tiles, move allocations into the loop body that uses them, or tile the free dimension."),
     _sim("SIM105", "sim-engine-tile-limit", "matmul-tile-limit", _E,
          "A matmul, transpose or bn_stats exceeds its engine's tile limits (K<=128, M<=128, N<=512, ...).",
-         "Tile the operands to the limits (stationary [128,128], moving [128,512], bn_stats 512 per call)."),
+         "Tile the operand the message names to the engine's limit and loop over the tiles (accumulating "
+         "partial results where the operation reduces)."),
     _sim("SIM106", "sim-buffer-placement", "buffer-placement", _E,
          "An operand lives in the wrong memory (matmul from PSUM/HBM, load from SBUF, both inputs in PSUM, ...).",
          "Move the operand: matmul reads SBUF and writes PSUM, DMA moves HBM<->SBUF, evict PSUM with tensor_copy."),
@@ -41,7 +42,8 @@ RULES = [
          "Use nl.sequential_range for the loop, or give each iteration its own output region."),
     _sim("SIM110", "sim-affine-carried-read", "loop-carried-dependency", _E,
          "An nl.affine_range iteration reads a value written by an earlier iteration.",
-         "Declare the loop nl.sequential_range, or accumulate with `psum += nl.matmul(...)` into PSUM."),
+         "Declare the loop nl.sequential_range: its iterations then run in order, so each reads the value the "
+         "previous one wrote."),
     _sim("SIM111", "sim-uninitialized-read", "uninitialized-read", _E,
          "An instruction reads tile or tensor elements that nothing has written.",
          "Initialise the tile (nl.zeros / memset) or only read the region that was written."),
@@ -69,5 +71,5 @@ RULES = [
          "is installed; the static and migration checks still apply."),
     _sim("SIM116", "sim-low-precision-accumulation", "low-precision-accumulation", _W,
          "A running sum is accumulated in a bf16/fp16/fp8 tile inside a loop.",
-         "Accumulate in an fp32 tile (or PSUM) and cast once at the end."),
+         "Accumulate in an fp32 tile and cast once at the end."),
 ]
