@@ -7,6 +7,7 @@ as a `ReferenceResult` with status and a TC105 finding, never as an exception.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,7 +65,7 @@ def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeo
         return ReferenceResult(status, findings=[f], error=msg, line=line, elapsed_s=elapsed)
 
     out = run_in_child("nki_assist.numerics.refchild:child_call",
-                       {"path": str(path), "function": spec.reference_function, "args": upcast(args)},
+                       {"path": os.path.abspath(path), "function": spec.reference_function, "args": upcast(args)},
                        timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path))
     fn = spec.reference_function
     if out.status == "timeout":

@@ -12,6 +12,7 @@ Scenarios (issue 4):
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..findings import Finding
 from ..hardware import Target
+from ..toolchain.base import relabel
 from ..toolchain.sandbox import run_in_child
 from ..toolchain.types import RunResult
 from .inputs import make_inputs, upcast
@@ -174,7 +176,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             sr.gpu_model, sr.gpu_model_source = batch["gpu-model"], f"reference@{gpu_precision}"
         elif ref.ok:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
-                               {"path": str(spec.reference_path), "function": spec.reference_function,
+                               {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
                                timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path))
             if out.status == "ok":
@@ -281,12 +283,13 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
         return None
     scenarios = {n: dict(KERNEL_SCENARIOS[n], trace=(n == "trainium")) for n in scen}
     options = {"target": target.name, "seed": 0, "lenient": True, "grid": spec.grid, "max_trace": 2_000_000}
-    ref_path = str(spec.reference_path) if spec.reference_path else None
+    ref_path = os.path.abspath(spec.reference_path) if spec.reference_path else None
+    kpath = os.path.abspath(spec.nki_path)
     payload = [{"size": name, "args": list(args),
                 "gpu_args": gpu_model_args(args, gpu_precision) if want_gpu and ref_path else None}
                for name, args, want_gpu in jobs]
     out = run_in_child("nki_assist.numerics.scenarios:child_batch",
-                       {"runner": backend.runner, "path": str(spec.nki_path), "kernel": spec.kernel_name,
+                       {"runner": backend.runner, "path": kpath, "kernel": spec.kernel_name,
                         "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
                         "ref_fn": spec.reference_function},
                        timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
@@ -297,6 +300,7 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
         for name in scen:
             if value.get(name) is not None:
                 value[name].backend = backend.name
+                relabel(value[name], kpath, str(spec.nki_path))
         if value.get("reference") is not None:
             outs = value["reference"]
             if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
