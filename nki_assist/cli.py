@@ -67,6 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
+    from .redact import RedactingStream, redact
+
+    # Everything printed is redacted (API keys, tokens), except the language server's JSON-RPC channel.
+    streams = (sys.stdout, sys.stderr)
+    if args.command != "lsp":
+        sys.stdout, sys.stderr = RedactingStream(sys.stdout, chunk=1 << 16), RedactingStream(sys.stderr)
+    try:
+        return _run(args, redact)
+    finally:
+        for wrapped in (sys.stdout, sys.stderr):
+            if isinstance(wrapped, RedactingStream):
+                wrapped.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args: argparse.Namespace, redact) -> int:
     try:
         return int(args._run(args))
     except KeyboardInterrupt:
@@ -76,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
-        print(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(redact(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
         return EXIT_ERROR

@@ -63,3 +63,33 @@ def redact_obj(value, extra: Iterable[str | None] = ()):
     if isinstance(value, (list, tuple)):
         return type(value)(redact_obj(v, extra) for v in value)
     return value
+
+
+class RedactingStream:
+    """A text stream that redacts whole lines before they reach the wrapped stream (stdout/stderr of
+    the CLI): a secret split across two write() calls of one line is still caught. With `chunk`,
+    lines are held until that many characters are pending (large JSON documents stay fast)."""
+
+    def __init__(self, stream, chunk: int = 0):
+        self._stream = stream
+        self._chunk = chunk
+        self._pending: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        self._pending.append(text)
+        self._size += len(text)
+        if self._size >= self._chunk and "\n" in text:
+            done, rest = "".join(self._pending).rsplit("\n", 1)
+            self._pending, self._size = [rest], len(rest)
+            self._stream.write(redact(done + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._size:
+            self._stream.write(redact("".join(self._pending)))
+        self._pending, self._size = [], 0
+        self._stream.flush()
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding, ... of the real stream
+        return getattr(self._stream, name)

@@ -102,7 +102,10 @@ def record_reply(review: Review, case_dir: Path) -> bool:
     if a is None or a.drafter != "llm":
         return False
     sev = {f.id: f.severity.value for f in review.findings}
-    (case_dir / REPLY_FILE).write_text(from_assessment(a, sev).model_dump_json(indent=2) + "\n", encoding="utf-8")
+    from ..redact import redact
+
+    text = redact(from_assessment(a, sev).model_dump_json(indent=2))  # a server may echo the API key
+    (case_dir / REPLY_FILE).write_text(text + "\n", encoding="utf-8")
     return True
 
 

@@ -158,7 +158,8 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                 "watch": os.path.abspath(watch) if watch else None, "env": env or {},
                 "sys_path": _child_path(), "preload": list(preload)}
         try:
-            (job / "task.pkl").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+            with open(job / "task.pkl", "wb") as fh:  # streamed: no second in-memory copy of the arguments
+                pickle.dump(task, fh, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
             return ChildOutcome("crashed", error=f"cannot pass arguments to the child: {type(exc).__name__}: {exc}")
         token = secrets.token_hex(12)
