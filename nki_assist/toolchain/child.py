@@ -25,6 +25,7 @@ import sys
 import traceback
 from pathlib import Path
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 NPROC_MARGIN = 16  # tasks (processes + threads) the worker may add for a non-root user
 MIN_FILE_MB = 64
@@ -141,13 +142,20 @@ def _work(job: Path, task: dict, fn) -> None:
     os._exit(0)  # skip interpreter teardown (user atexit handlers, threads)
 
 
-def _subreaper() -> None:
+def _prctl(option: int, value: int) -> None:
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: the parent's session sweep still applies
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies (nki-assist killed mid-run, or the supervisor)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _reap_all() -> None:
@@ -188,6 +196,7 @@ def _supervise(job: Path, worker: int) -> int:
 
 
 def main(jobdir: str) -> int:
+    _die_with_parent(os.getppid())
     job = Path(jobdir)
     task = pickle.loads((job / "task.pkl").read_bytes())
     for p in reversed(task.get("sys_path", [])):
@@ -201,11 +210,13 @@ def main(jobdir: str) -> int:
             importlib.import_module(name)
         except Exception:
             pass  # the task itself reports the import error
-    _subreaper()
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     sys.stdout.flush()
     sys.stderr.flush()
+    supervisor = os.getpid()
     worker = os.fork()
     if worker == 0:
+        _die_with_parent(supervisor)
         try:
             _work(job, task, fn)
         finally:

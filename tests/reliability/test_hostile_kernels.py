@@ -159,3 +159,30 @@ def test_strong_mode_hides_the_parent_and_the_network(tmp_path):
     assert probe["net"] is False  # the host's loopback listener is unreachable
     assert probe["pid"] < 10 and probe["ppid"] < 10  # a new PID namespace: nki-assist is not visible
     assert os.getpid() != probe["ppid"]
+
+
+def test_killing_nki_assist_mid_run_takes_the_kernel_with_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from reliability_helpers import child_env
+
+    pidfile = tmp_path / "spinner.pid"
+    inject = f"import os\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\nwhile True:\n    pass"
+    port = make_port(tmp_path / "port", inject)
+    cli = subprocess.Popen([sys.executable, "-m", "nki_assist", "simulate", str(port), "--timeout", "120"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        kernel = int(pidfile.read_text())
+        cli.send_signal(signal.SIGKILL)
+        cli.wait()
+        deadline = time.monotonic() + 3
+        while alive(kernel) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(kernel)  # before: spun on until its own 120 s watchdog
+    finally:
+        cli.kill()
