@@ -16,7 +16,7 @@ _CSS = """
 body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#1b1f24}
 h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.8em}
 .verdict{display:inline-block;padding:.2em .7em;border-radius:4px;font-weight:600;color:#fff}
-.v-block{background:#cf222e}.v-revise{background:#bc4c00}.v-approve-with-nits{background:#1a7f37}.v-approve{background:#1a7f37}
+.v-block{background:#cf222e}.v-incomplete{background:#6e7781}.v-revise{background:#bc4c00}.v-approve-with-nits{background:#1a7f37}.v-approve{background:#1a7f37}
 .item{border:1px solid #d0d7de;border-left-width:5px;border-radius:4px;padding:.4em 1em;margin:1em 0}
 .s-error{border-left-color:#cf222e}.s-warning{border-left-color:#bc4c00}.s-info{border-left-color:#0969da}
 .meta{color:#57606a;font-size:.9em}.note{background:#fff8c5;padding:.5em 1em;border-radius:4px}
