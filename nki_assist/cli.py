@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+REDACTED_COMMANDS = ("review", "simulate", "eval")
 
 
 def _module(name: str):
@@ -69,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     from .redact import RedactingStream, redact
 
-    # Everything printed is redacted (API keys, tokens), except the language server's JSON-RPC channel.
+    # What the commands that run user code or an LLM print is redacted (API keys, tokens). `check`
+    # prints source (fixed files, diffs) that must stay byte-exact; `lsp` speaks JSON-RPC.
     streams = (sys.stdout, sys.stderr)
-    if args.command != "lsp":
+    if args.command in REDACTED_COMMANDS:
         sys.stdout, sys.stderr = RedactingStream(sys.stdout, chunk=1 << 16), RedactingStream(sys.stderr)
     try:
         return _run(args, redact)
@@ -92,6 +94,11 @@ def _run(args: argparse.Namespace, redact) -> int:
         print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
+        from .extras import MissingExtra
+
+        if isinstance(exc, MissingExtra):  # a feature of an extra that is not installed: say which
+            print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         print(redact(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
