@@ -74,7 +74,14 @@ def members(*, sid: int | None = None, token: str | None = None, exclude: set[in
 
 
 def children_of(pid: int) -> list[int]:
-    return [p for p in _pids() if (st := _stat(p)) is not None and st[0] == pid]
+    """Live children of `pid`: from /proc/PID/task/*/children when the kernel has it (no scan)."""
+    try:
+        found: list[int] = []
+        for tid in os.listdir(PROC / str(pid) / "task"):
+            found += [int(c) for c in (PROC / str(pid) / "task" / tid / "children").read_text().split()]
+        return [c for c in found if _stat(c) is not None]
+    except (OSError, ValueError):
+        return [p for p in _pids() if (st := _stat(p)) is not None and st[0] == pid]
 
 
 def descendants(pid: int) -> list[int]:
