@@ -188,7 +188,9 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
-    findings = _link_root_causes(findings)
+    from .stage_links import link_stages
+
+    findings = _link_root_causes(link_stages(findings))
     out = []
     for f in dedupe(findings):
         if f.file and Path(f.file).is_absolute():
@@ -223,7 +225,10 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
-    out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline)
+    from .numerics.localize import cuda_store_line
+
+    cuda_store = cuda_store_line(spec.cuda_path, _rel_display(spec.cuda_path, base), spec.port.cuda_kernel)
+    out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline, cuda_store=cuda_store)
     fits = growth_fits(res)
     review.numerics = Numerics(
         sizes=[{"name": s.size, **s.bindings, "reduction_length": s.reduction_length} for s in res.sizes],
@@ -267,6 +272,10 @@ def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
             continue
         out.append(f"size {name!r} not compared ({why})")
     return out
+
+
+def _rel_display(p: Path | None, base: Path) -> str | None:
+    return None if p is None else str(p.relative_to(base)) if p.is_relative_to(base) else str(p)
 
 
 def _rebase(f: Finding, path: Path, display: str) -> Finding:

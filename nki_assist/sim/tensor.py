@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import context
+from . import context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
 
@@ -30,7 +30,8 @@ class SimShapeError(ValueError):
 # -- storage ---------------------------------------------------------------------------------------
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
-                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "__weakref__")
+                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "log", "nf",
+                 "__weakref__")
 
     def __del__(self):
         try:
@@ -75,6 +76,8 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.bytes_pp = 0
     st.banks = 0
     st.written = None
+    st.nf = None  # sanitizer taint: the fault whose NaN/Inf this storage holds (provenance.py)
+    st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
@@ -349,6 +352,8 @@ class Tensor:
         al.all_written = st.all_written
         al.wtag = None
         al.acc_line = None
+        al.log = None  # stores through a reshaped alias are not logged
+        al.nf = st.nf
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 
@@ -564,6 +569,7 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     if w is not None:
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
+            ctx.unwritten_read = True  # the sanitizer: NaN from here are no new fault
             if ctx.poison is not None and not bad.all():
                 # an elementwise op over a partly written tile (a masked-off tail): the result inherits
                 # the unwritten positions; reading a tile nothing was written to is reported right here
@@ -572,6 +578,9 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
                 report_uninitialized(bad, t, line)
     if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
         _affine_read(t, key, m, line)
+    log = st.log
+    if log is not None and log.writer is not None:  # an HBM tensor some store wrote: mark it read
+        provenance.on_read(st, key)
     return out
 
 
@@ -624,6 +633,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             _oob(t, valid, m, line, "write to")
         sel = valid if m is None else (valid & m)
         idx = tuple(a[sel] for a in key)
+        if st.log is not None:
+            provenance.on_store(st, None, None, value[sel], line, fancy=idx)
         if accumulate:
             np.add.at(st.data, idx, value[sel])
         else:
@@ -638,6 +649,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             return
         value = value[inner]
         m = None if m is None else m[inner]
+    if st.log is not None:
+        provenance.on_store(st, key, m, value, line)
     data = st.data
     if m is None:
         if accumulate:

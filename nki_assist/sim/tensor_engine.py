@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mathops
+from . import mathops, provenance
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
 from .tensor import resolve as resolve_view
@@ -65,6 +65,8 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
         res = _fit(res, dst.shape, label)
         m = tile_mask(mask, dst.shape) if mask is not None else None
         _psum_accumulate(ctx, line, dst, res, m, accumulate)
+    if ctx.sanitize:
+        provenance.watch(ctx, line, "nc_matmul", out, None if dst is None else m, [stationary, moving])
     ctx.instr("tensor", "nc_matmul", line, depth, out, [stationary, moving],
               extra={"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)})
     return out
