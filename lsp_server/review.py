@@ -189,10 +189,19 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
     review = getattr(review, "review", review)  # ReviewResult wraps the Review
     if cancel is not None and cancel.is_set():
         raise ReviewCancelled("review cancelled")
-    markdown = render_markdown(review)
+    markdown = _redact(render_markdown(review))
     out = output_path(spec, settings)
     out.write_text(markdown, encoding="utf-8")
     return ReviewOutcome(spec=spec, markdown=markdown, output=out, review=review)
+
+
+def _redact(text: str) -> str:
+    """No API key or token in the written review (the engine may be missing: then unchanged)."""
+    try:
+        from nki_assist.redact import redact
+    except ImportError:
+        return text
+    return redact(text)
 
 
 async def refresh_open_documents(ls: Any) -> None:

@@ -26,7 +26,9 @@ from .actions import KINDS as ACTION_KINDS, code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
+from .memory import release_memory
 from .positions import from_lsp_position
+from .protocol import AnsweringProtocol
 from .review import (ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, refresh_open_documents,
                      run_review)
 from .settings import SECTION, Settings, parse_settings
@@ -36,11 +38,12 @@ log = logging.getLogger("nki_assist.lsp")
 PULL_WAIT_SECONDS = 5.0
 PARSE_WAIT_SECONDS = 3.0
 CHECK_WORKERS = 3  # a hung check keeps one worker; the others keep serving other files
+RELEASE_DELAY_SECONDS = 1.0  # after the last didClose of a burst
 
 
 class NkiAssistServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("nki-assist", __version__)
+        super().__init__("nki-assist", __version__, protocol_cls=AnsweringProtocol)
         self.settings = Settings()
         self.executor = ThreadPoolExecutor(max_workers=CHECK_WORKERS, thread_name_prefix="nki-assist-check")
         self.review_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nki-assist-review")
@@ -52,6 +55,7 @@ class NkiAssistServer(LanguageServer):
         self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
         self.review_lock = asyncio.Lock()
         self._tokens = itertools.count(1)
+        self._trim: asyncio.TimerHandle | None = None
 
     # -- documents ---------------------------------------------------------------------------
     def document(self, uri: str) -> TextDocument | None:
@@ -77,9 +81,12 @@ class NkiAssistServer(LanguageServer):
             return  # a newer edit superseded this one
         if self.pending.get(uri) is asyncio.current_task():
             del self.pending[uri]  # from here on a newer edit queues behind us instead of cancelling
+        if self.document(uri) is None:
+            return  # closed while waiting: do not recreate its state
         async with self.locks.setdefault(uri, asyncio.Lock()):
             doc = self.document(uri)
             if doc is None:
+                self.locks.pop(uri, None)
                 return
             version, text, settings = doc.version, doc.source, self.settings
             loop = asyncio.get_running_loop()
@@ -91,6 +98,8 @@ class NkiAssistServer(LanguageServer):
                 return
             doc = self.document(uri)
             if doc is None or doc.version != version or settings is not self.settings:
+                if doc is None:
+                    self.locks.pop(uri, None)
                 return  # stale: a newer version (or new settings) is queued behind us
             self._publish(uri, doc, analysis)
         if analysis.language == "nki":
@@ -144,6 +153,9 @@ class NkiAssistServer(LanguageServer):
                 except Exception as exc:  # noqa: BLE001 - one malformed finding must not hide the rest
                     log.warning("cannot convert finding %r: %s", finding, exc)
         self.store.set(uri, analysis.version, diagnostics, analysis)
+
+    def schedule_release(self) -> None:
+        _schedule_release(self)
 
     # -- settings ----------------------------------------------------------------------------
     def apply_settings(self, raw: Any) -> bool:
@@ -261,6 +273,14 @@ def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> 
     if parse is not None:
         parse.cancel()
     ls.store.clear(uri)
+    ls.schedule_release()
+
+
+def _schedule_release(ls: NkiAssistServer) -> None:
+    """Give freed memory back to the system once closes settle (one timer for a burst of closes)."""
+    if ls._trim is not None:
+        ls._trim.cancel()
+    ls._trim = asyncio.get_running_loop().call_later(RELEASE_DELAY_SECONDS, release_memory)
 
 
 async def pull_diagnostics(ls: NkiAssistServer, params: types.DocumentDiagnosticParams):

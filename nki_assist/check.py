@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -305,6 +306,31 @@ def decode(data: bytes) -> tuple[str, str | None]:
                 "decoded with replacement characters")
 
 
+class NotRegularFile(Exception):
+    """A FIFO, device, socket or directory, or a file over the size limit: never read."""
+
+
+def read_regular(path: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`. The file is opened non-blocking and
+    checked with fstat on the open descriptor, so a FIFO (or a file swapped for one) never blocks."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                    stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a directory"
+                    if stat.S_ISDIR(st.st_mode) else "not a regular file")
+            raise NotRegularFile(f"{kind}, not a regular file")
+        if st.st_size > max_bytes:
+            raise NotRegularFile(f"larger than max-file-bytes ({st.st_size:,} > {max_bytes:,} bytes)")
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read(max_bytes + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def check_file(path: str, options: CheckOptions) -> FileResult:
     """Read and check one file; every failure becomes the result's status and notes."""
     language = language_of(path)
@@ -312,12 +338,10 @@ def check_file(path: str, options: CheckOptions) -> FileResult:
         reason = "not an NKI (.py) or CUDA (.cu, .cuh) file"
         return FileResult(path, None, "skipped", reason, notes=[f"{path}: {reason}; skipped"])
     try:
-        size = os.path.getsize(path)
-        if size > options.max_file_bytes:
-            reason = f"larger than max-file-bytes ({size:,} > {options.max_file_bytes:,} bytes); not checked"
-            return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path, options.max_file_bytes)
+    except NotRegularFile as exc:
+        reason = f"{exc}; not checked"
+        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
     except OSError as exc:
         return FileResult(path, language, "error", f"cannot read: {exc.strerror or exc}")
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:

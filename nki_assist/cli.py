@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+REDACTED_COMMANDS = ("review", "simulate", "eval")
 
 
 def _module(name: str):
@@ -67,6 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
+    from .redact import RedactingStream, redact
+
+    # What the commands that run user code or an LLM print is redacted (API keys, tokens). `check`
+    # prints source (fixed files, diffs) that must stay byte-exact; `lsp` speaks JSON-RPC.
+    streams = (sys.stdout, sys.stderr)
+    if args.command in REDACTED_COMMANDS:
+        sys.stdout, sys.stderr = RedactingStream(sys.stdout, chunk=1 << 16), RedactingStream(sys.stderr)
+    try:
+        return _run(args, redact)
+    finally:
+        for wrapped in (sys.stdout, sys.stderr):
+            if isinstance(wrapped, RedactingStream):
+                wrapped.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args: argparse.Namespace, redact) -> int:
     try:
         return int(args._run(args))
     except KeyboardInterrupt:
@@ -81,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, MissingExtra):  # a feature of an extra that is not installed: say which
             print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        print(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(redact(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
         return EXIT_ERROR

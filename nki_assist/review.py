@@ -58,17 +58,20 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes: list[str]) -> list[Finding]:
+def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes: list[str],
+            unchecked: list[str]) -> list[Finding]:
     from .check import CheckOptions, check_text
 
     text = _read(path)
     if text is None:
         notes.append(f"{display}: cannot be read; no static checks")
+        unchecked.append(f"{display}: cannot be read, no static checks")
         return []
     res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore)))
     notes.extend(res.notes)
     if res.status != "checked":
         notes.append(f"{display}: static checks {res.status}: {res.reason}")
+        unchecked.append(f"{display}: static checks {res.status} ({res.reason})")
     return res.findings
 
 
@@ -136,13 +139,14 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
     port = PortInfo(name=spec.name, target=target.name, nki=nki_disp, cuda=cuda_disp, nki_kernel=spec.kernel_name,
                     cuda_kernel=spec.port.cuda_kernel, spec=str(spec_path))
     say("static checks", 2.0)
-    findings = _static(spec.nki_path, nki_disp, opts, target, notes)
+    unchecked: list[str] = []
+    findings = _static(spec.nki_path, nki_disp, opts, target, notes, unchecked)
     if spec.cuda_path is not None:
-        findings += _static(spec.cuda_path, cuda_disp, opts, target, notes)
+        findings += _static(spec.cuda_path, cuda_disp, opts, target, notes, unchecked)
     say("migration checks", 6.0)
     findings += _migration(spec.nki_path, nki_disp, spec.cuda_path, cuda_disp, spec.kernel_name,
                            spec.port.cuda_kernel, target, notes)
-    review = Review(port=port, notes=notes)
+    review = Review(port=port, notes=notes, unchecked=unchecked)
     plots: dict[str, bytes] = {}
     res = None
     if opts.run and not (cancel and cancel.is_set()):
@@ -150,6 +154,8 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
         findings += ran
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")
+    else:
+        review.unchecked.append("review cancelled before the kernel ran")
     findings = _reconcile(findings, spec, res, review, _read(spec.nki_path) or "")
     review.findings = _finalize(findings, base)
     say("drafting the assessment", 92.0)
@@ -225,6 +231,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         backend = get_backend(opts.backend)
     except Exception as exc:
         notes.append(f"backend {opts.backend!r} unavailable ({exc}); kernel not executed")
+        review.unchecked.append(f"kernel not executed: backend {opts.backend!r} unavailable")
         return [], None
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
@@ -234,6 +241,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
                         cancelled=(cancel.is_set if cancel else None))
     out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
+    review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
     from .numerics.localize import cuda_store_line
 
@@ -256,6 +264,32 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     say("cost model", 85.0)
     out += _performance(spec, res, opts, target, review, plots, nki_disp)
     return out, res
+
+
+def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
+    """Each selected size whose kernel outputs were not all compared with the reference, and why."""
+    out = [f"size {name!r} skipped (too large for the memory limit)" for name in res.skipped]
+    ran = {s.size: s for s in res.sizes}
+    for name in sizes or [s.name for s in spec.sizes]:
+        if name in res.skipped:
+            continue
+        sr = ran.get(name)
+        if sr is None:
+            out.append(f"size {name!r} did not run" + (" (cancelled)" if res.cancelled else ""))
+            continue
+        trn = sr.runs.get("trainium")
+        if not spec.reference_function:
+            why = "the spec has no reference"
+        elif not sr.reference.ok:
+            why = f"reference {sr.reference.status}"
+        elif trn is None or trn.status != "ok":
+            why = f"kernel run ended with status {trn.status}" if trn else "kernel not run"
+        elif sr.passed("trainium") is None:
+            why = "output count or shape differs from the reference"
+        else:
+            continue
+        out.append(f"size {name!r} not compared ({why})")
+    return out
 
 
 def _rel_display(p: Path | None, base: Path) -> str | None:
@@ -331,14 +365,15 @@ def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | Non
     say = progress or (lambda msg, pct: None)
     nki_p, cuda_p = Path(nki), Path(cuda) if cuda else None
     say("static checks", 5.0)
-    findings = _static(nki_p, nki, opts, target, notes)
+    unchecked: list[str] = []
+    findings = _static(nki_p, nki, opts, target, notes, unchecked)
     if cuda_p is not None:
-        findings += _static(cuda_p, cuda, opts, target, notes)
+        findings += _static(cuda_p, cuda, opts, target, notes, unchecked)
     findings += _migration(nki_p, nki, cuda_p, cuda, nki_kernel, cuda_kernel, target, notes)
     notes.append("no port spec: the kernel was not executed, so numerics and performance are null "
                  "(write a port.toml with inputs and sizes to get them)")
     review = Review(port=PortInfo(name=nki_p.stem, target=target.name, nki=nki, cuda=cuda, nki_kernel=nki_kernel,
-                                  cuda_kernel=cuda_kernel), notes=notes)
+                                  cuda_kernel=cuda_kernel), notes=notes, unchecked=unchecked)
     review.findings = _finalize(findings, Path("."))
     say("drafting the assessment", 80.0)
     review.assessment = _assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})},

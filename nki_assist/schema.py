@@ -13,7 +13,9 @@ from .findings import Finding
 
 REVIEW_SCHEMA = "nki-assist/review@1"
 
-Verdict = Literal["block", "revise", "approve-with-nits", "approve"]
+# `incomplete`: no error, but part of what the review was asked to check did not run (a skipped or
+# uncompared size, a file the static checks skipped): it never passes (`Review.unchecked` says what).
+Verdict = Literal["block", "incomplete", "revise", "approve-with-nits", "approve"]
 Drafter = Literal["deterministic", "llm", "fallback"]
 
 
@@ -105,6 +107,7 @@ class Review(BaseModel):
     resources: dict[str, Any] | None = None  # peak SBUF/PSUM per size
     assessment: Assessment | None = None
     notes: list[str] = Field(default_factory=list)  # why a section is null, degraded stages
+    unchecked: list[str] = Field(default_factory=list)  # what was asked but not checked -> "incomplete"
     model_config = ConfigDict(populate_by_name=True)
 
     def to_json(self) -> dict[str, Any]:

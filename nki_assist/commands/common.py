@@ -28,3 +28,21 @@ def exit_code(findings, fail_on: str) -> int:
         return 0
     level = Severity(fail_on)
     return 1 if any(f.severity.at_least(level) for f in findings) else 0
+
+
+def add_sandbox(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sandbox", choices=["basic", "strong"], default=None,
+                   help="how kernels are contained (default: NKI_ASSIST_SANDBOX or basic); strong adds PID/"
+                        "network namespaces via bwrap or unshare and fails when neither works "
+                        "(docs/toolchain.md 'Sandbox')")
+
+
+def apply_sandbox(args: argparse.Namespace) -> None:
+    """Select the sandbox mode before anything runs; a mode this machine cannot give is a usage error."""
+    from ..cli import UsageError
+    from ..toolchain.isolation import SandboxUnavailable, configure
+
+    try:
+        configure(getattr(args, "sandbox", None))
+    except (SandboxUnavailable, ValueError) as exc:
+        raise UsageError(str(exc)) from None

@@ -16,7 +16,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .common import add_fail_on, add_format, add_target
+    from .common import add_fail_on, add_format, add_sandbox, add_target
 
     p.add_argument("spec", nargs="?", metavar="PORT.toml", help="port spec (see README 'Port spec')")
     p.add_argument("--nki", metavar="FILE", help="NKI kernel file (without a spec)")
@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="wall-time limit per kernel run (default 60)")
     p.add_argument("--memory-mb", type=int, default=4096, metavar="MB", help="memory limit per kernel run (default 4096)")
     p.add_argument("--stochastic-rounding", action="store_true", help="add the trainium-sr scenario")
+    add_sandbox(p)
     p.add_argument("--gpu-precision", choices=["float32", "float16", "tf32", "float64"], default=None,
                    help="accumulation precision of the gpu-model scenario (default: from the CUDA kernel)")
     p.add_argument("--profile", metavar="SUMMARY.json", help="neuron-profile / Neuron Explorer summary JSON")
@@ -56,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
     from ..feedback.rubric import RubricError
     from ..numerics.spec import SpecError
+    from ..redact import redact
     from ..review import ReviewOptions, review_files, review_port
-    from .common import exit_code
+    from .common import apply_sandbox, exit_code
 
     if not args.spec and not args.nki:
         raise UsageError("give a PORT.toml or --nki FILE")
@@ -65,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either PORT.toml or --nki/--cuda, not both")
     for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
         if f and not Path(f).is_file():
-            raise UsageError(f"{f}: no such file")
+            raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))
+    apply_sandbox(args)
     if args.llm == "openai":
         from ..extras import require
 
@@ -100,13 +103,16 @@ def run(args: argparse.Namespace) -> int:
     text = _render(result, args)
     if args.output:
         out = Path(args.output)
-        out.write_text(text, encoding="utf-8")
+        out.write_text(redact(text), encoding="utf-8")  # never an API key or token on disk
         if args.format == "md":
             for name, png in result.plots.items():
                 (out.parent / f"{out.stem}-{name}").write_bytes(png)
         print(f"wrote {out}", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    a = result.review.assessment
+    if a is not None and a.verdict == "incomplete":
+        return 1  # whatever --fail-on says: a review that did not check everything never passes
     return exit_code(result.review.findings, args.fail_on)
 
 

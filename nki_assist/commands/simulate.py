@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import add_fail_on, add_format, add_target, exit_code
+from .common import add_fail_on, add_format, add_sandbox, add_target, apply_sandbox, exit_code
 
 DESCRIPTION = ("Generate the port's inputs for each size, run the NKI kernel in a simulator (child process "
                "with time and memory limits), run the NumPy reference, and print agreement, violations, "
@@ -28,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fp32", action="store_true",
                    help="keep all storage in fp32 (separates algorithm bugs from rounding)")
     p.add_argument("--stochastic-rounding", action="store_true", help="round stores stochastically")
+    add_sandbox(p)
     p.add_argument("--profile", metavar="SUMMARY.json",
                    help="neuron-profile / Neuron Explorer summary JSON: cost-model estimate vs measured, "
                         "plus profile-only findings")
@@ -60,6 +61,26 @@ def _size_json(sr, target) -> dict[str, Any]:
         "notes": sr.notes,
         "seconds": round(sr.elapsed_s, 4),
     }
+
+
+def not_compared(runs) -> list[str]:
+    """Sizes whose outputs were not compared with the reference, and why (empty: all verified)."""
+    out = []
+    for sr in runs:
+        if sr.within_tolerance is not None:
+            continue
+        if sr.status == "skipped":
+            why = "skipped, too large for --memory-mb"
+        elif sr.status != "ok":
+            why = f"kernel run ended with status {sr.status}"
+        elif sr.reference is None:
+            why = "no reference in the spec"
+        elif not sr.reference.ok:
+            why = f"reference {sr.reference.status}"
+        else:
+            why = "no output to compare"
+        out.append(f"size {sr.size!r} not compared ({why})")
+    return out
 
 
 def _print_text(spec, runs, findings, target, args, out) -> None:
@@ -116,6 +137,9 @@ def _print_text(spec, runs, findings, target, args, out) -> None:
     ok = sum(1 for sr in compared if sr.within_tolerance)
     w(f"summary: {ok} of {len(runs)} sizes within tolerance"
       + (f" ({len(runs) - len(compared)} not compared)" if len(compared) < len(runs) else "") + "\n")
+    missing = not_compared(runs)
+    if missing:
+        w(f"INCOMPLETE: {'; '.join(missing)}: not verified, so the run fails (exit 1)\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     if args.memory_mb < 256:
         raise UsageError("--memory-mb must be at least 256")
+    apply_sandbox(args)
     try:
         spec = load_spec(args.spec)
     except SpecError as exc:
@@ -163,11 +188,15 @@ def run(args: argparse.Namespace) -> int:
     code = exit_code(findings, args.fail_on)
     if any(sr.within_tolerance is False for sr in runs) and args.fail_on != "never":
         code = 1
+    incomplete = not_compared(runs)
+    if incomplete:
+        code = 1  # a skipped or uncompared size is never a pass, whatever --fail-on says
     if args.format == "json":
         doc = {"schema": SCHEMA, "port": spec.summary(), "target": target.name, "backend": args.backend,
                "precise": not args.fp32, "tolerance": spec.tolerance.model_dump(),
                "sizes": [_size_json(sr, target) for sr in runs],
-               "performance": perf_doc, "findings": [f.to_json() for f in findings], "exit_code": code}
+               "performance": perf_doc, "findings": [f.to_json() for f in findings],
+               "complete": not incomplete, "incomplete": incomplete, "exit_code": code}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:

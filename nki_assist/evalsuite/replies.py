@@ -143,7 +143,10 @@ def load(path: Path) -> tuple[Any, list[dict[str, Any]] | None]:
 def save(path: Path, kind: str, reply: Any, findings: list[Finding]) -> None:
     doc = {"schema": SCHEMA, "kind": kind, "written_for": [finding_key(f) for f in findings],
            "reply": json.loads(reply.model_dump_json())}
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    from ..redact import redact
+
+    # A live server may echo the API key into its reply: never store it.
+    path.write_text(redact(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
 
 
 def sources_of(review: Review, base: Path) -> dict[str, str]:

@@ -53,9 +53,21 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
     review = _numbered(review)
     target = get_target(review.port.target if review.port.target in TARGETS else DEFAULT_TARGET)
     if llm == "none":
-        return draft(review, rubric, target)
+        return mark_incomplete(review, draft(review, rubric, target))
     from .llm import draft_with_llm
 
-    return draft_with_llm(review, rubric, target, sources=sources, model=model, base_url=base_url,
-                          cache_dir=cache_dir, timeout_s=timeout_s, max_retries=max_retries,
-                          progress=progress)
+    return mark_incomplete(review, draft_with_llm(review, rubric, target, sources=sources, model=model,
+                                                  base_url=base_url, cache_dir=cache_dir, timeout_s=timeout_s,
+                                                  max_retries=max_retries, progress=progress))
+
+
+def mark_incomplete(review: Review, assessment: Assessment) -> Assessment:
+    """A review that did not check everything it was asked to never passes: its verdict becomes
+    `incomplete` (unless an error already blocks it) and the summary says what was not checked."""
+    if not review.unchecked or assessment.verdict == "block":
+        return assessment
+    shown = "; ".join(review.unchecked[:3]) + (f"; and {len(review.unchecked) - 3} more" if len(review.unchecked) > 3 else "")
+    rest = assessment.summary.split(": ", 1)[-1] if ": " in assessment.summary[:24] else assessment.summary
+    summary = (f"Incomplete: not everything was checked ({shown}), so this review cannot pass the port. "
+               f"Of what ran: {rest}")
+    return assessment.model_copy(update={"verdict": "incomplete", "summary": summary})

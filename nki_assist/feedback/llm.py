@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from .. import taxonomy
 from ..hardware import Target
+from ..redact import redact as redact_secrets
 from ..schema import Assessment, LlmMeta, Review
 from .cache import ReplyCache, cache_key
 from .drafter import draft
@@ -60,14 +61,9 @@ def cost_usd(model: str, prompt_tokens: int | None, completion_tokens: int | Non
     return round((prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6, 9)
 
 
-_SECRETISH = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
-
-
 def redact(text: str, key: str | None) -> str:
-    """Remove the API key (and anything that looks like a bearer token or sk- key) from text."""
-    if key:
-        text = text.replace(key, "***")
-    return _SECRETISH.sub(lambda m: "Bearer ***" if m.group(0).startswith("Bearer") else "sk-***", text)
+    """Remove the API key (and any other secret: see nki_assist.redact) from text."""
+    return redact_secrets(text, [key])
 
 
 def safe_url(url: str) -> str:
@@ -160,7 +156,8 @@ class Session:
         res = self._call(messages)
         self._count(res)
         if res.reply is not None and self.cache is not None:
-            self.cache.put(key, {"content": res.raw, "model": self.model,
+            # A server may echo the Authorization header into its reply: never store it.
+            self.cache.put(key, {"content": redact(res.raw, self.api_key), "model": self.model,
                                  "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens})
         return res
 

@@ -64,24 +64,23 @@ def generate(name: str, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
     return round_to(values.reshape(shape), spec.np_dtype)
 
 
-def _golden_inputs(spec: PortSpec, size: SizeSpec) -> dict[str, np.ndarray] | None:
+def _golden_inputs(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> dict[str, np.ndarray] | None:
     g = spec.golden
     if not g or not g.inputs:
         return None
     if (g.size or spec.sizes[0].name) != size.name:
         return None
+    from .npz import load_npz
+
     where = f"{spec.path}: golden.inputs"
-    try:
-        npz = np.load(spec.dir / g.inputs, allow_pickle=False)
-    except Exception as exc:  # a corrupt npz is a spec problem, not a crash
-        raise SpecError(f"{where}: cannot read {spec.dir / g.inputs}: {exc}") from None
+    npz = load_npz(spec.dir / g.inputs, where, limit_bytes)  # headers checked before any data is read
     arrays = {}
     for i, (name, ispec) in enumerate(spec.inputs.items()):
         if ispec.is_value:
             continue
-        key = name if name in npz.files else f"arr_{i}"
-        if key not in npz.files:
-            raise SpecError(f"{where}: no array {name!r} in {g.inputs} (has {', '.join(npz.files)})")
+        key = name if name in npz else f"arr_{i}"
+        if key not in npz:
+            raise SpecError(f"{where}: no array {name!r} in {g.inputs} (has {', '.join(npz)})")
         arr = npz[key]
         want = spec.shape_of(name, size)
         if tuple(arr.shape) != want:
@@ -95,11 +94,12 @@ def _golden_inputs(spec: PortSpec, size: SizeSpec) -> dict[str, np.ndarray] | No
     return arrays
 
 
-def make_inputs(spec: PortSpec, size: SizeSpec | str) -> list[Any]:
-    """Kernel arguments for one size, in the spec's (= kernel positional) order."""
+def make_inputs(spec: PortSpec, size: SizeSpec | str, limit_bytes: int | None = None) -> list[Any]:
+    """Kernel arguments for one size, in the spec's (= kernel positional) order. Callers check the
+    size first (numerics.guard); `limit_bytes` bounds what a golden npz may declare."""
     if isinstance(size, str):
         size = spec.size(size)
-    golden = _golden_inputs(spec, size) or {}
+    golden = _golden_inputs(spec, size, limit_bytes) or {}
     args: list[Any] = []
     for name, ispec in spec.inputs.items():
         if ispec.is_value:

@@ -18,10 +18,12 @@ from ..hardware import Target
 from ..rules import registry
 from ..toolchain.base import Backend, kernel_def_line
 from ..toolchain.types import ResourcePeaks, RunResult, TraceEntry
+from .guard import budget_bytes, size_guard
+from .npz import load_npz
 from .inputs import make_inputs
 from .metrics import Agreement, compare
 from .reference import ReferenceResult, check_shapes, run_reference
-from .spec import PortSpec, SizeSpec, SpecError
+from .spec import PortSpec, SizeSpec
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma", "sync")
 
@@ -72,15 +74,12 @@ def peaks_summary(peaks: ResourcePeaks, target: Target) -> dict[str, Any]:
     }
 
 
-def golden_outputs(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
+def golden_outputs(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> list[np.ndarray] | None:
     g = spec.golden
     if not g or not g.outputs or (g.size or spec.sizes[0].name) != size.name:
         return None
-    try:
-        npz = np.load(spec.dir / g.outputs, allow_pickle=False)
-    except Exception as exc:
-        raise SpecError(f"{spec.path}: golden.outputs: cannot read {spec.dir / g.outputs}: {exc}") from None
-    keys = sorted(npz.files, key=lambda k: (not k.startswith("arr_"), int(k[4:]) if k[4:].isdigit() else 0, k))
+    npz = load_npz(spec.dir / g.outputs, f"{spec.path}: golden.outputs", limit_bytes)
+    keys = sorted(npz, key=lambda k: (not k.startswith("arr_"), int(k[4:]) if k[4:].isdigit() else 0, k))
     return [npz[k] for k in keys]
 
 
@@ -92,15 +91,12 @@ def simulate_size(spec: PortSpec, size: SizeSpec, backend: Backend, *, target: T
     t0 = time.perf_counter()
     kpath = str(spec.nki_path)
     sr = SizeRun(size=size.name, bindings=size.bindings, status="skipped")
-    need = sum(8 * int(np.prod(spec.shape_of(n, size))) for n, i in spec.inputs.items() if not i.is_value)
-    if need > memory_mb * 1024 * 1024:
-        sr.findings.append(registry.get("TC109").finding(
-            f"Size {size.name!r} needs about {need / 2**20:.0f} MiB for its inputs (float64 while generating), "
-            f"over the {memory_mb} MiB simulation limit; skipped.",
-            file=str(spec.path), evidence={"size": size.name, "bytes": need, "memory_limit_mb": memory_mb}))
-        sr.notes.append(f"size {size.name}: skipped (inputs too large)")
+    too_big = size_guard(spec, size, memory_mb)  # before any allocation
+    if too_big is not None:
+        sr.findings.append(too_big)
+        sr.notes.append(f"size {size.name}: skipped (inputs too large for --memory-mb {memory_mb})")
         return sr
-    args = make_inputs(spec, size)
+    args = make_inputs(spec, size, budget_bytes(memory_mb))
     run = backend.run(kpath, spec.kernel_name, args, target=target, precise=precise,
                       stochastic_rounding=stochastic_rounding, timeout_s=timeout_s, memory_mb=memory_mb,
                       grid=spec.grid)
@@ -116,7 +112,7 @@ def simulate_size(spec: PortSpec, size: SizeSpec, backend: Backend, *, target: T
             sr.findings.extend(_agreement(sr, spec, run.outputs, ref.outputs, kpath))
     elif with_reference:
         sr.notes.append("no reference in the spec: outputs not compared")
-    golden = golden_outputs(spec, size)
+    golden = golden_outputs(spec, size, budget_bytes(memory_mb))
     if golden is not None and run.status == "ok":
         for a, g in zip(run.outputs, golden):
             if a.shape == g.shape:

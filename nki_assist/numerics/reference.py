@@ -7,6 +7,7 @@ as a `ReferenceResult` with status and a TC105 finding, never as an exception.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,7 +65,7 @@ def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeo
         return ReferenceResult(status, findings=[f], error=msg, line=line, elapsed_s=elapsed)
 
     out = run_in_child("nki_assist.numerics.refchild:child_call",
-                       {"path": str(path), "function": spec.reference_function, "args": upcast(args)},
+                       {"path": os.path.abspath(path), "function": spec.reference_function, "args": upcast(args)},
                        timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path))
     fn = spec.reference_function
     if out.status == "timeout":
@@ -93,11 +94,25 @@ def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeo
 
 
 def check_shapes(ref: ReferenceResult, kernel_outputs: list[np.ndarray], spec: PortSpec, size_name: str) -> list[Finding]:
-    """TC105 when the reference's output count differs from the kernel's (shape differences are TC107)."""
-    if not ref.ok or len(ref.outputs) == len(kernel_outputs):
+    """TC107 (error) when the reference's output count differs from the kernel's: outputs that have
+    no partner were never compared, so the size cannot pass (shape differences are TC107 too)."""
+    if not ref.ok:
         return []
-    return [registry.get("TC105").finding(
-        f"The reference {spec.reference_function} returned {len(ref.outputs)} outputs for size {size_name!r}; "
-        f"the kernel returned {len(kernel_outputs)}.",
-        file=str(spec.reference_path), evidence={"reference_outputs": len(ref.outputs),
-                                                 "kernel_outputs": len(kernel_outputs), "size": size_name})]
+    finding = arity_finding(len(kernel_outputs), len(ref.outputs), spec, size_name)
+    return [finding] if finding else []
+
+
+def arity_finding(n_kernel: int, n_reference: int, spec: PortSpec, size_name: str,
+                  file: str | None = None) -> Finding | None:
+    """The output-count mismatch as one TC107 finding at the kernel's `def` line (None when equal)."""
+    if n_kernel == n_reference:
+        return None
+    from ..toolchain.base import kernel_def_line
+
+    kpath = str(spec.nki_path)
+    return registry.get("TC107").finding(
+        f"The kernel returned {n_kernel} output{'s' if n_kernel != 1 else ''} for size {size_name!r}, the "
+        f"reference {spec.reference_function} {n_reference}: {abs(n_kernel - n_reference)} output(s) could "
+        f"not be compared, so the size is not verified.",
+        file=file or kpath, line=kernel_def_line(kpath, spec.kernel_name), confidence="medium",
+        evidence={"size": size_name, "kernel_outputs": n_kernel, "reference_outputs": n_reference})

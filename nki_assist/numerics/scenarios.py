@@ -12,6 +12,7 @@ Scenarios (issue 4):
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -20,11 +21,13 @@ import numpy as np
 
 from ..findings import Finding
 from ..hardware import Target
+from ..toolchain.base import relabel
 from ..toolchain.sandbox import run_in_child
 from ..toolchain.types import RunResult
+from .guard import budget_bytes, size_guard, size_need_bytes
 from .inputs import make_inputs, upcast
 from .metrics import Agreement, compare
-from .reference import ReferenceResult, normalize_outputs, run_reference
+from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
 
 KERNEL_SCENARIOS = {"trainium": dict(precise=True), "trainium-fp32": dict(precise=False),
@@ -67,6 +70,8 @@ class NumericsResult:
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # kernel/reference findings collected per run
     seconds: float = 0.0
+    skipped: dict[str, str] = field(default_factory=dict)  # size -> why it did not run (the size guard)
+    cancelled: bool = False
 
 
 def reduction_symbol(spec: PortSpec, output_shapes: list[tuple[int, ...]], size: SizeSpec) -> str | None:
@@ -113,11 +118,11 @@ def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: flo
     return res
 
 
-def _golden(spec: PortSpec, size: SizeSpec) -> list[np.ndarray] | None:
+def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> list[np.ndarray] | None:
     """The captured CUDA outputs of this size (portrun reads and orders them), in float64."""
     from .portrun import golden_outputs
 
-    outs = golden_outputs(spec, size)
+    outs = golden_outputs(spec, size, limit_bytes)
     return None if outs is None else [np.asarray(o).astype(np.float64) for o in outs]
 
 
@@ -142,15 +147,36 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
 
     if progress:
         progress(f"simulating {len(chosen)} size(s) x {len(scen)} scenario(s) and the reference", 1.0)
-    inputs = {size.name: make_inputs(spec, size) for size in chosen}
-    goldens = {size.name: _golden(spec, size) for size in chosen}
-    batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in chosen], scen, target,
+    budget = budget_bytes(memory_mb)
+    for size in list(chosen):  # the size guard runs before anything is allocated
+        too_big = size_guard(spec, size, memory_mb)
+        if too_big is not None:
+            result.findings.append(too_big)
+            result.skipped[size.name] = too_big.message
+            chosen.remove(size)
+            step += len(scen) + 2
+    # One child runs the first sizes whose arguments fit the budget together; the rest run one by one,
+    # their inputs generated only when their turn comes and released after.
+    batched, used = [], 0
+    for size in chosen:
+        need = size_need_bytes(spec, size)
+        if used + need > budget:
+            break
+        batched.append(size)
+        used += need
+    inputs = {size.name: make_inputs(spec, size, budget) for size in batched}
+    goldens = {size.name: _golden(spec, size, budget) for size in batched}
+    batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in batched], scen, target,
                      backend, gpu_precision, timeout_s, memory_mb) or {}
     for size in chosen:
         if cancelled and cancelled():
             result.notes.append("cancelled before all sizes ran")
+            result.cancelled = True
             break
-        args, golden = inputs[size.name], goldens[size.name]
+        if size.name in inputs:
+            args, golden = inputs.pop(size.name), goldens.pop(size.name)
+        else:
+            args, golden = make_inputs(spec, size, budget), _golden(spec, size, budget)
         batch = batches.get(size.name)
         ref = batch.get("reference") if batch else None
         if ref is None:
@@ -174,7 +200,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             sr.gpu_model, sr.gpu_model_source = batch["gpu-model"], f"reference@{gpu_precision}"
         elif ref.ok:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
-                               {"path": str(spec.reference_path), "function": spec.reference_function,
+                               {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
                                timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path))
             if out.status == "ok":
@@ -195,6 +221,10 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             if result.reduction_symbol is None:
                 result.reduction_symbol = reduction_symbol(spec, [o.shape for o in ref.outputs], size)
         trn = sr.runs.get("trainium")
+        if ref.ok and trn is not None and trn.status == "ok":
+            mismatch = arity_finding(len(trn.outputs), len(ref.outputs), spec, size.name)
+            if mismatch is not None:
+                result.findings.append(mismatch)
         if sr.gpu_model is not None and trn is not None and trn.status == "ok":
             sr.agreements[("trainium", "gpu-model")] = _compare_all(trn.outputs, sr.gpu_model, rtol, atol)
         if result.reduction_symbol:
@@ -261,7 +291,8 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
                 out[name] = res if res.status == "ok" else None
             except Exception:
                 out[name] = None
-        for key, a in (("reference", upcast(args)), ("gpu-model", job["gpu_args"])):
+        gpu_args = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
+        for key, a in (("reference", upcast(args)), ("gpu-model", gpu_args)):
             if ref_path is None or a is None:
                 continue
             try:
@@ -281,12 +312,13 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
         return None
     scenarios = {n: dict(KERNEL_SCENARIOS[n], trace=(n == "trainium")) for n in scen}
     options = {"target": target.name, "seed": 0, "lenient": True, "grid": spec.grid, "max_trace": 2_000_000}
-    ref_path = str(spec.reference_path) if spec.reference_path else None
-    payload = [{"size": name, "args": list(args),
-                "gpu_args": gpu_model_args(args, gpu_precision) if want_gpu and ref_path else None}
+    ref_path = os.path.abspath(spec.reference_path) if spec.reference_path else None
+    kpath = os.path.abspath(spec.nki_path)
+    payload = [{"size": name, "args": list(args),  # the child makes the float64 / gpu copies itself
+                "gpu_precision": gpu_precision if want_gpu and ref_path else None}
                for name, args, want_gpu in jobs]
     out = run_in_child("nki_assist.numerics.scenarios:child_batch",
-                       {"runner": backend.runner, "path": str(spec.nki_path), "kernel": spec.kernel_name,
+                       {"runner": backend.runner, "path": kpath, "kernel": spec.kernel_name,
                         "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
                         "ref_fn": spec.reference_function},
                        timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
@@ -297,6 +329,7 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
         for name in scen:
             if value.get(name) is not None:
                 value[name].backend = backend.name
+                relabel(value[name], kpath, str(spec.nki_path))
         if value.get("reference") is not None:
             outs = value["reference"]
             if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):

@@ -8,6 +8,7 @@ Nothing here runs user code: kernel and reference arities are read from the sour
 from __future__ import annotations
 
 import ast
+import json
 import math
 import tomllib
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Literal
 
 import ml_dtypes
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator, model_validator
 
 from ..hardware import TARGETS
 
@@ -40,6 +41,9 @@ DTYPES: dict[str, Any] = {
     "bool": np.bool_,
     "bool_": np.bool_,
 }
+MAX_SPEC_BYTES = 1_000_000
+MAX_SOURCE_BYTES = 20_000_000  # kernel and reference files are read (for arities) before anything runs
+MAX_GRID = 65_536
 _ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}
 
 
@@ -87,8 +91,8 @@ class PortSection(BaseModel):
     @field_validator("grid")
     @classmethod
     def _grid(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and (not v or any(g < 1 for g in v)):
-            raise ValueError("grid must be a non-empty list of positive ints")
+        if v is not None and (not v or any(g < 1 or g > MAX_GRID for g in v)):
+            raise ValueError(f"grid must be a non-empty list of ints from 1 to {MAX_GRID}")
         return v
 
 
@@ -97,14 +101,33 @@ class InputSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     shape: list[int | str] | None = None
-    dtype: str = "float32"
+    dtype: str | None = None  # required for arrays (checked below: a silent float32 hides port bugs)
     dist: Dist = "normal"
-    mean: float = 0.0
-    scale: float = 1.0
-    low: float | None = None
-    high: float | None = None
+    mean: FiniteFloat = 0.0
+    scale: FiniteFloat = 1.0
+    low: FiniteFloat | None = None
+    high: FiniteFloat | None = None
     seed: int = 0
     value: Any = None
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _shape(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not isinstance(v, list):
+            raise ValueError(f"shape must be a list of dimensions, got {v!r}")
+        if not v:
+            raise ValueError("shape is empty; give at least one dimension (a scalar is `{ value = ... }`)")
+        for i, dim in enumerate(v):
+            if isinstance(dim, bool) or not isinstance(dim, (int, str)):
+                shown = json.dumps(dim, default=str)  # TOML spelling: true, not True
+                raise ValueError(f"shape[{i}] is {shown}: each dimension is a positive int or a size symbol name")
+            if isinstance(dim, int) and dim < 1:
+                raise ValueError(f"shape[{i}] is {dim}: dimensions must be >= 1")
+            if isinstance(dim, str) and not dim.isidentifier():
+                raise ValueError(f"shape[{i}] {dim!r} is neither an int nor a size symbol name")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> "InputSpec":
@@ -113,12 +136,10 @@ class InputSpec(BaseModel):
             raise ValueError("give either `value` (a scalar or option) or `shape` (an array), not both")
         if not has_value and self.shape is None:
             raise ValueError("missing `shape` (or `value` for a scalar/option)")
-        if self.shape is not None:
-            for dim in self.shape:
-                if isinstance(dim, int) and dim < 1:
-                    raise ValueError(f"shape dimensions must be >= 1, got {dim}")
-                if isinstance(dim, str) and not dim.isidentifier():
-                    raise ValueError(f"shape entry {dim!r} is neither an int nor a size symbol name")
+        if has_value:
+            return self
+        if self.dtype is None:
+            raise ValueError(f"missing `dtype` (one of {', '.join(DTYPES)})")
         try:
             resolve_dtype(self.dtype)
         except KeyError:
@@ -137,7 +158,7 @@ class InputSpec(BaseModel):
 
     @property
     def np_dtype(self) -> np.dtype:
-        return resolve_dtype(self.dtype)
+        return resolve_dtype(self.dtype or "float32")
 
     @property
     def symbols(self) -> list[str]:
@@ -164,8 +185,8 @@ class SizeSpec(BaseModel):
 
 class Tolerance(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    rtol: float = Field(default=1e-2, ge=0)
-    atol: float = Field(default=1e-3, ge=0)
+    rtol: FiniteFloat = Field(default=1e-2, ge=0)
+    atol: FiniteFloat = Field(default=1e-3, ge=0)
 
 
 class Golden(BaseModel):
@@ -260,8 +281,27 @@ def _loc(loc: tuple) -> str:
     return "".join(parts) or "(top level)"
 
 
-def _functions(path: Path) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+def _functions(path: Path, where: str) -> dict[str, ast.FunctionDef]:
+    """Top-level functions of a Python file; SpecError (naming `where`, e.g. "port.toml: port.nki")
+    when it cannot be read, is not UTF-8 or does not parse."""
+    try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            raise SpecError(f"{where}: {path} has {path.stat().st_size:,} bytes; the limit is {MAX_SOURCE_BYTES:,}")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"{where}: {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+                        "save it as UTF-8") from None
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise SpecError(f"{where}: {path} does not parse: {exc.msg} (line {exc.lineno})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        raise SpecError(f"{where}: {path} does not parse: {type(exc).__name__}: {exc}") from None
     return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
@@ -296,7 +336,9 @@ def load_spec(path: str | Path) -> PortSpec:
     path = Path(path)
     where = str(path)
     if not path.is_file():
-        raise SpecError(f"{where}: spec file not found")
+        raise SpecError(f"{where}: spec file not found" if not path.exists() else f"{where}: not a regular file")
+    if path.stat().st_size > MAX_SPEC_BYTES:
+        raise SpecError(f"{where}: {path.stat().st_size:,} bytes; a port spec is at most {MAX_SPEC_BYTES:,}")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -324,7 +366,12 @@ def load_spec(path: str | Path) -> PortSpec:
         files += [("golden.inputs", data.golden.inputs), ("golden.outputs", data.golden.outputs)]
     for key, rel in files:
         if rel and not (base / rel).is_file():
-            raise SpecError(f"{where}: {key}: file not found: {base / rel}")
+            what = "not a regular file" if (base / rel).exists() else "file not found"
+            raise SpecError(f"{where}: {key}: {what}: {base / rel}")
+        if rel and key.startswith("golden."):
+            from .npz import npz_headers
+
+            npz_headers(base / rel, f"{where}: {key}")  # no pickles, readable headers: before anything runs
 
     names = list(data.inputs)
     # Sizes: unique names, every symbol bound, no stray bindings silently ignored.
@@ -347,10 +394,7 @@ def load_spec(path: str | Path) -> PortSpec:
         raise SpecError(f"{where}: golden.size: no size named {data.golden.size!r}")
 
     # Kernel: exists, is the only kernel when unnamed, takes the declared inputs.
-    try:
-        kfuncs = _functions(base / data.port.nki)
-    except SyntaxError as exc:
-        raise SpecError(f"{where}: port.nki: {base / data.port.nki} does not parse: {exc.msg} (line {exc.lineno})") from None
+    kfuncs = _functions(base / data.port.nki, f"{where}: port.nki")
     kernel = data.port.nki_kernel
     if kernel is None:
         kernels = [n for n, f in kfuncs.items() if _is_kernel(f)] or (list(kfuncs) if len(kfuncs) == 1 else [])
@@ -368,10 +412,7 @@ def load_spec(path: str | Path) -> PortSpec:
     ref_fn = None
     if data.port.reference:
         rfile, ref_fn = (p.strip() for p in data.port.reference.split(":"))
-        try:
-            rfuncs = _functions(base / rfile)
-        except SyntaxError as exc:
-            raise SpecError(f"{where}: port.reference: {base / rfile} does not parse: {exc.msg} (line {exc.lineno})") from None
+        rfuncs = _functions(base / rfile, f"{where}: port.reference")
         if ref_fn not in rfuncs:
             raise SpecError(f"{where}: port.reference: no top-level function {ref_fn!r} in {rfile} "
                             f"(found: {', '.join(rfuncs) or 'none'})")

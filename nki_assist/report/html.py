@@ -26,7 +26,7 @@ body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;max-width:980px;m
 h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.8em}
 a{color:#0969da}code{background:#f6f8fa;border-radius:4px;padding:0 .25em;font-size:.92em}
 .verdict{display:inline-block;padding:.2em .7em;border-radius:4px;font-weight:600;color:#fff}
-.v-block{background:#cf222e}.v-revise{background:#bc4c00}.v-approve-with-nits{background:#1a7f37}.v-approve{background:#1a7f37}
+.v-block{background:#cf222e}.v-incomplete{background:#6e7781}.v-revise{background:#bc4c00}.v-approve-with-nits{background:#1a7f37}.v-approve{background:#1a7f37}
 nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.4em 1.2em;margin:1em 0;font-size:.92em}
 nav.toc ol{margin:.2em 0;padding-left:1.4em}nav.toc>ol>li{margin:.15em 0}
 .item{border:1px solid #d0d7de;border-left-width:5px;border-radius:4px;padding:.4em 1em;margin:1em 0}

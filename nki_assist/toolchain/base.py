@@ -13,7 +13,7 @@ from .sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, ChildOutcome
 from .types import RunResult
 
 __all__ = ["Backend", "DEFAULT_TIMEOUT_S", "DEFAULT_MEMORY_MB", "kernel_def_line", "outcome_result",
-           "as_target"]
+           "as_target", "relabel"]
 
 
 class Backend(ABC):
@@ -70,6 +70,15 @@ def outcome_result(backend: str, out: ChildOutcome, kernel_path: str, kernel_nam
             f"Running the kernel needed more than the {memory_mb} MiB memory limit ({out.error}).",
             file=kernel_path, line=line, evidence=ev)
         status = "out-of-memory"
+    elif out.status == "crashed" and out.in_user_code:
+        ev["process"] = out.error
+        if out.stderr:
+            ev["stderr_tail"] = out.stderr[-800:]
+        where = f" at line {out.line}" if out.line else ""
+        f = registry.get("TC110").finding(
+            f"The kernel's process ended without a result{where}: {out.error}.", file=kernel_path, line=line,
+            evidence=ev, confidence="high" if out.line else "medium")
+        status = "kernel-error"
     elif out.status == "error" and out.line is not None:
         ev["exception"] = out.error
         f = registry.get("TC106").finding(f"The kernel raised {out.error}", file=kernel_path, line=line,
@@ -85,3 +94,15 @@ def outcome_result(backend: str, out: ChildOutcome, kernel_path: str, kernel_nam
     return RunResult(backend=backend, status=status, findings=[f], elapsed_s=out.elapsed_s,
                      error=out.error, error_line=out.line,
                      notes=[f"{backend}: {status}: {out.error}"])
+
+
+def relabel(result: RunResult, actual: str, given: str) -> RunResult:
+    """Name the kernel file as the caller gave it: the child saw an absolute path (it runs in a
+    temporary directory), findings and trace entries should carry the caller's spelling."""
+    if actual == given:
+        return result
+    result.findings = [f.model_copy(update={"file": given}) if f.file == actual else f for f in result.findings]
+    for e in result.trace:
+        if e.file == actual:
+            e.file = given
+    return result

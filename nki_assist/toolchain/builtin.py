@@ -8,7 +8,7 @@ from typing import Any
 
 from ..hardware import Target
 from ..rules import registry
-from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result
+from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result, relabel
 from .sandbox import run_in_child
 from .types import RunResult
 
@@ -46,11 +46,12 @@ class BuiltinBackend(Backend):
             grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000,
             lenient: bool = True) -> RunResult:
         kernel_path = str(kernel_path)
+        abs_path = os.path.abspath(kernel_path)  # the child runs in a temporary directory
         options = {"target": as_target(target).name, "precise": precise, "stochastic_rounding": stochastic_rounding,
                    "seed": seed, "lenient": lenient, "grid": tuple(grid) if grid else None, "trace": trace,
                    "max_trace": max_trace}
         out = run_in_child("nki_assist.toolchain.builtin:child_run",
-                           {"runner": self.runner, "path": kernel_path, "kernel": kernel_name, "args": list(args),
+                           {"runner": self.runner, "path": abs_path, "kernel": kernel_name, "args": list(args),
                             "kwargs": kwargs, "options": options},
                            timeout_s=timeout_s, memory_mb=memory_mb, watch=kernel_path,
                            preload=(self.runner.split(":")[0],))
@@ -61,7 +62,7 @@ class BuiltinBackend(Backend):
             out.status, out.error = "crashed", f"runner returned {type(result).__name__}, not RunResult"
             return outcome_result(self.name, out, kernel_path, kernel_name, timeout_s, memory_mb)
         result.backend = self.name
-        return self._complete(result, kernel_path, kernel_name, memory_mb)
+        return self._complete(relabel(result, abs_path, kernel_path), kernel_path, kernel_name, memory_mb)
 
     def _complete(self, r: RunResult, path: str, kernel: str | None, memory_mb: int) -> RunResult:
         """Make sure a failed run carries a finding that says why (the simulator may only set status)."""

@@ -1,21 +1,34 @@
 """Child-process entry: `python -m nki_assist.toolchain.child JOBDIR`.
 
-Runs one task (a "module:function" called with pickled keyword arguments) under an address-space
-limit, with a faulthandler watchdog that dumps every Python stack to JOBDIR/timeout.txt and exits
-when the wall-time limit passes (it works even while the main thread is stuck inside NumPy C code).
-The result, or the exception with the innermost line in the watched user file, goes to
-JOBDIR/result.pkl. Never imported by the parent except for `frame_line`.
+Two processes. The **supervisor** (this process) imports the task's module, then forks the
+**worker** and stays outside the user code: it is the worker's parent (so `os.getppid()` in a
+kernel names the supervisor, never nki-assist), a child subreaper (orphaned descendants come back
+to it instead of init), and after the worker ends it kills every descendant that is left and
+records how the worker ended in JOBDIR/exit.json.
+
+The worker arms the limits (wall time via a faulthandler watchdog that dumps every Python stack to
+JOBDIR/timeout.txt and exits even inside NumPy C code; RLIMIT_AS/CPU/FSIZE/NPROC/CORE), touches
+JOBDIR/armed, runs the task ("module:function" with pickled keyword arguments) and writes the
+result, or the exception with the innermost line of the watched user file, to JOBDIR/result.pkl.
+Never imported by the parent except for `frame_line`.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import importlib
+import json
 import os
 import pickle
+import signal
 import sys
 import traceback
 from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+NPROC_MARGIN = 16  # tasks (processes + threads) the worker may add for a non-root user
+MIN_FILE_MB = 64
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -36,12 +49,50 @@ def frame_line(tb, watch: str | None) -> int | None:
     return line
 
 
-def _limit_memory(memory_mb: int) -> None:
-    if memory_mb and memory_mb > 0:
-        import resource
+def _user_tasks() -> int:
+    """Tasks (threads included) of this real uid: what RLIMIT_NPROC counts."""
+    uid, n = os.getuid(), 0
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not pid.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                threads = next((ln for ln in fh if ln.startswith(b"Threads:")), b"Threads: 1")
+            n += int(threads.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return n
 
-        limit = int(memory_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+def _limits(memory_mb: int, timeout_s: float) -> dict[str, int | None]:
+    """Arm the resource limits of the worker; returns what was set (for the record)."""
+    import resource
+
+    set_: dict[str, int | None] = {}
+
+    def lim(name: str, value: int) -> None:
+        which = getattr(resource, name, None)
+        if which is None:
+            return
+        try:
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value))
+            set_[name] = value
+        except (ValueError, OSError):
+            set_[name] = None
+
+    lim("RLIMIT_CORE", 0)
+    if memory_mb and memory_mb > 0:
+        lim("RLIMIT_AS", int(memory_mb) * 2**20)
+        lim("RLIMIT_FSIZE", max(int(memory_mb), MIN_FILE_MB) * 2**20)
+    if timeout_s and timeout_s > 0:
+        lim("RLIMIT_CPU", int(timeout_s) + 2)
+    if os.getuid() != 0:  # Linux does not enforce RLIMIT_NPROC for root; see docs/toolchain.md
+        lim("RLIMIT_NPROC", _user_tasks() + NPROC_MARGIN)
+    return set_
 
 
 def _write(jobdir: Path, payload: dict) -> None:
@@ -51,32 +102,24 @@ def _write(jobdir: Path, payload: dict) -> None:
     except Exception as exc:  # unpicklable or too large for the memory limit
         data = pickle.dumps({"status": "error", "error": f"result could not be pickled: {type(exc).__name__}: {exc}",
                              "line": None, "traceback": ""})
-    tmp.write_bytes(data)
+    try:
+        tmp.write_bytes(data)
+    except OSError as exc:  # RLIMIT_FSIZE: the result is larger than the file-size limit
+        tmp.write_bytes(pickle.dumps({"status": "error", "line": None, "traceback": "", "memory": True,
+                                      "error": f"result too large to return ({len(data):,} bytes: {exc.strerror})"}))
     tmp.replace(jobdir / "result.pkl")
 
 
-def main(jobdir: str) -> int:
-    job = Path(jobdir)
-    task = pickle.loads((job / "task.pkl").read_bytes())
-    for p in reversed(task.get("sys_path", [])):
-        if p not in sys.path:
-            sys.path.insert(0, p)
+def _work(job: Path, task: dict, fn) -> None:
+    """The worker: limits, the task, the result. Never returns."""
     os.environ.update(task.get("env", {}))
     watch = task.get("watch")
     timeout_s = float(task.get("timeout_s") or 0)
-    # Import the task's module before arming the limits: imports are ours, not the user's.
-    mod_name, fn_name = task["call"].split(":")
-    fn = getattr(importlib.import_module(mod_name), fn_name)
-    for name in task.get("preload", ()):  # e.g. the simulator, so its import is not timed
-        try:
-            importlib.import_module(name)
-        except Exception:
-            pass  # the task itself reports the import error
     dump = open(job / "timeout.txt", "w")
-    if timeout_s > 0:
+    if timeout_s > 0:  # its thread starts here, before RLIMIT_NPROC forbids new threads
         faulthandler.dump_traceback_later(timeout_s, exit=True, file=dump)
-    _limit_memory(int(task.get("memory_mb") or 0))
-    (job / "armed").touch()  # the parent's own deadline counts from here
+    _limits(int(task.get("memory_mb") or 0), timeout_s)
+    (job / "armed").touch()  # the parent's own deadline counts from here; user code runs after it
     try:
         value = fn(**task.get("kwargs", {}))
         payload = {"status": "ok", "value": value}
@@ -97,6 +140,88 @@ def main(jobdir: str) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown (user atexit handlers, threads)
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent's session sweep still applies
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies (nki-assist killed mid-run, or the supervisor)."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _supervise(job: Path, worker: int) -> int:
+    """Wait for the worker, kill whatever it left behind, record how it ended."""
+    from .procs import descendants, kill_all
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_IGN)  # signals aimed at "the parent" by user code
+    while True:
+        try:
+            pid, status = os.waitpid(worker, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            pid, status = worker, 0
+            break
+    for _ in range(20):  # orphans re-parent to us (subreaper); forks may race with the kill
+        left = descendants(os.getpid())
+        if not left:
+            break
+        kill_all(left)
+        _reap_all()
+    _reap_all()
+    ended = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
+    (job / "exit.json").write_text(json.dumps(ended))
+    return 0
+
+
+def main(jobdir: str) -> int:
+    _die_with_parent(os.getppid())
+    job = Path(jobdir)
+    task = pickle.loads((job / "task.pkl").read_bytes())
+    for p in reversed(task.get("sys_path", [])):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    # Import the task's module before arming the limits: imports are ours, not the user's.
+    mod_name, fn_name = task["call"].split(":")
+    fn = getattr(importlib.import_module(mod_name), fn_name)
+    for name in task.get("preload", ()):  # e.g. the simulator, so its import is not timed
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass  # the task itself reports the import error
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    supervisor = os.getpid()
+    worker = os.fork()
+    if worker == 0:
+        _die_with_parent(supervisor)
+        try:
+            _work(job, task, fn)
+        finally:
+            os._exit(70)  # _work never returns; this guards against a bug in it
+    return _supervise(job, worker)
 
 
 if __name__ == "__main__":

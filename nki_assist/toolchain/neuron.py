@@ -140,7 +140,7 @@ class NeuronBackend(Backend):
         if stochastic_rounding:
             env["NEURON_RT_STOCHASTIC_ROUNDING_EN"] = "1"
         out = run_in_child("nki_assist.toolchain.neuron:child_run",
-                           {"api": api, "path": kernel_path, "kernel": kernel_name, "args": list(args),
+                           {"api": api, "path": os.path.abspath(kernel_path), "kernel": kernel_name, "args": list(args),
                             "kwargs": kwargs, "grid": tuple(grid) if grid else None},
                            timeout_s=timeout_s, memory_mb=memory_mb, watch=kernel_path, env=env)
         if out.status == "error":

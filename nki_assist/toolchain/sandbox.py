@@ -1,15 +1,24 @@
-"""Run user code (kernels, references) in a child process with a wall-time and address-space limit.
+"""Run user code (kernels, references) in a contained child process.
 
-The parent never hangs and never crashes: a timeout, an allocation beyond the limit, a segfault or
-an unpicklable result all come back as a `ChildOutcome` with a status, a one-line error and, when it
-can be found, the line of the user file that was executing.
+What the sandbox promises (docs/toolchain.md "Sandbox"): a wall-time limit, an address-space,
+CPU-time and file-size limit, no core dumps, a process limit (non-root users), a minimal
+allow-listed environment (no API keys or tokens), a fresh temporary working directory, its own
+session and process group, and that every process it started is killed when the run ends, however
+it ends. It does not protect the file system or the network (the opt-in `strong` mode of
+`isolation.py` adds namespaces where the platform has them).
+
+The parent never hangs and never crashes: a timeout, an allocation beyond the limit, a segfault,
+`os._exit`, a signal or an unpicklable result all come back as a `ChildOutcome` with a status, a
+one-line error (secrets redacted) and, when it can be found, the line of the user file that ran.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -19,10 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..redact import is_secret_name, redact
+from .isolation import wrap
+from .procs import now_ticks, sweep
+
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
 KILL_GRACE_S = 3.0  # after the child's own watchdog should have fired and exited
 STARTUP_LIMIT_S = 60.0  # interpreter + simulator imports before the limits are armed
+TOKEN_ENV = "NKI_ASSIST_SANDBOX_ID"  # marks every process of one run (found and killed at its end)
+PASS_ENV = "NKI_ASSIST_CHILD_ENV"  # comma list of extra variable names to pass (never secrets)
+ENV_ALLOW = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
+                       "PYTHONDONTWRITEBYTECODE", "SYSTEMROOT"})
+ENV_ALLOW_PREFIXES = ("LC_", "NEURON_", "NKI_PRECISE", "XLA_", "OMP_", "OPENBLAS_", "MKL_")
 
 OutcomeStatus = Literal["ok", "error", "timeout", "out-of-memory", "crashed"]
 
@@ -36,6 +54,9 @@ class ChildOutcome:
     traceback: str = ""
     elapsed_s: float = 0.0
     stderr: str = ""
+    in_user_code: bool = False  # the limits were armed: the task (user code) had started
+    leftovers: int = 0  # processes of the run still alive at its end (killed)
+    sandbox: str = "basic"
 
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
@@ -66,9 +87,16 @@ def _signal_name(code: int) -> str:
 def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def _end_run(proc: subprocess.Popen, token: str, since: int) -> int:
+    """Kill everything the run started: its process group and session, and any descendant that
+    left them (found by the run's token in its environment). Returns how many were still alive."""
+    _kill(proc)
+    return sweep(sid=proc.pid, token=token, since=max(0, since - 1))
 
 
 def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float) -> bool:
@@ -102,64 +130,100 @@ def _child_path() -> list[str]:
     return [p for p in sys.path if p and os.path.isdir(p)]
 
 
+def child_env(extra: dict[str, str] | None = None, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: an allow-list of the parent's (locale, PATH, Neuron/NKI and BLAS
+    settings, names listed in NKI_ASSIST_CHILD_ENV), never a secret-named variable."""
+    environ = dict(os.environ if environ is None else environ)
+    wanted = {n.strip() for n in environ.get(PASS_ENV, "").split(",") if n.strip()}
+    env = {k: v for k, v in environ.items()
+           if (k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIXES) or k in wanted) and not is_secret_name(k)}
+    env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
+    return env
+
+
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
                  env: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> ChildOutcome:
     """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
 
-    `preload` modules are imported before the time and memory limits start."""
+    Paths in `kwargs` must be absolute (the child runs in a temporary directory). `preload` modules
+    are imported before the limits start. Raises `isolation.SandboxUnavailable` only when the strong
+    mode was selected and has become unusable."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
         job = Path(tmp)
+        work = job / "work"
+        work.mkdir()
         task = {"call": call, "kwargs": kwargs, "timeout_s": timeout_s, "memory_mb": memory_mb,
                 "watch": os.path.abspath(watch) if watch else None, "env": env or {},
                 "sys_path": _child_path(), "preload": list(preload)}
         try:
-            (job / "task.pkl").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+            with open(job / "task.pkl", "wb") as fh:  # streamed: no second in-memory copy of the arguments
+                pickle.dump(task, fh, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
             return ChildOutcome("crashed", error=f"cannot pass arguments to the child: {type(exc).__name__}: {exc}")
-        child_env = dict(os.environ)
-        child_env["PYTHONPATH"] = os.pathsep.join(task["sys_path"])
-        child_env.setdefault("PYTHONFAULTHANDLER", "1")
+        token = secrets.token_hex(12)
+        cenv = child_env()
+        cenv.update({"PYTHONPATH": os.pathsep.join(task["sys_path"]), TOKEN_ENV: token, "HOME": str(work),
+                     "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
+        command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
         with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err:
+            started = now_ticks()
             try:
-                proc = subprocess.Popen([sys.executable, "-m", "nki_assist.toolchain.child", str(job)],
-                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_env,
-                                        start_new_session=True, cwd=os.getcwd())
+                proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=cenv,
+                                        start_new_session=True, cwd=work)
             except OSError as exc:
-                return ChildOutcome("crashed", error=f"cannot start the child process: {exc}")
+                return ChildOutcome("crashed", error=f"cannot start the child process: {exc}", sandbox=mode)
             killed = False
             try:
                 killed = _wait(proc, job / "armed", timeout_s)
-            except BaseException:  # Ctrl-C in the parent: do not leave the child running
-                _kill(proc)
-                raise
-        elapsed = time.perf_counter() - t0
-        stderr = (job / "stderr.txt").read_text(errors="replace")[-4000:]
-        dump = (job / "timeout.txt").read_text(errors="replace") if (job / "timeout.txt").exists() else ""
-        result = job / "result.pkl"
-        if result.exists():
-            try:
-                payload = pickle.loads(result.read_bytes())
-            except Exception as exc:
-                return ChildOutcome("crashed", error=f"unreadable result: {type(exc).__name__}: {exc}",
-                                    elapsed_s=elapsed, stderr=stderr)
-            status = payload["status"]
-            if status == "error" and payload.get("memory"):
-                status = "out-of-memory"
-            return ChildOutcome(status, value=payload.get("value"), error=payload.get("error"),
-                                line=payload.get("line"), traceback=payload.get("traceback", ""),
-                                elapsed_s=elapsed, stderr=stderr)
-        if killed or "Timeout (" in dump:
-            return ChildOutcome("timeout", error=f"no result after {timeout_s:g} s (wall-time limit)",
-                                line=timeout_line(dump, watch), traceback=dump[-4000:],
-                                elapsed_s=elapsed, stderr=stderr)
-        code = proc.returncode
-        if code is not None and code < 0:
-            name = _signal_name(code)
-            hint = " (likely the system out-of-memory killer)" if name == "SIGKILL" else ""
-            return ChildOutcome("crashed", error=f"child process killed by {name}{hint}",
-                                line=timeout_line(stderr, watch), elapsed_s=elapsed, stderr=stderr)
-        last = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
-        return ChildOutcome("crashed", error=f"child process exited with code {code}: {last[:300]}",
-                            line=timeout_line(stderr, watch), elapsed_s=elapsed, stderr=stderr)
+            finally:  # every run ends with its whole process tree gone (Ctrl-C in the parent included)
+                leftovers = _end_run(proc, token, started)
+        out = _outcome(job, proc.returncode, killed, timeout_s, watch)
+        out.elapsed_s, out.leftovers, out.sandbox = time.perf_counter() - t0, leftovers, mode
+        out.error = redact(out.error) if out.error else out.error
+        out.traceback, out.stderr = redact(out.traceback), redact(out.stderr)
+        return out
+
+
+def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch: str | None) -> ChildOutcome:
+    """Read what the supervisor and the worker left in the job directory."""
+    stderr = (job / "stderr.txt").read_text(errors="replace")[-4000:]
+    dump = (job / "timeout.txt").read_text(errors="replace") if (job / "timeout.txt").exists() else ""
+    armed = (job / "armed").exists()
+    try:
+        ended = json.loads((job / "exit.json").read_text())
+    except (OSError, ValueError):
+        ended = None  # the supervisor itself did not finish (killed by the parent, or by the user code)
+    result = job / "result.pkl"
+    if result.exists() and ended is not None:
+        try:
+            payload = pickle.loads(result.read_bytes())
+        except Exception as exc:
+            return ChildOutcome("crashed", error=f"unreadable result: {type(exc).__name__}: {exc}",
+                                stderr=stderr, in_user_code=armed)
+        status = payload["status"]
+        if status == "error" and payload.get("memory"):
+            status = "out-of-memory"
+        return ChildOutcome(status, value=payload.get("value"), error=payload.get("error"),
+                            line=payload.get("line"), traceback=payload.get("traceback", ""),
+                            stderr=stderr, in_user_code=armed)
+    if killed or "Timeout (" in dump:
+        return ChildOutcome("timeout", error=f"no result after {timeout_s:g} s (wall-time limit)",
+                            line=timeout_line(dump, watch), traceback=dump[-4000:], stderr=stderr,
+                            in_user_code=armed)
+    line = timeout_line(stderr, watch)
+    if ended is None:
+        how = f"killed by {_signal_name(code)}" if code is not None and code < 0 else f"exited with code {code}"
+        return ChildOutcome("crashed", error=f"the sandbox supervisor was {how} before the run finished "
+                            "(user code may have signalled its parent)", line=line, stderr=stderr,
+                            in_user_code=armed)
+    if "signal" in ended:
+        name = _signal_name(-int(ended["signal"]))
+        hint = {"SIGKILL": " (the system out-of-memory killer, or the code killed itself)",
+                "SIGXCPU": " (CPU-time limit)", "SIGXFSZ": " (file-size limit)"}.get(name, "")
+        return ChildOutcome("crashed", error=f"process killed by {name}{hint}", line=line, stderr=stderr,
+                            in_user_code=armed)
+    last = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+    return ChildOutcome("crashed", error=f"process exited with code {ended.get('code')} without a result "
+                        f"(os._exit or a native exit): {last[:300]}", line=line, stderr=stderr, in_user_code=armed)

@@ -210,7 +210,7 @@ def test_unreadable_file_is_an_error_entry(fake_front_ends, tmp_path, monkeypatc
     def denied(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(check_mod, "open", denied, raising=False)  # root ignores chmod 000
+    monkeypatch.setattr(check_mod, "read_regular", denied)  # root ignores chmod 000
     report = check_paths([str(path)], CheckOptions())
     assert report.findings == [] and report.files_checked == 0
     assert report.errors == [f"{path}: cannot read: Permission denied"]

@@ -66,6 +66,7 @@ def test_outputs_match_and_cross_check_is_clean(stand_in):
 
 def test_mismatch_between_backends_is_tc104(stand_in, monkeypatch):
     monkeypatch.setenv("FAKE_NKI_PERTURB", "0.5")
+    monkeypatch.setenv("NKI_ASSIST_CHILD_ENV", "FAKE_NKI_PERTURB")  # the sandbox passes only listed names
     x = np.ones((2, 4), dtype=np.float32)
     r = stand_in.run(KERNEL, "double", [x], timeout_s=30)
     (f,) = [f for f in r.findings if f.rule == "TC104"]

@@ -67,11 +67,11 @@ def test_kernel_exception_reports_the_raising_line(fake_runner):
     assert f.rule == "TC106" and f.line == _line_of(KERNEL, "assert x.shape[1] % 8 == 0")
 
 
-def test_child_crash_is_backend_error_not_parent_crash(fake_runner):
+def test_kernel_crash_is_an_error_finding_not_parent_crash(fake_runner):
     r = BuiltinBackend(fake_runner).run(KERNEL, "axpy_abort", _args(), timeout_s=30)
-    assert r.status == "backend-error"
+    assert r.status == "kernel-error"  # the kernel ran when the process died: never a pass
     (f,) = r.findings
-    assert f.rule == "TC103" and "SIGABRT" in r.error
+    assert f.rule == "TC110" and f.severity.value == "error" and "SIGABRT" in r.error
     assert f.line == _line_of(KERNEL, "os.abort()")  # from the faulthandler dump on stderr
 
 

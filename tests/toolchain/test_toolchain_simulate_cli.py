@@ -101,7 +101,8 @@ def test_huge_size_is_skipped_not_run(cli, axpy_port, tmp_path, capsys):
                 "--memory-mb", "1024"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["sizes"][0]["status"] == "skipped" and doc["findings"][0]["rule"] == "TC109"
-    assert code == 0  # a warning only: --fail-on error
+    assert code == 1 and doc["complete"] is False  # a skipped size is never a pass (issue 17)
+    assert doc["incomplete"] == ["size 'ragged' not compared (skipped, too large for --memory-mb)"]
 
 
 def test_usage_errors_exit_2(cli, axpy_port, tmp_path, capsys):

@@ -93,4 +93,15 @@ RULES = [
         source="toolchain",
         fix="Use a smaller size for simulation, or raise --memory-mb.",
     ),
+    RuleSpec(
+        id="TC110",
+        name="kernel-crash",
+        category="output-mismatch",
+        severity=Severity.ERROR,
+        summary="The kernel's process ended without a result while the kernel ran (os._exit, a signal, "
+                "a native crash, or it killed its supervisor), so nothing was checked for that size.",
+        source="toolchain",
+        fix="Remove process-level calls from the kernel (os._exit, sys.exit in threads, os.kill, ctypes); "
+            "a kernel must return its outputs. The stderr tail in the evidence shows where it died.",
+    ),
 ]

@@ -1,0 +1,58 @@
+"""JSON-RPC protocol that answers every request, even one whose params do not deserialize.
+
+pygls turns a request with malformed params (a string where a position's line should be, a
+negative character, a missing textDocument) into an exception while decoding the message and
+only logs it: the client then waits forever for its answer. Here such a request gets a JSON-RPC
+error response (-32602 Invalid params, naming the bad field) and is otherwise dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol.types import ResponseError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger("nki_assist.lsp")
+
+
+class _Answered:
+    """Stands in for a request that was already answered with an error."""
+
+    jsonrpc = "answered"
+
+
+ANSWERED = _Answered()
+
+
+def _why(exc: BaseException) -> str:
+    cause = exc.__cause__
+    try:
+        from cattrs import transform_error
+
+        lines = transform_error(cause) if cause is not None else []
+    except Exception:  # noqa: BLE001 - not a cattrs error: keep the generic text
+        lines = []
+    return "; ".join(lines[:3]) or (str(cause) if cause else str(exc))
+
+
+class AnsweringProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("jsonrpc" in data and "id" in data and "method" in data):
+                raise  # a notification or a response: nobody waits for an answer
+            method = data.get("method")
+            code = JsonRpcInvalidParams.CODE if isinstance(exc, JsonRpcInvalidParams) else exc.code
+            message = f"invalid params for {method}: {_why(exc)}"
+            log.warning("answered request %r with an error: %s", data.get("id"), message)
+            self._send_response(data["id"], error=ResponseError(code=code, message=message))
+            return ANSWERED
+
+    def handle_message(self, message):
+        if message is ANSWERED:
+            return None
+        return super().handle_message(message)
