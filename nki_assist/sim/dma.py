@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import mathops
+from . import mathops, unwritten
 from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx_site, is_tensor, new_tile, opname,
                    read, tile_mask, write)
 from .dtypes import resolve
@@ -49,14 +49,20 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
         check_placement(ctx, line, label, dst, ("sbuf", "hbm"), "destination")
     shape = dst.shape
     m = tile_mask(mask, shape) if mask is not None else None
-    if value is None:
-        src_shape = src.shape
-        sm = m if (m is not None and src_shape == shape) else None
-        if transpose_2d:
-            sm = m.T if m is not None and m.T.shape == src_shape else None
-        value = read(src, sm, line)
-        if transpose_2d:
-            value = value.reshape(value.shape[0], -1).T
+    # on-chip destinations inherit unwritten source positions; a write to HBM reports them (unwritten.py)
+    owner = unwritten.begin() if not dst.st.buffer.endswith("hbm") else False
+    try:
+        if value is None:
+            src_shape = src.shape
+            sm = m if (m is not None and src_shape == shape) else None
+            if transpose_2d:
+                sm = m.T if m is not None and m.T.shape == src_shape else None
+            value = read(src, sm, line)
+            if transpose_2d:
+                value = value.reshape(value.shape[0], -1).T
+        old = read(dst, m, line) if accumulate_op is not None else None
+    finally:
+        poison = unwritten.end(owner)
     if value.shape != shape:
         if value.size != int(np.prod(shape)):
             raise SimShapeError(f"{label}: source {list(src.shape)} and destination {list(shape)} hold different "
@@ -65,9 +71,13 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
     same = src.st.dt is dst.st.dt
     val = value if same else ctx.round(mathops.f32(value) if src.st.dt.is_float else value, dst.st.dt)
     if accumulate_op is not None:
-        old = read(dst, m, line)
         val = ctx.round(mathops.BINARY[opname(accumulate_op)](mathops.f32(old), mathops.f32(val)), dst.st.dt)
     write(dst, val, m, line)
+    if poison:
+        if transpose_2d:
+            unwritten.transpose(dst, poison, tuple(src.shape))
+        else:
+            unwritten.elementwise(dst, poison)
     _dma_trace(ctx, line, depth, dst, src, m, op)
 
 
@@ -134,3 +144,16 @@ def store(dst: Tensor, value, *, mask=None) -> None:
         m = tile_mask(mask, dst.shape) if mask is not None else None
         write(dst, ctx.round(v, dst.st.dt), m, line)
         ctx.instr("dma", "dma_store", line, depth, dst, [], direction="store")
+
+
+def transpose_copy(src: Tensor, *, dtype=None, mask=None) -> Tensor:
+    """Legacy `nisa.dma_transpose(src)`: a new SBUF tile holding src's 2-D transpose, moved by DMA."""
+    if src.st.buffer.endswith("hbm"):
+        return load(src, dtype=dtype, mask=mask, transpose_2d=True, op="dma_transpose")
+    ctx, line, depth = ctx_site()
+    P = src.shape[0]
+    shape = (int(np.prod(src.shape[1:])), P)
+    dt = resolve(dtype) if dtype is not None else src.st.dt
+    out = new_tile(shape, dt, "sbuf", line, None)
+    dma_at(ctx, line, depth, out, src, mask=mask, op="dma_transpose", transpose_2d=True)
+    return out

@@ -30,7 +30,8 @@ class SimShapeError(ValueError):
 # -- storage ---------------------------------------------------------------------------------------
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
-                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "__weakref__")
+                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
+                 "__weakref__")
 
     def __del__(self):
         try:
@@ -53,8 +54,9 @@ def _prod(xs) -> int:
 
 def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | None = None, pax: int = 0,
              data: np.ndarray | None = None, written: bool = False, pending: bool = False,
-             role: str = "tile", quiet: bool = False) -> Storage:
-    """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted."""
+             role: str = "tile", quiet: bool = False, blocks: int | None = None) -> Storage:
+    """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted.
+    `blocks`: physical tiles of a modular direct allocation (fewer than the tensor's block dims)."""
     ctx = context.CTX
     if type(shape) is not tuple:
         shape = tuple(int(d) for d in shape)
@@ -75,9 +77,16 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.bytes_pp = 0
     st.banks = 0
     st.written = None
+    st.holes = False  # a masked write left positions unwritten on purpose (unwritten.py)
+    st.skipped = None
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
+        if blocks is not None and st.bytes_pp:
+            logical = _prod(shape[:pax]) or 1
+            if blocks < logical:
+                st.banks = st.banks * blocks // logical if st.buffer == "psum" else 0
+                st.bytes_pp = st.bytes_pp * blocks // logical
         if ctx.legacy and ctx.loops:
             ctx.loops[-1].scope.append(st)
         if pending:
@@ -326,7 +335,9 @@ class Tensor:
             return  # `t[i] += x` already wrote through the view
         assign(dst, value)
 
-    def reshape(self, *shape) -> "Tensor":
+    def reshape(self, *shape, **kw) -> "Tensor":
+        if not shape and "shape" in kw:  # t.reshape(shape=(...))
+            shape = (kw.pop("shape"),)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
@@ -336,7 +347,7 @@ class Tensor:
         if _prod(shape) != self.size:
             raise SimShapeError(f"cannot reshape {list(self.shape)} to {list(shape)}")
         if not self.is_whole():
-            raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor")
+            raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor", limit=True)
         st = self.st
         al = Storage()
         for f in ("dt", "buffer", "name", "line", "seq", "role", "ctx", "bytes_pp", "banks"):
@@ -347,16 +358,18 @@ class Tensor:
         al.data = st.data.reshape(shape)
         al.written = None if st.written is None else st.written.reshape(shape)
         al.all_written = st.all_written
+        al.holes = st.holes
+        al.skipped = None if st.skipped is None else st.skipped.reshape(shape)
         al.wtag = None
         al.acc_line = None
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 
     def view(self, dtype):
-        raise context.UnsupportedAPI("tensor.view(dtype)")
+        raise context.UnsupportedAPI("tensor.view", "reinterpreting a tensor as another dtype", limit=True)
 
     def ap(self, *a, **k):
-        raise context.UnsupportedAPI("tensor.ap() access patterns")
+        raise context.UnsupportedAPI("tensor.ap", "explicit access patterns", limit=True)
 
 
 def _norm_key(key, ndim):
@@ -370,9 +383,11 @@ def _norm_key(key, ndim):
 
 
 def index(t: Tensor, key) -> Tensor:
+    if isinstance(key, Mask):
+        raise context.UnsupportedAPI("masking an operand by indexing it with a predicate (tile[mask])", limit=True)
     if t.fancy is not None:
         raise context.UnsupportedAPI("indexing a tensor that was itself indexed by a transposing or "
-                                     "non-affine nl.arange expression")
+                                     "non-affine nl.arange expression", limit=True)
     dims = [i for i, e in enumerate(t.desc) if type(e) is tuple]  # storage dims visible in the view
     key = _norm_key(key, len(dims))
     if len(key) > len(dims):
@@ -386,6 +401,7 @@ def index(t: Tensor, key) -> Tensor:
         if not fast:
             return _fancy_index(t, key, dims)
     desc = list(t.desc)
+    ints: list[int] = []
     for j, k in enumerate(key):
         sd = dims[j]
         start, step, n = desc[sd]
@@ -411,13 +427,30 @@ def index(t: Tensor, key) -> Tensor:
             raise context.UnsupportedAPI("None / np.newaxis in a tensor index")
         elif isinstance(k, Tensor):
             raise context.UnsupportedAPI("indexing with a tensor (dynamic/indirect access)",
-                                         "use .ap(vector_offset=...) on hardware")
+                                         "use .ap(vector_offset=...) on hardware", limit=True)
         else:
             v = operator.index(k)
             if v < 0:
                 v += n
             desc[sd] = start + step * v
+            ints.append(sd)
+    if ints and t.st.buffer in ON_CHIP:
+        _keep_tile_2d(t.st, desc, ints)
     return Tensor(t.st, tuple(desc))
+
+
+def _keep_tile_2d(st: Storage, desc: list, ints: list) -> None:
+    """An on-chip tile keeps a free dimension: `t[:, j]` of a [P, F] tile is [P, 1], not [P] (NKI tiles are
+    at least 2-D; AWS's flash attention indexes `l_buffer[:, i]` and then `[:, 0]` of that)."""
+    pax = st.pax
+    if len(st.shape) < 2 or type(desc[pax]) is not tuple:
+        return
+    if sum(1 for e in desc if type(e) is tuple) >= 2:
+        return
+    free = [sd for sd in ints if sd > pax]
+    if free:
+        sd = free[-1]
+        desc[sd] = (desc[sd], 1, 1)
 
 
 def _fancy_index(t: Tensor, key, dims) -> Tensor:
@@ -429,7 +462,7 @@ def _fancy_index(t: Tensor, key, dims) -> Tensor:
         arrays.append(k.values() if isinstance(k, Idx) else np.int64(operator.index(k)))
     shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
     if len(key) < len(dims):
-        raise context.UnsupportedAPI("partial indexing with nl.arange expressions")
+        raise context.UnsupportedAPI("partial indexing with nl.arange expressions", limit=True)
     full = []
     j = 0
     for e in t.desc:
@@ -564,9 +597,9 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     if w is not None:
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
-            if ctx.poison is not None and not bad.all():
-                # an elementwise op over a partly written tile (a masked-off tail): the result inherits
-                # the unwritten positions; reading a tile nothing was written to is reported right here
+            if ctx.poison is not None and (st.holes or not bad.all()):
+                # an instruction over a partly written tile (a masked-off tail): the result inherits the
+                # unwritten positions (unwritten.py); a tile nothing was written to is reported right here
                 ctx.poison.append((bad, t, line))
             else:
                 report_uninitialized(bad, t, line)
@@ -601,6 +634,7 @@ def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:
     if region.shape != positions.shape or (key is not Ellipsis and not np.shares_memory(region, st.written)):
         return False
     region[positions] = False
+    st.holes = True
     return True
 
 
@@ -623,6 +657,10 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
         if not ok:
             _oob(t, valid, m, line, "write to")
         sel = valid if m is None else (valid & m)
+        if m is not None:
+            st.holes = True
+            if st.role == "output":
+                _skipped(st)[tuple(a[valid & ~m] for a in key)] = True
         idx = tuple(a[sel] for a in key)
         if accumulate:
             np.add.at(st.data, idx, value[sel])
@@ -651,6 +689,11 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             else:
                 st.written[key] = True
     else:
+        st.holes = True
+        if st.role == "output":
+            region = _skipped(st)[key]
+            if isinstance(region, np.ndarray) and region.shape == m.shape:
+                region[~m] = True
         if not m.any():
             return
         sub = data[key]
@@ -662,6 +705,13 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             st.written[key][m] = True
     if ctx.tag and ctx.legacy and not exempt_affine and st.seq < ctx.aff_start:
         _affine_write(st, key, m, line)
+
+
+def _skipped(st: Storage) -> np.ndarray:
+    """Output elements a masked store addressed and its mask excluded (the kernel chose not to write them)."""
+    if st.skipped is None:
+        st.skipped = np.zeros(st.shape, bool)
+    return st.skipped
 
 
 # -- legacy affine_range hazards -------------------------------------------------------------------
