@@ -43,9 +43,29 @@ def _top_line(costs: Iterable[InstrCost], weight=lambda c: c.seconds) -> tuple[i
     return (ranked[0] if ranked else None), ranked[1:4]
 
 
+def _roofline_cap(est: PerfEstimate, speedup: float, message: str, evidence: dict) -> tuple[float, str]:
+    """No estimate may promise more than the kernel's own roofline allows (estimate / floor time)."""
+    cap = est.roofline.get("max_speedup")
+    if cap is None or speedup <= cap:
+        return speedup, message
+    cap = max(1.0, cap)
+    evidence.update(uncapped_speedup=round(speedup, 2), roofline_max_speedup=round(cap, 2),
+                    roofline_floor_us=round(est.roofline.get("min_time_s", 0.0) * 1e6, 3), capped=True)
+    for fmt in (".2f", ".1f"):
+        if f"{speedup:{fmt}}x" in message:
+            message = message.replace(f"{speedup:{fmt}}x", f"{cap:{fmt}}x", 1)
+            break
+    message += (f" (capped at the kernel's roofline bound: {est.min_bytes:,} unique HBM bytes at peak bandwidth"
+                f" and its useful FLOPs at peak take {est.roofline.get('min_time_s', 0.0) * 1e6:.2f} us, so no change "
+                f"can be more than {cap:.2f}x faster; the per-instruction model said {speedup:.2f}x)")
+    return cap, message
+
+
 def _make(rule: str, est: PerfEstimate, *, message: str, speedup: float, line: int | None, related: list[int],
           file: str | None, evidence: dict, confidence: str = "medium") -> Finding:
     spec = _SPECS[rule]
+    evidence = dict(evidence)
+    speedup, message = _roofline_cap(est, speedup, message, evidence)
     sev = Severity.WARNING if speedup >= WARN_SPEEDUP and spec.severity != Severity.INFO else Severity.INFO
     if spec.severity == Severity.INFO and speedup >= 2.0:
         sev = Severity.WARNING

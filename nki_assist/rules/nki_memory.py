@@ -113,8 +113,8 @@ def matmul_placement(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             c = mm.call
             for op in (mm.stationary, mm.moving):
-                if op is None:
-                    continue
+                if op is None or (op.is_param and k.helper):
+                    continue  # a helper's parameter is whatever tile its caller passes, not an HBM input
                 buf = "hbm" if op.is_param else op.buffer
                 if buf in HBM or buf == "psum":
                     yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,

@@ -13,25 +13,9 @@ from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx
 from .dtypes import resolve
 
 F32 = np.float32
-from .tensor import box
+from .dma_geometry import geometry
 
 # -- DMA -------------------------------------------------------------------------------------------
-def dma_transfers(t: Tensor, parts: int, n_elems: int) -> int:
-    """≈ number of contiguous descriptors: elements / contiguous run, at least one per partition."""
-    if t.fancy is not None:
-        return max(n_elems, parts)
-    run = 1
-    for e, S in zip(reversed(t.desc), reversed(t.st.shape)):
-        if type(e) is tuple:
-            start, step, n = e
-            if step == 1:
-                run *= max(n, 1)
-                if n == S:
-                    continue
-        break
-    return max(-(-n_elems // run), parts, 1)
-
-
 def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,
         transpose_2d=False) -> None:
     ctx, line, depth = ctx_site()
@@ -81,20 +65,35 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
     _dma_trace(ctx, line, depth, dst, src, m, op)
 
 
-def _dma_trace(ctx, line, depth, dst, src, m, op):
+def _dma_trace(ctx, line, depth, dst, src, m, op, transpose=False):
     if not ctx.tracing:
         ctx.n_instr += 1
         return
-    hbm, chip = (src, dst) if src.st.buffer.endswith("hbm") else (dst, src)
-    direction = "load" if src.st.buffer.endswith("hbm") and not dst.st.buffer.endswith("hbm") else (
-        "store" if dst.st.buffer.endswith("hbm") and not src.st.buffer.endswith("hbm") else "copy")
-    n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
-    parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
+    src_hbm, dst_hbm = src.st.buffer.endswith("hbm"), dst.st.buffer.endswith("hbm")
+    hbm, chip = (src, dst) if src_hbm else (dst, src)
+    direction = "load" if src_hbm and not dst_hbm else ("store" if dst_hbm and not src_hbm else "copy")
+    extra = {}
+    if hbm.st.buffer.endswith("hbm"):
+        # the mask is in dst's shape; the HBM view is src for loads (transposed for transposing loads)
+        hm = m
+        if m is not None and tuple(m.shape) != tuple(hbm.shape):
+            hm = m.T if m.T.shape == tuple(hbm.shape) else None
+        on_chip = chip.st.buffer in ON_CHIP and not chip.st.buffer.endswith("hbm")
+        g = geometry(hbm, hm, tuple(hbm.shape) if transpose else (tuple(chip.shape) if on_chip else None))
+        n, parts, transfers, hbm_box = g.elements, g.partitions, g.transfers, g.box
+        if on_chip and transpose:
+            parts = chip.shape[0] if chip.shape else 1
+        if not on_chip:
+            parts = 1
+        extra["hbm_elem_bytes"] = hbm.st.dt.itemsize
+        name = hbm.st.name
+    else:  # SBUF <-> SBUF
+        n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
+        parts = chip.shape[0] if chip.shape and chip.st.buffer in ON_CHIP else 1
+        transfers, hbm_box, name = max(parts, 1), None, None
     nbytes = n * hbm.st.dt.itemsize
-    transfers = dma_transfers(hbm, parts, n) if hbm.st.buffer.endswith("hbm") else max(parts, 1)
     ctx.instr("dma", op, line, depth, dst, [src], partitions=parts, free_elems=n // max(parts, 1), bytes=nbytes,
-              transfers=transfers, hbm_tensor=hbm.st.name if hbm.st.buffer.endswith("hbm") else None,
-              hbm_box=box(hbm) if hbm.st.buffer.endswith("hbm") else None, direction=direction)
+              transfers=transfers, hbm_tensor=name, hbm_box=hbm_box, direction=direction, extra=extra)
 
 
 def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load") -> Tensor:
@@ -121,7 +120,7 @@ def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load
     else:
         out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
     out.origin = ("load", (src.st,), None, m)
-    _dma_trace(ctx, line, depth, out, src, m, op)
+    _dma_trace(ctx, line, depth, out, src, m, op, transpose_2d)
     return out
 
 

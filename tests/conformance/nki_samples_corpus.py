@@ -512,7 +512,9 @@ class Outcome:
     size: str
     verdict: str
     detail: str = ""
-    findings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # simulation findings, RULE:severity:line
+    static: list[str] = field(default_factory=list)  # `check` findings on the kernel file (warnings and errors)
+    perf: list[str] = field(default_factory=list)  # cost-model findings, RULE:severity:est_speedup
     max_abs_err: float | None = None
     seconds: float = 0.0
     status: str = ""
@@ -542,6 +544,26 @@ def _pairs(case: Case, outputs: list, ref, args) -> list:
     return list(zip(outputs, refs))
 
 
+def _static(kfile: Path, case: Case, tmp: Path) -> list:
+    """`nki-assist check` findings (warnings and errors) on the sample's own kernel file."""
+    from nki_assist.check import CheckOptions, check_file
+
+    target = Path(tmp) / case.path
+    return [f for f in check_file(str(target), CheckOptions(target=case.target)).findings
+            if f.severity.value in ("error", "warning")]
+
+
+def _perf(res, case: Case) -> list:
+    """Cost-model findings on the simulated trace (what `review` would add)."""
+    from nki_assist.hardware import get_target
+    from nki_assist.perf import estimate, perf_findings
+
+    if res.status != "ok" or not res.trace:
+        return []
+    tgt = get_target(case.target)
+    return perf_findings(estimate(res, tgt), res, tgt)
+
+
 def run_case(repo: str, case: Case, size: Size, *, timeout_s: float = 300.0, seed: int = 0) -> Outcome:
     from nki_assist.toolchain.builtin import BuiltinBackend
 
@@ -555,9 +577,14 @@ def run_case(repo: str, case: Case, size: Size, *, timeout_s: float = 300.0, see
         res = BuiltinBackend().run(str(kfile), case.kernel, args, kwargs or None, target=case.target,
                                    grid=size.grid, timeout_s=timeout_s, memory_mb=4096)
         secs = time.perf_counter() - t0
+        static = _static(kfile, case, Path(tmp))
+    perf = _perf(res, case)
     found = [f"{f.rule}:{f.severity.value}:{f.line}" for f in res.findings]
     errors = [f for f in res.findings if f.severity.value == "error"]
-    o = Outcome(case.name, size.name, "", findings=found, seconds=secs, status=res.status)
+    errors += [f for f in static if f.severity.value == "error"]
+    o = Outcome(case.name, size.name, "", findings=found, seconds=secs, status=res.status,
+                static=[f"{f.rule}:{f.severity.value}:{f.line}" for f in static],
+                perf=[f"{f.rule}:{f.severity.value}:{f.est_speedup}x" for f in perf])
     if res.status == "unsupported" and not errors:
         tool = [f for f in res.findings if f.rule == "SIM117"]
         o.verdict = "unsupported"
@@ -602,15 +629,27 @@ def run_all(repo: str, select: list[str] | None = None) -> list[Outcome]:
     return out
 
 
+def _rules(items: list[str]) -> str:
+    """RULE:severity:x entries folded to `RULE severity xN` for the table."""
+    counts: dict[str, int] = {}
+    for it in items:
+        rule, sev, _rest = (it.split(":") + ["", ""])[:3]
+        key = f"{rule} {sev}"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()) or "-"
+
+
 def markdown(outcomes: list[Outcome]) -> str:
     commit = {c.name: c.commit for c in cases()}
-    rows = ["| kernel | commit | size | verdict | max abs err | warnings / info | detail |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| kernel | commit | size | verdict | max abs err | simulation (non-error) | static check | "
+            "cost model | detail |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         non_err = [f for f in o.findings if ":error:" not in f]
-        err = "" if o.max_abs_err is None else f"{o.max_abs_err:.2e}"
+        err = "" if o.max_abs_err is None else f"{o.max_abs_err:.1e}"
+        perf = ", ".join(p.split(":")[0] + " " + p.split(":")[2] for p in o.perf) or "-"
         rows.append(f"| {o.case} | {commit.get(o.case, '')} | {o.size} | {o.verdict} | {err} | "
-                    f"{', '.join(non_err) or '-'} | {o.detail.replace('|', '/')} |")
+                    f"{_rules(non_err)} | {_rules(o.static)} | {perf} | {o.detail.replace('|', '/')} |")
     return "\n".join(rows)
 
 
