@@ -191,6 +191,10 @@ def small_dma(nf: NkiFile, t: Target):
             # that data gets per tile; only batching several tiles' columns (a layout change) helps
             column = parts == t.partitions and free == 1
             ev["column_vector"] = column
+            # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
+            # by nature; only loading several rows per DMA would help
+            row = parts == 1 and len(region.shape) >= 2
+            ev["row_vector"] = row
             # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
             # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)
             dst = c.operand("dst")
@@ -201,6 +205,8 @@ def small_dma(nf: NkiFile, t: Target):
             ev["matmul_operand_tile"] = mm_tile
             advice = ("; it is one value per partition per tile, so only moving several tiles' values in one "
                       "[128, n] DMA would help." if column else
+                      "; it is a single row (a bias or scale row to broadcast across partitions), so only loading "
+                      "several rows per DMA would help." if row else
                       "; it is one Tensor Engine operand tile, so only loading a wider strip per DMA (several "
                       "tiles at once) would help." if mm_tile else ".")
             yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
@@ -208,7 +214,7 @@ def small_dma(nf: NkiFile, t: Target):
                        f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
                        f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
                        + advice,
-                       ev, severity=Severity.INFO if column or mm_tile else None,
+                       ev, severity=Severity.INFO if column or row or mm_tile else None,
                        confidence="high" if esize or "partitions" in ev else "medium")
 
 

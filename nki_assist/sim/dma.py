@@ -86,6 +86,8 @@ def _dma_trace(ctx, line, depth, dst, src, m, op, transpose=False):
         if not on_chip:
             parts = 1
         extra["hbm_elem_bytes"] = hbm.st.dt.itemsize
+        if hbm_box is not None and all(b == (0, S) for b, S in zip(hbm_box, hbm.st.shape)):
+            extra["whole_tensor"] = True  # moves all of its HBM tensor: no larger transfer of it exists
         name = hbm.st.name
     else:  # SBUF <-> SBUF
         n = int(np.count_nonzero(m)) if m is not None else math.prod(dst.shape)
