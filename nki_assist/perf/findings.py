@@ -414,7 +414,7 @@ def perf_findings(est: PerfEstimate, run: RunResult, target: Target, *, file: st
         except Exception as exc:  # one broken heuristic must not hide the others
             est.notes.append(f"a performance check failed and was skipped: {exc!r}")
             continue
-        if f is not None:
+        if f is not None and (f.est_speedup or 1.0) >= MIN_SPEEDUP:  # a roofline cap can leave nothing to gain
             out.append(f)
     out.sort(key=lambda f: -(f.est_speedup or 1.0))
     est.ranking = [{"rule": f.rule, "name": f.name, "est_speedup": f.est_speedup, "line": f.line,

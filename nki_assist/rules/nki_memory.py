@@ -193,7 +193,7 @@ def small_dma(nf: NkiFile, t: Target):
             ev["column_vector"] = column
             # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
             # by nature; only loading several rows per DMA would help
-            row = parts == 1 and len(region.shape) >= 2
+            row = parts == 1 and len(region.shape) >= 2 and "bytes_per_partition" not in ev
             ev["row_vector"] = row
             # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
             # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)

@@ -561,7 +561,12 @@ def _perf(res, case: Case) -> list:
     if res.status != "ok" or not res.trace:
         return []
     tgt = get_target(case.target)
-    return perf_findings(estimate(res, tgt), res, tgt)
+    est = estimate(res, tgt)
+    found = perf_findings(est, res, tgt)
+    cap = est.roofline.get("max_speedup")
+    for f in found:  # the cost model's own promise: never past the kernel's roofline
+        assert cap is None or f.est_speedup <= max(1.0, cap) + 0.01, (case.name, f.rule, f.est_speedup, cap)
+    return found
 
 
 def run_case(repo: str, case: Case, size: Size, *, timeout_s: float = 300.0, seed: int = 0) -> Outcome:
