@@ -16,6 +16,7 @@ import weakref
 
 import numpy as np
 
+from ..findings import Severity
 from . import context
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
@@ -608,14 +609,20 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     return out
 
 
-def report_uninitialized(bad: np.ndarray, t: Tensor, line) -> None:
+def report_uninitialized(bad: np.ndarray, t: Tensor, line, *, untracked: bool = False) -> None:
+    """SIM111. `untracked`: the values could not be followed further (an operand layout the simulator does not
+    map back), so whether they reach a result is unknown: a warning, not an error about the kernel."""
     st = t.st
     n_bad = int(np.count_nonzero(bad))
-    st.ctx.report("SIM111", line,
-                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
-                  f" (allocated on line {st.line})" if st.line else
-                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}",
-                  tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line)
+    msg = (f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
+           + (f" (allocated on line {st.line})" if st.line else ""))
+    extra = {}
+    if untracked:
+        msg += ("; the simulator could not follow them through this instruction, so it cannot tell whether "
+                "they reach an output")
+        extra = {"untracked": True, "_severity": Severity.WARNING}
+    st.ctx.report("SIM111", line, msg, tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line,
+                  **extra)
 
 
 def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:

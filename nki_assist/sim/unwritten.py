@@ -68,24 +68,25 @@ def union(poison: list, shape: tuple, entries=None) -> tuple[np.ndarray, list]:
     return pos, unplaced
 
 
-def report(entries) -> None:
+def report(entries, *, untracked: bool = False) -> None:
     for bad, t, line in entries:
-        report_uninitialized(bad, t, line)
+        report_uninitialized(bad, t, line, untracked=untracked)
 
 
 def place(out, pos: np.ndarray, poison: list) -> None:
-    """Mark `pos` (in out's shape) unwritten in out; report instead when out is not a plain view."""
+    """Mark `pos` (in out's shape) unwritten in out; when out is not a plain view the values cannot be
+    followed further: say so (a warning), without claiming they reach an output."""
     if out is None or not pos.any():
         return
     if not mark_unwritten(out, pos):
-        report(poison)
+        report(poison, untracked=True)
 
 
 def elementwise(out, poison: list) -> None:
     """Each output element depends on the same element of each input."""
     shape = tuple(out.shape)
     pos, unplaced = union(poison, shape)
-    report(unplaced)
+    report(unplaced, untracked=True)
     place(out, pos, poison)
 
 
@@ -95,7 +96,7 @@ def reduction(out, poison: list, in_shape: tuple, axes: tuple[int, ...], active=
     the instruction reads (its mask); masked-off elements count as neither."""
     in_shape = tuple(in_shape)
     bad, unplaced = union(poison, in_shape)
-    report(unplaced)
+    report(unplaced, untracked=True)
     if not bad.any():
         return
     act = np.ones(in_shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool), in_shape)
@@ -129,7 +130,7 @@ def _place_groups(out, groups: np.ndarray, poison: list) -> None:
         if (flat.any(axis=1) == rows).all():
             place(out, np.broadcast_to(rows.reshape((shape[0],) + (1,) * (len(shape) - 1)), shape), poison)
             return
-    report(poison)  # the output's layout does not map back onto the groups: say so rather than guess
+    report(poison, untracked=True)  # the output's layout does not map back onto the groups: say so
 
 
 def free_axes(shape) -> tuple[int, ...]:
@@ -139,7 +140,7 @@ def free_axes(shape) -> tuple[int, ...]:
 def transpose(out, poison: list, in_shape: tuple) -> None:
     """out = in.reshape(P, -1).T: a permutation, each output element is one input element."""
     bad, unplaced = union(poison, tuple(in_shape))
-    report(unplaced)
+    report(unplaced, untracked=True)
     if bad.any():
         P = in_shape[0] if in_shape else 1
         place(out, bad.reshape(P, -1).T.reshape(tuple(out.shape)), poison)
@@ -149,7 +150,7 @@ def matmul(out, poison: list, stationary, moving, K: int) -> None:
     """out[m, n] = sum_k s[k, m] * mv[k, n]: unwritten when every product is, reported when some are."""
     bs, us = union(poison, tuple(stationary.shape), (stationary,))
     bm, um = union(poison, tuple(moving.shape), (moving,))
-    report(us + um)
+    report(us + um, untracked=True)
     if not (bs.any() or bm.any()):
         return
     gs = (~bs.reshape(K, -1)).astype(np.float32)
@@ -171,7 +172,7 @@ def select(out, poison: list, cond: np.ndarray, on_true, on_false) -> None:
     for e in poison:
         b = _align(e[0], shape)
         if b is None:
-            report([e])
+            report([e], untracked=True)
             continue
         if e[1] is on_true:
             b = b & c
@@ -196,4 +197,4 @@ def carry(dst, value, m=None, line=None) -> None:
     if a is None or not a.any():
         return
     if not mark_unwritten(dst, a):
-        report_uninitialized(bad, value, line)
+        report_uninitialized(bad, value, line, untracked=True)

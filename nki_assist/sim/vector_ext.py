@@ -80,8 +80,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, *, dst=None, reverse0=Fa
                extra={"alu": opname(op1)})
     if poison:  # each element depends on every earlier one of its partition: a prefix reduction
         bad, unplaced = unwritten.union(poison, tuple(a.shape))
-        for e in unplaced:
-            unwritten.report([e])
+        unwritten.report(unplaced, untracked=True)
         if bad.any():
             flat = bad.reshape(P, -1)
             prefix = np.logical_or.accumulate(flat, axis=1)

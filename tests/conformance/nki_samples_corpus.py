@@ -14,7 +14,8 @@ Each (kernel, size) ends in one verdict:
   unsupported      the simulator stopped at a construct it does not model, said so with an info SIM117
   not applicable   the kernel does not accept this size (its own asserts or docstring say so)
 
-    python tests/conformance/nki_samples_corpus.py            # markdown table on stdout
+    python tests/conformance/nki_samples_corpus.py            # markdown table on stdout, one row per run
+    python tests/conformance/nki_samples_corpus.py --summary  # one row per kernel (docs/simulator.md)
     python tests/conformance/nki_samples_corpus.py softmax    # only cases whose name contains "softmax"
 """
 
@@ -658,13 +659,47 @@ def markdown(outcomes: list[Outcome]) -> str:
     return "\n".join(rows)
 
 
+def summary(outcomes: list[Outcome]) -> str:
+    """One row per kernel: the verdict at each size and what else the review would say (docs/simulator.md)."""
+    commit = {c.name: c.commit for c in cases()}
+    by_case: dict[str, dict[str, Outcome]] = {}
+    for o in outcomes:
+        by_case.setdefault(o.case, {})[o.size] = o
+    rows = ["| kernel | commit | aligned | ragged | simulation warnings / info | cost model |", "|---|---|---|---|---|---|"]
+
+    def cell(o: Outcome | None) -> str:
+        if o is None:
+            return "-"
+        if o.verdict == "unsupported":
+            return f"unsupported: {o.detail}"
+        if o.verdict == "not applicable":
+            return f"n/a ({o.detail})"
+        return o.verdict + (f" ({o.max_abs_err:.0e})" if o.max_abs_err else "")
+
+    for name, sizes in by_case.items():
+        ran = [o for o in sizes.values() if o.verdict not in ("not applicable",)]
+        sim = sorted({f.split(":")[0] + " " + f.split(":")[1] for o in ran for f in o.findings
+                      if ":error:" not in f and not f.startswith("SIM117")})
+        perf = sorted({p.split(":")[0] for o in ran for p in o.perf})
+        rows.append(f"| {name} | {commit.get(name, '')} | {cell(sizes.get('aligned'))} | {cell(sizes.get('ragged'))} | "
+                    f"{', '.join(sim) or '-'} | {', '.join(perf) or '-'} |")
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.verdict] = counts.get(o.verdict, 0) + 1
+    rows.append("")
+    rows.append("Runs: " + ", ".join(f"{v} {counts[v]}" for v in sorted(counts)) + ".")
+    return "\n".join(rows)
+
+
 def main(argv: list[str]) -> int:
     repo = repo_path()
     if repo is None:
         print(f"no nki-samples snapshot (set NKI_SAMPLES_REPO; default {DEFAULT_REPO})", file=sys.stderr)
         return 2
+    short = "--summary" in argv
+    argv = [a for a in argv if a != "--summary"]
     outcomes = run_all(repo, argv or None)
-    print(markdown(outcomes))
+    print(summary(outcomes) if short else markdown(outcomes))
     bad = [o for o in outcomes if o.verdict in ("false finding", "mismatch")]
     return 1 if bad else 0
 

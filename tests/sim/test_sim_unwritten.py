@@ -278,3 +278,29 @@ def first_n(a, n):
     res, _ = run(tmp_path, skipped, [a, 256 * 64])
     (f,) = [f for f in res.findings if f.rule == "SIM112"]
     assert f.severity.value == "error" and f.evidence["excluded_by_store_mask"] is False
+
+
+def test_values_the_simulator_cannot_follow_are_a_warning_not_an_error(tmp_path):
+    # a ragged tile scattered through a non-affine index grid: the destination view cannot carry the
+    # never-written rows, so the simulator says it lost track (a warning) instead of accusing the kernel
+    src = """
+@nki.jit
+def regroup(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None, None]
+    ia = nl.arange(2)[None, :, None]
+    ib = nl.arange(C // 2)[None, None, :]
+    i2 = nl.arange(128)[:, None]
+    jf = nl.arange(C)[None, :]
+    t = nl.load(x[i2, jf], mask=(i2 < R))
+    u = nl.ndarray((128, C), dtype=x.dtype)
+    u[ip, ib * 2 + ia] = nl.copy(t[ip, ia * (C // 2) + ib])
+    nl.store(out[i2, jf], value=u, mask=(i2 < R))
+    return out
+"""
+    x = rng.standard_normal((100, 8)).astype(np.float32)
+    res, lines = run(tmp_path, src, [x])
+    sim111 = [f for f in res.findings if f.rule == "SIM111"]
+    assert sim111 and all(f.severity.value == "warning" and f.evidence["untracked"] for f in sim111)
+    np.testing.assert_array_equal(res.outputs[0], x.reshape(100, 2, 4).transpose(0, 2, 1).reshape(100, 8))
