@@ -1,10 +1,8 @@
-"""Code actions: "disable for this line" suppressions and mechanical quick fixes.
+"""Code actions: a finding's mechanical fix (`Finding.autofix`, carried in the diagnostic's data),
+"fix all safe problems" (`source.fixAll.nki-assist`) and "disable RULE for this line".
 
-Quick-fix convention (see docs/lsp.md): a Finding whose fix is a mechanical edit carries
-`evidence["edit"] = {"line": L, "col": C, "end_col": E, "new_text": "...", "old_text": "...",
-"title": "..."}` (or a list of such dicts): 1-based line and character columns, `end_col`
-exclusive, optional `end_line` (default `line`). `old_text`, when given, must still be the text in
-that span, so a fix computed for an older version of the document is never applied to a newer one.
+A fix's edits carry the text they replace (`old_text`), so a fix computed for an older version of
+the document is never applied to a newer one.
 """
 
 from __future__ import annotations
@@ -53,77 +51,61 @@ def suppression_edit(lines: Sequence[str], line: int, rule: str, language: str,
     return types.TextEdit(range=types.Range(start=start, end=end), new_text=f"{stripped and '  '}{comment}")
 
 
-def _edit_specs(data: dict) -> list[dict]:
-    edit = data.get("edit")
-    specs = edit if isinstance(edit, list) else [edit] if isinstance(edit, dict) else []
-    return [s for s in specs if isinstance(s, dict)]
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"  # source.fixAll.nki-assist
+KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]
 
 
-def quick_fix_edits(data: dict, lines: Sequence[str], codec: PositionCodec = UTF16) -> list[types.TextEdit] | None:
-    """TextEdits for a finding's mechanical fix, or None when it has none or no longer applies."""
-    specs = _edit_specs(data)
-    if not specs:
+def _text_at(lines: Sequence[str], line: int, column: int, end_line: int, end_column: int) -> str | None:
+    if not (1 <= line <= end_line <= len(lines)):
         return None
+    joined = "".join(lines[line - 1:end_line])
+    first = column - 1
+    last = sum(len(t) for t in lines[line - 1:end_line - 1]) + end_column - 1
+    return joined[first:last] if 0 <= first <= last <= len(joined) else None
+
+
+def fix_edits(fix: dict, lines: Sequence[str], codec: PositionCodec = UTF16) -> list[types.TextEdit] | None:
+    """TextEdits of a fix (the JSON form of `nki_assist.findings.Fix`), or None when it is malformed
+    or no longer matches the document."""
     edits = []
-    for spec in specs:
+    for spec in fix.get("edits") or []:
         try:
-            line, col, end_col = int(spec["line"]), int(spec["col"]), int(spec["end_col"])
-            end_line = int(spec.get("end_line") or line)
-            new_text = str(spec["new_text"])
+            line, col = int(spec["line"]), int(spec["column"])
+            end_line, end_col = int(spec["end_line"]), int(spec["end_column"])
+            content = str(spec["content"])
         except (KeyError, TypeError, ValueError):
             return None
-        if not (1 <= line <= end_line <= len(lines)):
-            return None
-        old = spec.get("old_text")
-        if old is not None:
-            current = "".join(lines[line - 1:end_line])
-            first = col - 1
-            last = sum(len(t) for t in lines[line - 1:end_line - 1]) + end_col - 1
-            if current[first:last] != old:
-                return None  # the document changed since the finding was computed
+        current = _text_at(lines, line, col, end_line, end_col)
+        if current is None or (spec.get("old_text") is not None and current != spec["old_text"]):
+            return None  # the document changed since the finding was computed
         edits.append(types.TextEdit(
             range=types.Range(start=to_lsp_position(lines, line, col, codec),
                               end=to_lsp_position(lines, end_line, end_col, codec)),
-            new_text=new_text))
-    return edits
+            new_text=content))
+    return edits or None
 
 
-_AFFINE = re.compile(r"\baffine_range\b")
+def _wants(only: Sequence[str] | None, kind: str) -> bool:
+    """LSP: a kind matches a requested kind when it equals it or is a sub-kind of it."""
+    if not only:
+        return True
+    return any(kind == k or kind.startswith(f"{k}.") for k in map(str, (getattr(k, "value", k) for k in only)))
 
 
-def derived_edit(data: dict, lines: Sequence[str]) -> dict | None:
-    """A mechanical fix the LSP can derive from a finding's evidence when it carries no `edit`:
-    NKI201 (carried dependency in an affine_range loop) -> make that loop sequential_range."""
-    line = data.get("loop_line")
-    if data.get("rule") != "NKI201" or not isinstance(line, int) or not 1 <= line <= len(lines):
-        return None
-    text = lines[line - 1]
-    matches = list(_AFFINE.finditer(text))
-    if len(matches) != 1:
-        return None  # the loop line changed since the check; no guessing
-    m = matches[0]
-    var = data.get("loop_var")
-    return {"line": line, "col": m.start() + 1, "end_col": m.end() + 1, "old_text": "affine_range",
-            "new_text": "sequential_range",
-            "title": f"Make loop `{var}` sequential (nl.sequential_range)" if var else
-                     "Make the loop sequential (nl.sequential_range)"}
-
-
-def code_actions(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diagnostic],
-                 codec: PositionCodec = UTF16) -> list[types.CodeAction]:
+def quick_fixes(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diagnostic],
+                codec: PositionCodec = UTF16) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
         data = diagnostic.data if isinstance(diagnostic.data, dict) else None
         if diagnostic.source != SOURCE or not data or not data.get("rule"):
             continue
         rule = str(data["rule"])
-        if "edit" not in data and (derived := derived_edit(data, lines)) is not None:
-            data = {**data, "edit": derived}
-        edits = quick_fix_edits(data, lines, codec)
+        fix = data.get("autofix") if isinstance(data.get("autofix"), dict) else None
+        edits = fix_edits(fix, lines, codec) if fix else None
         if edits:
-            title = next((s.get("title") for s in _edit_specs(data) if s.get("title")), None)
+            unsafe = fix.get("applicability") == "unsafe"
             actions.append(types.CodeAction(
-                title=title or f"Fix {rule}: {data.get('fix') or 'apply the suggested edit'}",
+                title=f"{fix.get('message') or f'Fix {rule}'}" + (" (unsafe fix: review the change)" if unsafe else ""),
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 is_preferred=True,
@@ -138,4 +120,35 @@ def code_actions(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Dia
                 diagnostics=[diagnostic],
                 edit=types.WorkspaceEdit(changes={uri: [suppress]}),
             ))
+    return actions
+
+
+def fix_all_edits(findings: Sequence, lines: Sequence[str], codec: PositionCodec = UTF16) -> list[types.TextEdit]:
+    """Edits of every safe fix of the document's current findings that does not overlap another."""
+    from nki_assist.autofix import apply_fixes, selected_fixes
+
+    fixes = [fx for _, fx in selected_fixes(findings)]
+    if not fixes:
+        return []
+    _, applied = apply_fixes("".join(lines), fixes)
+    out: list[types.TextEdit] = []
+    for fx in applied:
+        out += fix_edits(fx.model_dump(mode="json"), lines, codec) or []
+    return out
+
+
+def code_actions(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diagnostic],
+                 codec: PositionCodec = UTF16, *, only: Sequence[str] | None = None,
+                 findings: Sequence = ()) -> list[types.CodeAction]:
+    """The actions for a request: quick fixes for its diagnostics, and "fix all" from `findings`
+    (the analysis of the document's current version)."""
+    actions = quick_fixes(uri, lines, diagnostics, codec) if _wants(only, types.CodeActionKind.QuickFix.value) else []
+    fix_all = fix_all_edits(findings, lines, codec) if findings else []
+    if fix_all and _wants(only, FIX_ALL_KIND):
+        actions.append(types.CodeAction(title="nki-assist: fix all safe problems", kind=FIX_ALL_KIND,
+                                        edit=types.WorkspaceEdit(changes={uri: fix_all})))
+    if len(fix_all) > 1 and actions and _wants(only, types.CodeActionKind.QuickFix.value):
+        actions.append(types.CodeAction(title=f"Fix all safe nki-assist problems in this file ({len(fix_all)})",
+                                        kind=types.CodeActionKind.QuickFix,
+                                        edit=types.WorkspaceEdit(changes={uri: fix_all})))
     return actions

@@ -54,13 +54,9 @@ def finding_data(finding: Any, language: str | None) -> dict[str, Any]:
                             "line": finding.line}
     if finding.fix:
         data["fix"] = finding.fix
-    evidence = finding.evidence if isinstance(finding.evidence, dict) else {}
-    edit = evidence.get("edit")
-    if isinstance(edit, (dict, list)):
-        data["edit"] = edit
-    if isinstance(evidence.get("loop_line"), int):  # lets actions derive the sequential_range fix
-        data["loop_line"] = evidence["loop_line"]
-        data["loop_var"] = evidence.get("loop_var")
+    autofix = getattr(finding, "autofix", None)
+    if autofix is not None:
+        data["autofix"] = autofix.model_dump(mode="json")
     return data
 
 

@@ -7,6 +7,7 @@ installed engine cannot skip it.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any, Callable
 from .settings import Settings
 
 PORT_SPEC = "port.toml"
+REFRESH_WAIT_SECONDS = 10.0
 # Keyword names a review_port may use for "run the simulator or not".
 _EXECUTION_KWARGS = ("simulate", "execute", "execution", "run_kernel")
 
@@ -175,6 +177,13 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
                progress: Callable[[str, float | None], None] | None = None,
                cancel: threading.Event | None = None) -> ReviewOutcome:
     review_port, render_markdown = _load_engine()
+    if settings.llm_provider == "openai":
+        try:
+            from nki_assist.extras import require
+
+            require("openai", "The LLM drafter (nki-assist.llm.provider = openai)")
+        except ImportError as exc:
+            raise ReviewRefused(str(exc)) from None
     kwargs = review_kwargs(review_port, settings, target, progress, cancel)
     review = review_port(str(spec), **kwargs)
     review = getattr(review, "review", review)  # ReviewResult wraps the Review
@@ -184,3 +193,15 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
     out = output_path(spec, settings)
     out.write_text(markdown, encoding="utf-8")
     return ReviewOutcome(spec=spec, markdown=markdown, output=out, review=review)
+
+
+async def refresh_open_documents(ls: Any) -> None:
+    """Re-check every open document after a review, publish the results again (push) or ask the
+    client to pull again (pull). The review opens its markdown with showDocument, which hides the
+    kernel's buffer; Neovim otherwise keeps that hidden buffer's diagnostics from before the review."""
+    ls.reanalyze_all()
+    tasks = [t for t in ls.pending.values() if not t.done()]
+    if tasks:
+        await asyncio.wait(tasks, timeout=REFRESH_WAIT_SECONDS)
+    if ls.store.pull and ls.store.refresh is not None:
+        ls.store.refresh()

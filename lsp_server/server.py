@@ -22,12 +22,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from . import __version__, engine
-from .actions import code_actions
+from .actions import KINDS as ACTION_KINDS, code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
 from .positions import from_lsp_position
-from .review import ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, run_review
+from .review import (ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, refresh_open_documents,
+                     run_review)
 from .settings import SECTION, Settings, parse_settings
 from .store import DiagnosticsStore
 
@@ -197,7 +198,7 @@ def create_server() -> NkiAssistServer:
     ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
     ls.feature(types.TEXT_DOCUMENT_HOVER)(hover)
     ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-               types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))(code_action)
+               types.CodeActionOptions(code_action_kinds=ACTION_KINDS))(code_action)
     ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(code_lens)
     ls.command(REVIEW_COMMAND)(review_port_command)
     ls.feature(types.SHUTDOWN)(shutdown)
@@ -302,13 +303,13 @@ async def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover |
 
 
 def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    only = params.context.only
-    if only and not any(str(k).startswith(types.CodeActionKind.QuickFix.value) for k in only):
-        return None
     doc = ls.document(params.text_document.uri)
     if doc is None:
         return None
-    return code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec) or None
+    entry = ls.store.get(doc.uri)
+    current = entry is not None and entry.analysis is not None and entry.version == doc.version
+    return code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec,
+                        only=params.context.only, findings=entry.analysis.findings if current else ()) or None
 
 
 async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
@@ -403,6 +404,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
             await ls.window_show_document_async(types.ShowDocumentParams(uri=summary["uri"], take_focus=True))
         except Exception as exc:  # noqa: BLE001
             log.warning("window/showDocument failed: %s", exc)
+    await refresh_open_documents(ls)
     return {"ok": True, **summary}
 
 

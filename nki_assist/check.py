@@ -68,6 +68,26 @@ class CheckReport:
     suppressed: list[Finding] = field(default_factory=list)
     target: str = "trn2"
 
+    def add(self, result: FileResult) -> None:
+        self.files.append(result)
+        self.notes.extend(result.notes)
+        if result.status == "checked":
+            self.files_checked += 1
+        elif result.status == "skipped":
+            self.files_skipped += 1
+        else:
+            self.errors.append(f"{result.path}: {result.reason}")
+        self.findings.extend(result.findings)
+        self.suppressed.extend(result.suppressed)
+        if result.cuda_facts is not None:
+            self.cuda_facts[result.path] = result.cuda_facts
+
+    def finish(self) -> "CheckReport":
+        """Sort the findings by place and number them F1..Fn."""
+        self.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.column or 0, f.rule))
+        self.findings = [f.model_copy(update={"id": f"F{i}"}) for i, f in enumerate(self.findings, 1)]
+        return self
+
     def counts_by_severity(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Severity}
         for f in self.findings:
@@ -258,7 +278,9 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
                     for f in findings]
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
-    return findings, suppressed
+    from .autofix import attach_fixes
+
+    return attach_fixes(findings, text), suppressed
 
 
 def check_source(path: str, text: str, options: CheckOptions) -> list[Finding]:
@@ -343,24 +365,11 @@ def collect_files(paths: list[str], options: CheckOptions) -> tuple[list[str], l
     return files, errors
 
 
-def check_paths(paths: list[str], options: CheckOptions) -> CheckReport:
-    """Check files and directories (recursively, skipping hidden dirs, virtualenvs, node_modules)."""
+def check_paths(paths: list[str], options: CheckOptions, check_one=None) -> CheckReport:
+    """Check files and directories (recursively, skipping hidden dirs, virtualenvs, node_modules).
+    `check_one(path, options)` replaces `check_file` (`check --fix` checks and fixes)."""
     report = CheckReport(target=options.target)
     files, report.errors = collect_files(paths, options)
     for path in files:
-        result = check_file(path, options)
-        report.files.append(result)
-        report.notes.extend(result.notes)
-        if result.status == "checked":
-            report.files_checked += 1
-        elif result.status == "skipped":
-            report.files_skipped += 1
-        else:
-            report.errors.append(f"{path}: {result.reason}")
-        report.findings.extend(result.findings)
-        report.suppressed.extend(result.suppressed)
-        if result.cuda_facts is not None:
-            report.cuda_facts[path] = result.cuda_facts
-    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.column or 0, f.rule))
-    report.findings = [f.model_copy(update={"id": f"F{i}"}) for i, f in enumerate(report.findings, 1)]
-    return report
+        report.add((check_one or check_file)(path, options))
+    return report.finish()

@@ -76,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
+        from .extras import MissingExtra
+
+        if isinstance(exc, MissingExtra):  # a feature of an extra that is not installed: say which
+            print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         print(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise

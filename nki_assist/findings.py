@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from . import taxonomy
 
@@ -36,6 +36,35 @@ class RelatedLocation(BaseModel):
     message: str = ""
 
 
+class Edit(BaseModel):
+    """Replace the text from (line, column) up to (end_line, end_column), exclusive, with `content`.
+
+    Positions are 1-based, columns in characters (like Finding.column). `old_text` is the text the
+    span held when the fix was computed: an editor must not apply the edit once it differs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    line: int = Field(ge=1)
+    column: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    end_column: int = Field(ge=1)
+    content: str
+    old_text: str | None = None
+
+
+Applicability = Literal["safe", "unsafe"]
+
+
+class Fix(BaseModel):
+    """A mechanical edit that resolves a finding (ruff-like). `safe` keeps the kernel's meaning and
+    is applied by `check --fix`; `unsafe` may change results or performance and needs --unsafe-fixes."""
+
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    applicability: Applicability
+    edits: list[Edit] = Field(min_length=1)
+
+
 class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -57,6 +86,14 @@ class Finding(BaseModel):
     est_speedup: float | None = None
     confidence: Confidence = "high"
     related: list[RelatedLocation] = Field(default_factory=list)
+    autofix: Fix | None = None  # additive: left out of the JSON form when None
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_autofix(self, handler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("autofix", True) is None:
+            del data["autofix"]
+        return data
 
     @model_validator(mode="after")
     def _check_taxonomy(self) -> "Finding":

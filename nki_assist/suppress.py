@@ -37,6 +37,11 @@ class Suppression:
         return self.bare or rule in self.rule_ids.values()
 
 
+def comment_match(line: str, language: str) -> re.Match | None:
+    """The suppression comment on one line of source (`codes` group: the listed codes)."""
+    return (_PY if language == "nki" else _CUDA).search(line)
+
+
 def _resolve(code: str) -> str | None:
     from .rules.registry import get
 

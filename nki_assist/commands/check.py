@@ -9,7 +9,9 @@ DESCRIPTION = (
     "Static checks of NKI kernels (.py files that import NKI) and CUDA kernels (.cu, .cuh). "
     "Directories are searched recursively (hidden directories, virtualenvs and node_modules are skipped). "
     "Settings come from [tool.nki-assist] in the nearest pyproject.toml; flags override them. "
-    "Suppress a finding with `# noqa: ID` (Python) or `// nki-assist: ignore[ID]` (CUDA)."
+    "Suppress a finding with `# noqa: ID` (Python) or `// nki-assist: ignore[ID]` (CUDA). "
+    "`-` reads one file from stdin (name it with --stdin-filename). --fix applies the safe mechanical "
+    "fixes (--unsafe-fixes adds those that may change results); --diff shows them without writing."
 )
 
 
@@ -22,8 +24,8 @@ def _split(values: list[str] | None) -> list[str] | None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .common import add_format, add_target
 
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
-    add_format(p, ["text", "json", "sarif"], "text")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check; `-` reads stdin")
+    add_format(p, ["text", "json", "sarif", "github"], "text")
     p.add_argument("--select", action="append", metavar="RULES",
                    help="only these rules: ids, id prefixes (NKI1) or names, comma-separated (replaces config)")
     p.add_argument("--ignore", action="append", metavar="RULES",
@@ -36,6 +38,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
                    help="skip files larger than N bytes with a note (default: config or 5000000)")
     p.add_argument("--no-config", action="store_true", help="ignore [tool.nki-assist] in pyproject.toml")
+    p.add_argument("--fix", action="store_true",
+                   help="apply the safe fixes in place, then report what is left (stdin: fixed source on stdout)")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="with --fix/--diff, also apply fixes that may change results or scheduling")
+    p.add_argument("--diff", action="store_true",
+                   help="print the fixes as a unified diff instead of writing them; exit 1 when there are any")
+    p.add_argument("--stdin-filename", metavar="PATH",
+                   help="name of the file read from stdin (`-`): language, config and per-file-ignores follow it")
 
 
 def build_options(args: argparse.Namespace):
@@ -46,7 +56,8 @@ def build_options(args: argparse.Namespace):
     from ..cli import UsageError
     from ..config import Config, load_config
 
-    cfg = Config() if args.no_config else load_config(Path(args.paths[0]))
+    anchor = args.stdin_filename if args.paths == ["-"] and args.stdin_filename else args.paths[0]
+    cfg = Config() if args.no_config else load_config(Path(anchor))
     if cfg.problems:
         raise UsageError("invalid configuration:\n  " + "\n  ".join(cfg.problems))
     select = _split(args.select)
@@ -68,26 +79,76 @@ def run(args: argparse.Namespace) -> int:
     from ..check import check_paths
     from ..cli import UsageError
     from ..report import render_check
+    from .check_fix import STDIN, FixSummary, check_stdin, fixer
     from .common import exit_code
 
-    missing = [p for p in args.paths if not os.path.exists(p)]
+    if args.stdin_filename and not args.paths:
+        args.paths = [STDIN]
+    if not args.paths:
+        raise UsageError("give at least one PATH (or `-` to read stdin)")
+    stdin = STDIN in args.paths
+    if stdin and len(args.paths) > 1:
+        raise UsageError("`-` (stdin) cannot be combined with other paths")
+    if args.stdin_filename and not stdin:
+        raise UsageError("--stdin-filename needs `-` as the path")
+    if args.fix and args.diff:
+        raise UsageError("give --fix or --diff, not both")
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        raise UsageError("--unsafe-fixes needs --fix or --diff")
+    missing = [p for p in args.paths if p != STDIN and not os.path.exists(p)]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     options = build_options(args)
-    report = check_paths(args.paths, options)
+    summary = FixSummary()
+    fixing = args.fix or args.diff
+    if stdin:
+        report = check_stdin(args.stdin_filename or STDIN, options, fixing, args.unsafe_fixes, summary)
+    elif fixing:
+        report = check_paths(args.paths, options, fixer(options, args.unsafe_fixes, args.fix, summary))
+    else:
+        report = check_paths(args.paths, options)
+    if args.diff:
+        sys.stdout.write("".join(summary.diffs))
+        sys.stdout.flush()
+        print(f"{'Would fix' if summary.fixed else 'Nothing to fix'}"
+              + (f" {summary.fixed} finding(s) in {summary.files} file(s)." if summary.fixed else "."),
+              file=sys.stderr)
+        return 1 if summary.fixed else 0
     kwargs = {"statistics_table": args.statistics} if args.format == "text" else {}
     out = render_check(report, args.format, **kwargs)
-    if args.output:
+    if stdin and args.fix:  # like other formatters: the fixed source on stdout, the report on stderr
+        sys.stdout.flush()
+        sys.stdout.buffer.write(summary.fixed_source or b"")
+        sys.stdout.buffer.flush()
+        if not args.output:
+            sys.stderr.write(out)
+            out = ""
+    _write(out, args.output)
+    _print_side_channel(report, args)
+    if args.fix:
+        print(f"Fixed {summary.fixed} finding(s) in {summary.files} file(s); {len(report.findings)} left.",
+              file=sys.stderr)
+    else:
+        from .check_fix import fixable_hint
+
+        hint = fixable_hint(report.findings, fixing, args.unsafe_fixes)
+        if hint:
+            print(f"note: {hint}", file=sys.stderr)
+    return exit_code(report.findings, options.fail_on)
+
+
+def _write(out: str, output: str | None) -> None:
+    from ..cli import UsageError
+
+    if output:
         try:
-            with open(args.output, "w", encoding="utf-8") as fh:
+            with open(output, "w", encoding="utf-8") as fh:
                 fh.write(out)
         except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    else:
+            raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    elif out:
         sys.stdout.write(out)
         sys.stdout.flush()
-    _print_side_channel(report, args)
-    return exit_code(report.findings, options.fail_on)
 
 
 def _print_side_channel(report, args) -> None:

@@ -17,7 +17,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases_dir", nargs="?", default="evals/cases", metavar="CASES_DIR")
     p.add_argument("--llm", choices=["none", "openai", "replay"], default="none",
                    help="none: deterministic drafter; openai: live LLM; replay: recorded LLM replies (offline)")
-    p.add_argument("--record", action="store_true", help="with --llm openai: save grounded replies for --llm replay")
+    p.add_argument("--replies", choices=["recorded", "mechanical", "paraphrase"], default="recorded",
+                   help="with --llm replay: which recorded replies to score (llm_reply.json, "
+                        "llm_reply.mechanical.json, llm_reply.paraphrase.json; default recorded)")
+    p.add_argument("--record", action="store_true",
+                   help="with --llm openai: save grounded replies as llm_reply.json; with --llm replay --replies "
+                        "mechanical: rebuild the mechanical replies from today's findings")
     p.add_argument("--model", help="LLM model (with --llm openai)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (with --llm openai)")
     p.add_argument("--case", action="append", metavar="ID", help="only this case (repeatable)")
@@ -35,8 +40,15 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(args.cases_dir).is_dir():
         raise UsageError(f"{args.cases_dir}: no such directory")
-    if args.record and args.llm != "openai":
-        raise UsageError("--record needs --llm openai")
+    if args.record and not (args.llm == "openai" or (args.llm == "replay" and args.replies == "mechanical")):
+        raise UsageError("--record needs --llm openai, or --llm replay --replies mechanical "
+                         "(paraphrased replies are written by hand)")
+    if args.replies != "recorded" and args.llm != "replay":
+        raise UsageError("--replies needs --llm replay")
+    if args.llm == "openai":
+        from ..extras import require
+
+        require("openai", "--llm openai")
     if args.thresholds and not Path(args.thresholds).is_file():
         raise UsageError(f"{args.thresholds}: no such file")
     cases, problems = discover(args.cases_dir, args.case)
@@ -45,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     progress = _bar(len(cases))
     try:
         summary, records, problems = run_suite(args.cases_dir, llm=args.llm, model=args.model, base_url=args.base_url,
-                                               record=args.record, only=args.case, jobs=args.jobs,
+                                               record=args.record, replies=args.replies, only=args.case, jobs=args.jobs,
                                                progress=progress.advance)
     finally:
         progress.close()
@@ -88,7 +100,12 @@ def _table(summary) -> None:
     console.print(t)
     keys = ["precision", "recall", "f1", "critical_recall", "severity_weighted_recall", "clean_false_positives",
             "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5", "seconds"]
+    if summary.get("llm", "none") != "none":
+        keys += ["llm_drafted", "llm_fallbacks"]
     console.print("  ".join(f"{k}={summary.get(k)}" for k in keys))
+    for c in summary["per_case"]:
+        if c.get("drafter") == "fallback":
+            console.print(f"fallback {c['case']}: {c.get('fallback_reason')}", markup=False, highlight=False)
 
 
 class _bar:

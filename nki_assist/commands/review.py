@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cuda", metavar="FILE", help="CUDA kernel file (without a spec)")
     add_format(p, ["md", "text", "json", "html"], "md")
     add_target(p)
-    add_fail_on(p, "never")
+    add_fail_on(p, "error")  # a `block` verdict (an error finding) exits 1
     p.add_argument("--size", action="append", metavar="NAME", help="only this size of the spec (repeatable)")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="how the kernel runs (default: builtin simulator)")
@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="LLM reply cache (default with --llm openai: see README 'LLM drafter')")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (plots beside it for md)")
+    p.add_argument("--source-url", metavar="URL",
+                   help="html: link locations to URL + path relative to the spec (e.g. a GitHub blob URL) "
+                        "instead of file:// URIs")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
@@ -63,11 +66,23 @@ def run(args: argparse.Namespace) -> int:
     for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
         if f and not Path(f).is_file():
             raise UsageError(f"{f}: no such file")
+    if args.llm == "openai":
+        from ..extras import require
+
+        require("openai", "--llm openai")  # MissingExtra: exit 2 naming the extra
+    plots = args.format in ("md", "html") and (args.format == "html" or bool(args.output))
+    plots_note = None
+    if plots:
+        from ..extras import available
+
+        if not available("matplotlib"):
+            plots = False
+            plots_note = "plots skipped: they need matplotlib (pip install 'nki-assist[report]')"
     opts = ReviewOptions(target=args.target, sizes=args.size, backend=args.backend, run=not args.no_run,
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
-                         plots=args.format in ("md", "html") and (args.format == "html" or bool(args.output)))
+                         plots=plots)
     progress = None if args.quiet else _progress()
     try:
         if args.spec:
@@ -79,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.close()
+    if plots_note:
+        result.review.notes.append(plots_note)
+        print(f"note: {plots_note}", file=sys.stderr)
     text = _render(result, args)
     if args.output:
         out = Path(args.output)
@@ -109,7 +127,7 @@ def _render(result, args) -> str:
     if args.format == "html":
         from ..report.html import render_html
 
-        return render_html(review, plots=result.plots)
+        return render_html(review, plots=result.plots, source_url=args.source_url)
     from ..report.markdown import render_markdown
 
     md = render_markdown(review)

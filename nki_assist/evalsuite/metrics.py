@@ -103,6 +103,7 @@ class CaseScore:
     clean_false_positives: int = 0
     verdict: str | None = None
     drafter: str | None = None
+    fallback_reason: str | None = None  # why an LLM draft was not used (drafter "fallback")
     seconds: float = 0.0
     matches: list[dict[str, Any]] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)  # gold ids not found
@@ -179,7 +180,8 @@ def score_case(case: str, gold: Gold, review: Review, *, rubric_criteria: list[s
         ndcg_at_5=ndcg, grounded_items=grounded, items=len(items), hallucinations=len(notes),
         hallucination_notes=notes, rubric_coverage=coverage,
         clean_false_positives=len(counted) if gold.case.clean else 0,
-        verdict=a.verdict if a else None, drafter=a.drafter if a else None, seconds=round(seconds, 3),
+        verdict=a.verdict if a else None, drafter=a.drafter if a else None,
+        fallback_reason=a.llm.fallback_reason if a and a.llm else None, seconds=round(seconds, 3),
         matches=[{"gold": m.gold.id, "finding": m.finding.id, "rule": m.finding.rule, "category": m.finding.category,
                   "line": m.finding.line, "distance": m.distance, "exact_category": m.exact_category} for m in matches],
         missed=[g.id for g in gold.issues if g.id not in {m.gold.id for m in matches}],
@@ -223,6 +225,8 @@ def summarize(scores: list[CaseScore], seconds: float = 0.0) -> dict[str, Any]:
         "ndcg_at_5": r(_mean([s.ndcg_at_5 for s in scores])),
         "rubric_coverage": r(_mean([s.rubric_coverage for s in scores])),
         "errors": sum(1 for s in scores if s.error),
+        "llm_drafted": sum(1 for s in scores if s.drafter == "llm"),  # LLM modes: replies that passed grounding
+        "llm_fallbacks": sum(1 for s in scores if s.drafter == "fallback"),
         "seconds": round(seconds, 2),
         "per_case": [s.to_json() for s in scores],
     }

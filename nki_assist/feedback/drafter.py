@@ -122,7 +122,8 @@ def _primary(group: list[Finding]) -> Finding:
     return max((f for f in group if f.severity.rank == top), key=lambda f: votes[f.category])
 
 
-def _item(group: list[Finding], t: Target) -> AssessmentItem:
+def item_for(group: list[Finding], t: Target) -> AssessmentItem:
+    """The drafted item for one group of findings (title, what, why, fix, profiling)."""
     primary = _primary(group)
     n = len(group)
     title = _render(primary, "title", t, n) or primary.name.replace("-", " ").capitalize()
@@ -257,7 +258,7 @@ def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
     groups = sorted(group_findings(list(review.findings)), key=_group_key)
     items = []
     for prio, group in enumerate(groups, 1):
-        item = _item(group, target)
+        item = item_for(group, target)
         item.priority = prio
         items.append(item)
     verdict = verdict_for(list(review.findings))

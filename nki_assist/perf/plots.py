@@ -1,8 +1,13 @@
-"""PNG charts for the performance section: roofline position and per-engine busy time."""
+"""PNG charts for the performance section: roofline position and per-engine busy time.
+
+A value that is not a finite number (a profile without an engine, a failed estimate) is shown as
+"n/a", never drawn as 0 or silently dropped.
+"""
 
 from __future__ import annotations
 
 import io
+import math
 
 from .model import PerfEstimate
 
@@ -13,10 +18,18 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _finite(v) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
 def render_plots(est: PerfEstimate) -> dict[str, bytes]:
     """{"roofline.png": ..., "engines.png": ...}; the roofline is skipped when there are no FLOPs or bytes."""
-    import matplotlib
+    from ..extras import require
 
+    matplotlib = require("matplotlib", "the report's plots")
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
@@ -25,7 +38,7 @@ def render_plots(est: PerfEstimate) -> dict[str, bytes]:
     peak = roof.get("peak_flops", 0.0)
     bw = roof.get("hbm_bw_bytes_per_s", 0.0)
     ai = roof.get("arithmetic_intensity")
-    if peak > 0 and bw > 0 and ai:
+    if _finite(peak) and _finite(bw) and _finite(ai) and peak > 0 and bw > 0 and ai > 0:
         fig = Figure(figsize=(6, 4))
         ax = fig.add_subplot(1, 1, 1)
         ridge = peak / bw
@@ -49,13 +62,23 @@ def render_plots(est: PerfEstimate) -> dict[str, bytes]:
     fig = Figure(figsize=(6, 3))
     ax = fig.add_subplot(1, 1, 1)
     names = ["tensor", "vector", "scalar", "gpsimd", "dma"]
-    vals = [est.busy_s.get(n, 0.0) * 1e6 for n in names[:-1]] + [est.dma_busy_s * 1e6]
+    raw = [est.busy_s.get(n, 0.0) * 1e6 for n in names[:-1]] + [est.dma_busy_s * 1e6]
+    vals = [v if _finite(v) else 0.0 for v in raw]
     ax.barh(names, vals, color="tab:gray", label="estimated busy")
+    for name, v in zip(names, raw):
+        if not _finite(v):
+            ax.text(0, name, "  n/a (no estimate)", va="center", fontsize=8, color="tab:red")
     if est.measured and est.measured.get("engines_busy_us"):
         mb = est.measured["engines_busy_us"]
-        ax.scatter([mb.get(n, float("nan")) for n in names], names, color="tab:blue", marker="|", s=200,
-                   label="measured")
-    ax.axvline(est.estimated_time_us, color="tab:red", linestyle="--", label="estimated kernel time")
+        shown = [(mb[n], n) for n in names if _finite(mb.get(n))]
+        if shown:
+            ax.scatter([v for v, _ in shown], [n for _, n in shown], color="tab:blue", marker="|", s=200,
+                       label="measured")
+        missing = [n for n in names if not _finite(mb.get(n))]
+        if missing:
+            ax.set_ylabel("not measured: " + ", ".join(missing), fontsize=7)
+    if _finite(est.estimated_time_us):
+        ax.axvline(est.estimated_time_us, color="tab:red", linestyle="--", label="estimated kernel time")
     ax.set_xlabel("microseconds")
     ax.set_title("Engine busy time (estimate)")
     ax.legend(fontsize=8)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib
 
-CHECK_FORMATS = {"text": "text", "json": "jsonout", "sarif": "sarif"}
+CHECK_FORMATS = {"text": "text", "json": "jsonout", "sarif": "sarif", "github": "github"}
 
 
 def render_check(report, fmt: str, **kwargs) -> str:
-    """Render a `nki_assist.check.CheckReport` as text, json or sarif."""
+    """Render a `nki_assist.check.CheckReport` as text, json, sarif or GitHub annotations."""
     try:
         module = CHECK_FORMATS[fmt]
     except KeyError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..feedback.view import ReviewView, build, counts_text, location
 from ..schema import Review
-from .sections import Bar, Bullets, Cell, Mark, Part, Plot, Section, Text, bar_text, sections
+from .sections import Bar, Bullets, Cell, Mark, Part, Plot, Section, Text, bar_text, described_items, sections
 
 
 def _cell(text: str) -> str:
@@ -77,9 +77,11 @@ def render_markdown(review: Review) -> str:
     lines += ["## Findings", ""]
     if v.findings:
         lines += ["| ID | Severity | Rule | Category | Location | Message |", "|---|---|---|---|---|---|"]
+        described = described_items(v)  # their text is in the item already
         for f in v.findings:
+            text = f"described in item {described[f.id]}" if f.id in described else _cell(f.message)
             lines.append(f"| {f.id} | {f.severity.value} | {f.rule} {f.name} | {f.category} | "
-                         f"{_cell(location(f))} | {_cell(f.message)} |")
+                         f"{_cell(location(f))} | {text} |")
     else:
         lines.append("None.")
     lines.append("")

@@ -123,9 +123,22 @@ def _result(f, rule_index: dict[str, int], fingerprint, suppressed: bool = False
     if f.est_speedup is not None:
         props["est_speedup"] = f.est_speedup
     result["properties"] = props
+    if f.autofix is not None and f.file:
+        result["fixes"] = [_fix(f)]
     if suppressed:
         result["suppressions"] = [{"kind": "inSource"}]
     return result
+
+
+def _fix(f) -> dict[str, Any]:
+    """Finding.autofix as a SARIF fix (one artifactChange; replacements over the original text)."""
+    artifact = _location(f.file, None)["physicalLocation"]["artifactLocation"]
+    replacements = [{"deletedRegion": {"startLine": e.line, "startColumn": e.column, "endLine": e.end_line,
+                                       "endColumn": e.end_column},
+                     "insertedContent": {"text": e.content}} for e in f.autofix.edits]
+    return {"description": {"text": f.autofix.message},
+            "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}],
+            "properties": {"applicability": f.autofix.applicability}}
 
 
 def to_dict(report) -> dict[str, Any]:

@@ -8,6 +8,7 @@ review.py / perf.to_performance; anything unknown is shown generically rather th
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,24 @@ class Section:
     title: str
     parts: list[Part] = field(default_factory=list)
     missing: str | None = None  # why the section has no data
+
+
+# ---------------------------------------------------------------- where a finding's text is
+
+_LEAD_ID = re.compile(r"^(F\d+)\b")
+
+
+def described_items(view) -> dict[str, int]:
+    """Finding id -> priority of the item whose "what" line starts with the id and quotes the
+    finding's message (the deterministic draft): the reports show that text there, not twice."""
+    messages = {f.id: f.message for f in view.findings}
+    out: dict[str, int] = {}
+    for iv in view.items:
+        for line in iv.what_lines:
+            m = _LEAD_ID.match(line.strip())
+            if m and m.group(1) in messages and messages[m.group(1)] in line:
+                out.setdefault(m.group(1), iv.item.priority)
+    return out
 
 
 # ---------------------------------------------------------------- number formatting
@@ -284,9 +303,10 @@ def _attribution(findings: list[Finding]) -> Grid | None:
     num_f = [f for f in findings if f.rule.startswith("NUM")]
     if not num_f:
         return None
-    rows = [[f.id or "—", f"{f.rule} {f.name}", f.severity.value, f"line {f.line}" if f.line else "—",
-             one_line(f.message)] for f in num_f]
-    return Grid("Attribution", ["ID", "rule", "severity", "where", "message"], rows)
+    # The message is in the finding's item and the findings table; here only what points to it.
+    rows = [[f.id or "—", f"{f.rule} {f.name}", f.severity.value, f"line {f.line}" if f.line else "—"]
+            for f in num_f]
+    return Grid("Attribution", ["ID", "rule", "severity", "where"], rows)
 
 
 def numerics_section(review: Review) -> Section:

@@ -137,3 +137,20 @@ def test_sarif_with_the_real_registry_is_valid():
     assert [r["id"] for r in rules] == [s.id for s in all_rules()]
     assert all(r["helpUri"].endswith(f"/docs/rules/{r['name']}.md") for r in rules)
     assert data["runs"][0]["results"] == []
+
+
+def test_sarif_carries_fixes_and_stays_valid(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    fixes = Path(__file__).resolve().parents[1] / "fixtures" / "fixes"
+    shutil.copy(fixes / "renamed_apis_new.py", "k.py")
+    data = json.loads(render_check(check_paths(["k.py"], CheckOptions()), "sarif"))
+    jsonschema.Draft4Validator(SCHEMA).validate(data)
+    safe, unsafe = (r["fixes"][0] for r in data["runs"][0]["results"])
+    assert safe["properties"] == {"applicability": "safe"} and unsafe["properties"] == {"applicability": "unsafe"}
+    (change,) = safe["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "k.py", "uriBaseId": "%SRCROOT%"}
+    assert change["replacements"] == [{"deletedRegion": {"startLine": 9, "startColumn": 26, "endLine": 9,
+                                                         "endColumn": 35},
+                                       "insertedContent": {"text": "psum_bank_fmax"}}]

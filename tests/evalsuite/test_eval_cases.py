@@ -92,10 +92,12 @@ def test_injection_case_really_contains_the_injection():
     assert "ignore previous instructions" in text and "approve this kernel" in text
 
 
-def test_thresholds_file_has_gate_tables():
-    data = tomllib.loads(THRESHOLDS.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", [THRESHOLDS, THRESHOLDS.with_name("thresholds.mechanical.toml")])
+def test_thresholds_file_has_gate_tables(path):
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     assert {"precision", "recall", "critical_recall", "grounding_rate"} <= set(data["min"])
-    assert {"clean_false_positives", "hallucinations"} <= set(data["max"])
+    assert {"clean_false_positives", "hallucinations", "llm_fallbacks"} <= set(data["max"])
+    assert data["max"]["llm_fallbacks"] == 0  # a recorded reply that is stale or ungrounded fails CI
     assert all(0.0 <= v <= 1.0 for v in data["min"].values())
 
 

@@ -53,11 +53,12 @@ def test_markdown_sections_and_priorities():
 
 
 def test_markdown_escapes_pipes_and_drafts_when_missing():
-    fs = [f(rule="P1", name="x", category="small-dma", severity="warning", line=3, message="a | b")]
+    fs = [f(rule="P1", name="x", category="small-dma", severity="warning", line=3, message="a | b", file="k|x.py")]
     r = review(fs, numerics=False, perf=False)
     assert r.assessment is None
     md = render_markdown(r)
-    assert "a \\| b" in md and "**Verdict: REVISE**" in md
+    assert "| k\\|x.py:3 | described in item 1 |" in md and "**Verdict: REVISE**" in md
+    assert md.count("a | b") == 1  # the message once, in its item
     assert "## Notes" in md and "- numerics: no port spec, kernel not run" in md
     assert "## Numerics\n\n*Not available: numerics: no port spec, kernel not run*" in md
     assert "## Performance\n\n*Not available: no estimate: the kernel was not executed" in md
@@ -107,14 +108,24 @@ def test_html_well_formed_with_png():
     assert len(imgs) == 1 and imgs[0].get("alt") == "error_vs_K"
     src = imgs[0].get("src")
     assert src.startswith("data:image/png;base64,") and base64.b64decode(src.split(",", 1)[1]) == png
-    assert "plot &#x27;roofline&#x27; skipped: not PNG data" in html
-    assert not re.search(r"(src|href)=\"(https?:)?//", html)  # self-contained
+    assert "plot 'roofline' skipped: not PNG data" in html
+    assert not re.search(r"src=\"(https?:)?//", html) and "<script" not in html  # self-contained
     sections = [s for s in root.iter("section")]
     assert [s.get("id") for s in sections] == [f"item-{i}" for i in range(1, 6)]
     assert root.find(".//span[@class='verdict v-block']").text == "BLOCK"
-    links = [a.get("href") for a in sections[0].iter("a")]
-    assert links == ["#F1", "#F2"]
-    assert {tr.get("id") for tr in root.iter("tr") if tr.get("id")} == {f"F{i}" for i in range(1, 7)}
+    meta = sections[0].find("p[@class='meta']")
+    assert [a.get("href") for a in meta.iter("a")] == ["#F1", "#F2"]
+    # each finding's text once, under its id: in the item that describes it; the table points there
+    ids = [el.get("id") for el in root.iter() if el.get("id")]
+    for i in range(1, 7):
+        assert ids.count(f"F{i}") == 1 and ids.count(f"row-F{i}") == 1
+        (li,) = [el for el in root.iter("li") if el.get("id") == f"F{i}"]
+        (row,) = [el for el in root.iter("tr") if el.get("id") == f"row-F{i}"]
+        assert "described in item" in "".join(row.itertext())
+        assert row.find("td/a").get("href") == f"#F{i}"
+    messages = [x.message for x in reviewed().findings]
+    text = "".join(root.itertext())
+    assert all(text.count(m) == 1 for m in messages)
 
 
 def test_html_escapes_untrusted_text():

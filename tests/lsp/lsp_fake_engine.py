@@ -18,7 +18,7 @@ import time
 import types as pytypes
 from dataclasses import dataclass, field
 
-from nki_assist.findings import Finding, RelatedLocation, Severity
+from nki_assist.findings import Edit, Finding, Fix, RelatedLocation, Severity
 
 DTYPE = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 _ALLOC = re.compile(r"(?P<name>\w+)\s*=\s*nl\.ndarray\(\((?P<p>\d+),\s*(?P<f>\d+)\),\s*dtype=nl\.(?P<dtype>\w+),"
@@ -53,10 +53,11 @@ def check_source(path, text, options):
                                 related=[RelatedLocation(file="kernel.cu", line=7, message="CUDA original")]))
         m = re.search(r"nl\.affine_range", line)
         if m and "# carried" in line:
-            edit = {"line": n, "col": m.start() + 1, "end_col": m.end() + 1, "old_text": "nl.affine_range",
-                    "new_text": "nl.sequential_range", "title": "Use nl.sequential_range (carried dependency)"}
+            edit = Edit(line=n, column=m.start() + 1, end_line=n, end_column=m.end() + 1,
+                        old_text="nl.affine_range", content="nl.sequential_range")
+            fix = Fix(message="Use nl.sequential_range (carried dependency)", applicability="safe", edits=[edit])
             out.append(_finding(path, n, m.start() + 1, m.end() + 1, "carried dependency in affine_range",
-                                evidence={"edit": edit}))
+                                autofix=fix))
     return out
 
 

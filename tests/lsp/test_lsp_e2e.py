@@ -125,8 +125,9 @@ async def test_code_actions_quick_fix_and_suppression(client):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=carried.range,
         context=types.CodeActionContext(diagnostics=[carried])))
-    fix, disable = actions
+    fix, disable, fix_all = actions
     assert fix.title == "Use nl.sequential_range (carried dependency)" and fix.is_preferred
+    assert fix_all.kind == "source.fixAll.nki-assist" and fix_all.edit == fix.edit  # the only safe fix
     (edit,) = fix.edit.changes[uri]
     assert edit.new_text == "nl.sequential_range"
     assert (edit.range.start.line, edit.range.start.character, edit.range.end.character) == (9, 13, 28)

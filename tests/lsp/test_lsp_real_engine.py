@@ -65,7 +65,8 @@ async def test_real_rules_positions_hover_lens_and_fixes(client):
         text_document=types.TextDocumentIdentifier(uri=uri), range=carried.range,
         context=types.CodeActionContext(diagnostics=[carried])))
     fix = actions[0]
-    assert fix.title == "Make loop `i` sequential (nl.sequential_range)" and fix.is_preferred
+    assert fix.title == "Make loop `i` sequential (nl.sequential_range) (unsafe fix: review the change)"
+    assert fix.is_preferred
     fixed = apply(KERNEL, fix.edit.changes[uri])
     assert "for i in nl.sequential_range(4):" in fixed
 
@@ -97,3 +98,43 @@ async def test_half_typed_code_never_breaks_the_server(client):
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=7, character=20)))
     assert hover is None or hover.contents.value
+
+
+FIXES = Path(__file__).resolve().parent.parent / "fixtures" / "fixes"
+
+
+async def test_fix_all_applies_every_safe_fix_and_only_when_asked(client):
+    text = (FIXES / "loop_aliases.py").read_text(encoding="utf-8") + "\n\n" + \
+        (FIXES / "renamed_apis_new.py").read_text(encoding="utf-8").split("\n\n\n", 1)[1]
+    uri = (client.root / "fix_all_nki.py").as_uri()
+    open_doc(client, uri, text)
+    diags = await wait_diagnostics(client, uri, lambda d: sum(x.code == "NKI502" for x in d) == 3)
+
+    async def actions(only=None, diagnostics=()):
+        start = types.Position(line=0, character=0)
+        return await client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=types.Range(start=start, end=start),
+            context=types.CodeActionContext(diagnostics=list(diagnostics), only=only))) or []
+
+    (fix_all,) = await actions(only=[types.CodeActionKind.SourceFixAll])
+    assert fix_all.kind == "source.fixAll.nki-assist"
+    fixed = apply(text, fix_all.edit.changes[uri])
+    # the safe fixes: psum_fmax renamed, three loop aliases -> range; the unsafe sbuf rename is left
+    assert "nl.tile_size.psum_bank_fmax" in fixed and "total_available_sbuf_size" in fixed
+    assert "affine_range" not in fixed and "sequential_range(" not in fixed and "in static_range" not in fixed
+    assert await actions(only=[types.CodeActionKind.QuickFix]) == []  # no diagnostics given, no fix-all
+
+    unsafe = next(d for d in diags if d.code == "NKI501" and "sbuf" in d.message)
+    quick = await actions(only=[types.CodeActionKind.QuickFix], diagnostics=[unsafe])
+    assert [a.title for a in quick] == [
+        "Rename to `nl.tile_size.sbuf_fmax_bytes` (unsafe fix: review the change)", "Disable NKI501 for this line",
+        "Fix all safe nki-assist problems in this file (4)"]
+
+    replace_all(client, uri, fixed, version=2)
+    diags = await wait_diagnostics(client, uri, lambda d: not any(x.code == "NKI502" for x in d))
+    assert [d.code for d in diags] == ["NKI501"]
+    edited = fixed.replace("nl.tile_size.total_available_sbuf_size", "nl.tile_size.total_available_sbuf_size // 2")
+    replace_all(client, uri, edited.replace("budget =", "budget  ="), version=3)
+    await wait_diagnostics(client, uri, lambda d: d and d[0].range.start.character == unsafe.range.start.character + 1)
+    stale = await actions(only=[types.CodeActionKind.QuickFix], diagnostics=[unsafe])  # v1's diagnostic
+    assert [a.title for a in stale] == ["Disable NKI501 for this line"]  # the rename no longer matches the text

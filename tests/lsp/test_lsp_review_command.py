@@ -65,7 +65,7 @@ async def test_review_reports_progress_and_opens_the_markdown(client):
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "done"
 
     # The code lens now carries the cost model's numbers, and the client was told to re-ask.
-    assert client.code_lens_refreshes == refreshes + 1
+    assert client.code_lens_refreshes >= refreshes + 1  # (+ one per open kernel re-checked after)
     (lens,) = await client.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert lens.command.title.endswith("est. MFU 23.4% · bottleneck: dma-overhead")

@@ -9,7 +9,7 @@ import pytest
 from lsprotocol import types
 
 from lsp_server import engine
-from lsp_server.actions import quick_fix_edits, suppression_edit
+from lsp_server.actions import fix_edits, suppression_edit
 from lsp_server.positions import from_lsp_position, to_lsp_range
 from lsp_server.review import ReviewRefused, find_port_spec, review_kwargs
 from lsp_server.settings import Settings, parse_settings
@@ -46,12 +46,15 @@ def test_no_suppression_edit_when_already_covered_or_impossible(line):
 
 
 def test_quick_fix_edit_is_dropped_when_the_text_changed():
-    data = {"edit": {"line": 1, "col": 10, "end_col": 25, "old_text": "nl.affine_range",
-                     "new_text": "nl.sequential_range"}}
-    (edit,) = quick_fix_edits(data, ["for i in nl.affine_range(4):\n"])
+    fix = {"message": "m", "applicability": "safe",
+           "edits": [{"line": 1, "column": 10, "end_line": 1, "end_column": 25, "old_text": "nl.affine_range",
+                      "content": "nl.sequential_range"}]}
+    (edit,) = fix_edits(fix, ["for i in nl.affine_range(4):\n"])
     assert (edit.range.start.character, edit.range.end.character, edit.new_text) == (9, 24, "nl.sequential_range")
-    assert quick_fix_edits(data, ["for i in nl.static_range(4):\n"]) is None
-    assert quick_fix_edits({"edit": {"line": 7, "col": 1, "end_col": 2, "new_text": ""}}, ["x\n"]) is None
+    assert fix_edits(fix, ["for i in nl.static_range(4):\n"]) is None
+    assert fix_edits({"edits": [{"line": 7, "column": 1, "end_line": 7, "end_column": 2, "content": ""}]},
+                     ["x\n"]) is None
+    assert fix_edits({"edits": [{"line": 1, "column": 1}]}, ["x\n"]) is None
 
 
 def test_settings_parse_with_defaults_and_problems():

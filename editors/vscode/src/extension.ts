@@ -1,5 +1,5 @@
-// Thin client: launch `<python> -m nki_assist lsp` over stdio and forward editor state.
-// All analysis lives in the Python server (lsp_server/); this file only wires VS Code to it.
+// Thin client: find a Python with nki-assist, launch `<python> -m nki_assist lsp` over stdio and
+// forward editor state. All analysis lives in the Python server (lsp_server/).
 import * as vscode from 'vscode';
 import {
   ExecuteCommandRequest,
@@ -8,12 +8,15 @@ import {
   ServerOptions,
   TransportKind,
 } from 'vscode-languageclient/node';
-import { serverCommand } from './command';
+import { Candidate, installCommand, notFoundMessage, serverCandidates } from './command';
+import { discoveryInputs, watchInterpreter } from './interpreter';
+import { findServer } from './probe';
 
 const SECTION = 'nki-assist';
 const REVIEW_COMMAND = 'nki-assist.reviewPort';
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
+let running: string | undefined; // the server command line of `client`
 
 function settingsSnapshot(): unknown {
   // Sent as initializationOptions so the very first checks already use the user's settings.
@@ -30,12 +33,9 @@ function settingsSnapshot(): unknown {
   };
 }
 
-function createClient(): LanguageClient {
-  const cfg = vscode.workspace.getConfiguration(SECTION);
-  const python = vscode.workspace.getConfiguration('python').get<string>('defaultInterpreterPath');
-  const [command, ...args] = serverCommand(cfg.get<string[]>('server.path'), cfg.get<string>('server.pythonPath'), python);
-  output?.info(`starting: ${[command, ...args].join(' ')}`);
-  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+function createClient(command: string[]): LanguageClient {
+  const [program, ...args] = command;
+  const serverOptions: ServerOptions = { command: program, args, transport: TransportKind.stdio };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
       { scheme: 'file', language: 'python' },
@@ -50,17 +50,66 @@ function createClient(): LanguageClient {
   return new LanguageClient(SECTION, 'NKI Assist', serverOptions, clientOptions);
 }
 
-async function restart(): Promise<void> {
+/** The server command: the first candidate interpreter that has nki-assist (see command.ts). */
+async function resolveServer(): Promise<{ command?: string[]; tried: Candidate[] }> {
+  const log = (msg: string) => output?.info(msg);
+  const { inputs, vars } = await discoveryInputs(log);
+  const tried = serverCandidates(inputs, vars);
+  const found = await findServer(tried);
+  if (found) {
+    const version = found.version ? ` (nki-assist ${found.version})` : '';
+    output?.info(`server from ${found.candidate.source}${version}: ${found.candidate.command.join(' ')}`);
+    return { command: found.candidate.command, tried };
+  }
+  return { tried };
+}
+
+async function notFound(tried: Candidate[]): Promise<void> {
+  const message = notFoundMessage(tried);
+  output?.error(message);
+  const python = tried.find((c) => c.python)?.python ?? 'python3';
+  const choice = await vscode.window.showErrorMessage(message, 'Copy install command', 'Select Interpreter', 'Retry');
+  if (choice === 'Copy install command') {
+    await vscode.env.clipboard.writeText(installCommand(python));
+  } else if (choice === 'Select Interpreter') {
+    await vscode.commands.executeCommand('python.setInterpreter');
+  } else if (choice === 'Retry') {
+    await restart(true);
+  }
+}
+
+let queue: Promise<void> = Promise.resolve();
+
+/** Restart the server (serialized: settings and interpreter events may arrive together). Without
+ *  `force`, a restart that would run the same command keeps the running server. */
+function restart(force = true): Promise<void> {
+  queue = queue.then(() => doRestart(force)).catch((err) => output?.error(`restart failed: ${err}`));
+  return queue;
+}
+
+async function doRestart(force: boolean): Promise<void> {
+  const { command, tried } = await resolveServer();
+  const key = command?.join('\u0000');
+  if (!force && client && key === running) {
+    return; // the same interpreter: nothing to do
+  }
   if (client) {
     await client.stop().catch(() => undefined);
+    client = undefined;
+    running = undefined;
   }
-  client = createClient();
+  if (!command) {
+    void notFound(tried); // not awaited: the message waits for the user, later restarts must not
+    return;
+  }
+  output?.info(`starting: ${command.join(' ')}`);
+  client = createClient(command);
+  running = key;
   try {
     await client.start();
   } catch (err) {
     void vscode.window.showErrorMessage(
-      `NKI Assist: could not start the language server (${err}). Install nki-assist into the Python ` +
-        'environment named by `nki-assist.server.pythonPath` (pip install nki-assist).',
+      `NKI Assist: could not start the language server (${err}). Command: ${command.join(' ')}.`,
     );
   }
 }
@@ -86,17 +135,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   output = vscode.window.createOutputChannel('NKI Assist', { log: true });
   context.subscriptions.push(
     output,
-    vscode.commands.registerCommand('nki-assist.restartServer', restart),
+    vscode.commands.registerCommand('nki-assist.restartServer', () => restart(true)),
     vscode.commands.registerCommand('nki-assist.reviewCurrentPort', reviewCurrentPort),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // Other settings reach the server through workspace/configuration; these change the process.
-      if (e.affectsConfiguration(`${SECTION}.server`)) {
-        void restart();
+      if (e.affectsConfiguration(`${SECTION}.server`) || e.affectsConfiguration('python.defaultInterpreterPath')) {
+        void restart(false);
       }
     }),
-    vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restart(true)),
+    // "Python: Select Interpreter": restart on the newly selected environment (if it changes the command)
+    await watchInterpreter(() => void restart(false), (msg) => output?.info(msg)),
   );
-  await restart();
+  await restart(true);
 }
 
 export async function deactivate(): Promise<void> {

@@ -1,0 +1,113 @@
+"""The parts of `nki-assist check` beyond reporting: `--fix`/`--diff`, and source read from stdin."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+
+STDIN = "-"
+STDIN_DEFAULT_NAME = "stdin.py"  # language detection and config when --stdin-filename is not given
+
+
+@dataclass
+class FixSummary:
+    fixed: int = 0  # findings whose fix was applied (or would be, with --diff)
+    files: int = 0  # files changed (or that would change)
+    diffs: list[str] = field(default_factory=list)
+    fixed_source: bytes | None = None  # stdin with --fix: what goes to stdout
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    name = os.path.normpath(path).replace(os.sep, "/")
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
+    """A `check_file` replacement for `check_paths`: checks, and fixes what it may."""
+    from ..autofix import fix_text, selected_fixes
+    from ..check import check_file, decode
+
+    def check_and_fix(path: str, opts):
+        result = check_file(path, opts)
+        if result.status != "checked" or not selected_fixes(result.findings, unsafe):
+            return result
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            result.notes.append(f"{path}: not fixed: cannot read: {exc.strerror or exc}")
+            return result
+        text, problem = decode(data)
+        if problem:  # writing back would replace the undecodable bytes
+            result.notes.append(f"{path}: not fixed: {problem}")
+            return result
+        outcome = fix_text(path, text, opts, unsafe=unsafe)
+        if not outcome.changed:
+            return result
+        if write:
+            bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
+            try:
+                with open(path, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(bom + outcome.text)
+            except OSError as exc:
+                result.notes.append(f"{path}: not fixed: cannot write: {exc.strerror or exc}")
+                return result
+        else:
+            summary.diffs.append(unified_diff(path, text, outcome.text))
+        summary.fixed += len(outcome.fixed)
+        summary.files += 1
+        final = outcome.result
+        final.notes = result.notes + final.notes
+        return final
+
+    return check_and_fix
+
+
+def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSummary):
+    """A CheckReport for source read from stdin, reported under `display`."""
+    from ..check import CheckReport, check_text, decode
+
+    data = sys.stdin.buffer.read()
+    text, problem = decode(data)
+    engine_path = display if display != STDIN else STDIN_DEFAULT_NAME
+    result = check_text(engine_path, text, options)
+    if fix:
+        summary.fixed_source = data  # unchanged unless a fix applies
+    if problem:
+        result.notes.insert(0, f"{display}: {problem}")
+    elif fix:
+        from ..autofix import fix_text
+
+        outcome = fix_text(engine_path, text, options, unsafe=unsafe)
+        if outcome.changed:
+            summary.fixed, summary.files = len(outcome.fixed), 1
+            summary.diffs.append(unified_diff(display, text, outcome.text))
+            result = outcome.result
+            summary.fixed_source = ("\ufeff" if data.startswith(b"\xef\xbb\xbf") else "").encode() + \
+                outcome.text.encode("utf-8")
+    if display == STDIN:
+        result.findings = [f.model_copy(update={"file": STDIN}) for f in result.findings]
+    result.path = display
+    report = CheckReport(target=options.target)
+    report.add(result)
+    return report.finish()
+
+
+def fixable_hint(findings, fixing: bool, unsafe: bool) -> str | None:
+    """`N findings fixable with --fix (M more with --unsafe-fixes)`, or None."""
+    if fixing:
+        return None
+    safe = sum(1 for f in findings if f.autofix and f.autofix.applicability == "safe")
+    risky = sum(1 for f in findings if f.autofix and f.autofix.applicability == "unsafe")
+    if unsafe:
+        safe, risky = safe + risky, 0
+    if not safe and not risky:
+        return None
+    flag = "--fix --unsafe-fixes" if unsafe else "--fix"
+    parts = [f"{safe} fixable with `{flag}`"] if safe else []
+    if risky:
+        parts.append(f"{risky} {'more ' if safe else ''}with `--fix --unsafe-fixes`")
+    return "; ".join(parts) + " (preview with --diff)"

@@ -1,0 +1,25 @@
+"""`review` exit codes: a `block` verdict (an error finding) exits 1 by default; --fail-on moves the bar."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nki_assist.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ERRORS = FIXTURES / "rules" / "NKI501" / "pos_new.py"  # NKI501 errors: verdict block
+NITS = FIXTURES / "fixes" / "loop_aliases.py"  # only NKI502 info: approve-with-nits
+
+
+@pytest.mark.parametrize("path,argv,code,verdict", [
+    (ERRORS, [], 1, "block"),
+    (ERRORS, ["--fail-on", "never"], 0, "block"),
+    (NITS, [], 0, "approve-with-nits"),
+    (NITS, ["--fail-on", "info"], 1, "approve-with-nits"),
+])
+def test_exit_code_follows_fail_on(capsys, path, argv, code, verdict):
+    assert main(["review", "--nki", str(path), "--format", "json", "-q", *argv]) == code
+    assert json.loads(capsys.readouterr().out)["assessment"]["verdict"] == verdict
