@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..findings import Severity
 from ..hardware import DTYPE_BYTES, Target
 from ..parse.nki import kernel_resources, psum_banks_of
@@ -156,6 +158,18 @@ def _dma_region(c):
     return ops[0] if ops else None
 
 
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _row_follows_loop(text: str | None, loops) -> bool:
+    """Does the first (partition-side) index of `x[first, ...]` use an enclosing loop's variable?"""
+    if not text or "[" not in text:
+        return False
+    first = text.split("[", 1)[1].split(",", 1)[0]
+    names = set(_IDENT.findall(first))
+    return any(lp.var in names for lp in loops if lp.var)
+
+
 @check("NKI108")
 def small_dma(nf: NkiFile, t: Target):
     for k in nf.kernels:
@@ -193,7 +207,9 @@ def small_dma(nf: NkiFile, t: Target):
             ev["column_vector"] = column
             # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
             # by nature; only loading several rows per DMA would help
-            row = parts == 1 and len(region.shape) >= 2 and "bytes_per_partition" not in ev
+            # (a row the loop walks, `x[r:r + 1, :]` in a loop over r, is the row-at-a-time defect instead)
+            row = (parts == 1 and len(region.shape) >= 2 and "bytes_per_partition" not in ev
+                   and not _row_follows_loop(region.text, c.loops))
             ev["row_vector"] = row
             # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
             # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)
