@@ -348,11 +348,8 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
         ctx.report("SIM115", line, f"{op_label} over axis 0 (the partition axis): Vector Engine reductions run "
                    "along free axes only; transpose first or matmul with a ones vector.", api=op_label)
     m = tile_mask(mask, x.shape) if mask is not None else None
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = fvals(x, m, line)
-    finally:
-        poison = unwritten.end(owner)
     if m is not None:
         fill = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}.get(name, 0.0)
         v = np.where(m, v, F32(fill))
@@ -476,8 +473,7 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, revers
 
 def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="select", engine="vector"):
     ctx, line, depth = ctx_site()
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         if isinstance(pred, Mask):
             c = pred.arr
         else:
@@ -485,8 +481,6 @@ def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="s
         srcs = [x for x in (pred, on_true, on_false) if is_tensor(x)]
         vt = fvals(on_true, None, line) if is_tensor(on_true) else F32(on_true)
         vf = fvals(on_false, None, line) if is_tensor(on_false) else F32(on_false)
-    finally:
-        poison = unwritten.end(owner)
     r = np.where(c, vt, vf).astype(F32)
     dt = dtype or (on_true.st.dt if is_tensor(on_true) else FLOAT32)
     out = emit(ctx, label, engine, line, depth, r, dst=dst, dtype=dt, srcs=srcs, mask=mask,
@@ -558,11 +552,8 @@ def bn_stats(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     tgt = ctx.target
     on_chip_operand(ctx, line, "bn_stats", data)
     m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = np.nan_to_num(fvals(data, m, line))  # masked-off elements are not read
-    finally:
-        poison = unwritten.end(owner)
     P = v.shape[0]
     v2 = v.reshape(P, -1).astype(np.float64)
     F = v2.shape[1]
@@ -597,11 +588,8 @@ def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     """Merge bn_stats groups -> [P, 2] (mean, population variance)."""
     ctx, line, depth = ctx_site()
     m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = np.nan_to_num(fvals(data, m, line).astype(np.float64))
-    finally:
-        poison = unwritten.end(owner)
     P = v.shape[0]
     g = v.reshape(P, -1)
     if g.shape[1] % 3:

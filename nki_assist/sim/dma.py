@@ -34,8 +34,7 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
     shape = dst.shape
     m = tile_mask(mask, shape) if mask is not None else None
     # on-chip destinations inherit unwritten source positions; a write to HBM reports them (unwritten.py)
-    owner = unwritten.begin() if not dst.st.buffer.endswith("hbm") else False
-    try:
+    with unwritten.collect(not dst.st.buffer.endswith("hbm")) as poison:
         if value is None:
             src_shape = src.shape
             sm = m if (m is not None and src_shape == shape) else None
@@ -45,8 +44,6 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
             if transpose_2d:
                 value = value.reshape(value.shape[0], -1).T
         old = read(dst, m, line) if accumulate_op is not None else None
-    finally:
-        poison = unwritten.end(owner)
     if value.shape != shape:
         if value.size != int(np.prod(shape)):
             raise SimShapeError(f"{label}: source {list(src.shape)} and destination {list(shape)} hold different "

@@ -164,11 +164,8 @@ def _partition_reduce(dst, op, data, dtype):
     import numpy as np
 
     ctx, line, depth = core.ctx_site()
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = core.fvals(data, None, line)
-    finally:
-        poison = unwritten.end(owner)
     n = core.opname(op)
     r = np.asarray(core.mathops.REDUCE[n](v, axis=0, keepdims=True), np.float32)
     out = core.emit(ctx, "tensor_partition_reduce", "gpsimd", line, depth, r, dst=dst, dtype=dtype or data.st.dt,
@@ -182,11 +179,8 @@ def _max8(dst, src, dtype):
     import numpy as np
 
     ctx, line, depth = core.ctx_site()
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = core.fvals(src, None, line)
-    finally:
-        poison = unwritten.end(owner)
     v2 = v.reshape(v.shape[0], -1)
     r = -np.sort(-v2, axis=1)[:, :8]
     out = core.emit(ctx, "max8", "vector", line, depth, r.astype(np.float32), dst=dst, dtype=dtype or src.st.dt,

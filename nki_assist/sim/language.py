@@ -352,11 +352,8 @@ bitwise_not = invert
 
 def softmax(x, axis=-1, dtype=None, mask=None, **kw):
     ctx, line, depth = core.ctx_site()
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = core.fvals(x, None, line)
-    finally:
-        poison = unwritten.end(owner)
     ax = core._axes(axis, v.ndim)
     e = np.exp(v - v.max(axis=ax, keepdims=True))
     r = (e / e.sum(axis=ax, keepdims=True)).astype(F32)
@@ -590,8 +587,7 @@ def _iop(name):
         # Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF that way); an explicit
         # `t[...] = nl.add(t, x)` is still a loop-carried read
         psum = st.buffer == "psum" or name in ("add", "subtract", "multiply")
-        owner = unwritten.begin()
-        try:
+        with unwritten.collect() as poison:
             a = core.fvals(self, None, line, exempt_affine=psum)
             if isinstance(other, Tensor):
                 b = core.fvals(other, None, line)
@@ -599,8 +595,6 @@ def _iop(name):
             else:
                 b = other
                 srcs = [self]
-        finally:
-            poison = unwritten.end(owner)
         r = mathops.BINARY[name](a, b)
         core.check_lowp_acc(ctx, self, name, (st,), line, depth)
         write(self, ctx.round(core._fit(np.asarray(r, F32), self.shape, "+="), st.dt), None, line,

@@ -46,12 +46,9 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
             check_placement(ctx, line, label, t, ("sbuf",), role)
     if dst is not None and dst.st.buffer != "psum":
         check_placement(ctx, line, label, dst, ("psum",), "dst")
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         s = fvals(stationary, None, line)
         mv = fvals(moving, None, line)
-    finally:
-        poison = unwritten.end(owner)
     K = s.shape[0] if s.ndim else 1
     double = _double_row(perf_mode) and s.ndim == 3 and mv.ndim == 3 and s.shape[1] == mv.shape[1] == 2
     if double:  # FP8 double row: [K, 2, M] x [K, 2, N], contraction over the partitions and the pair axis
@@ -153,11 +150,8 @@ def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> 
 def transpose(data, *, dst=None, engine="tensor", dtype=None, label="nc_transpose", buffer=None) -> Tensor:
     ctx, line, depth = ctx_site()
     tgt = ctx.target
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = read(data, None, line)
-    finally:
-        poison = unwritten.end(owner)
     P = v.shape[0] if v.ndim else 1
     v2 = v.reshape(P, -1)
     F = v2.shape[1]

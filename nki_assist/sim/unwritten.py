@@ -40,6 +40,25 @@ def end(owner: bool) -> list:
     return poison
 
 
+class collect:
+    """`with unwritten.collect() as poison:` around an instruction's reads; `poison` holds what they found
+    once the block ends (empty when an enclosing instruction collects instead, or when `enabled` is False)."""
+
+    __slots__ = ("owner", "poison", "enabled")
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.poison: list = []
+
+    def __enter__(self) -> list:
+        self.owner = begin() if self.enabled else False
+        return self.poison
+
+    def __exit__(self, *exc) -> bool:
+        self.poison.extend(end(self.owner))
+        return False
+
+
 def _align(bad: np.ndarray, shape: tuple) -> np.ndarray | None:
     """A view's unwritten positions in an instruction's shape (NKI broadcasts from the partition axis)."""
     b = bad

@@ -24,12 +24,9 @@ def tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, *, dst=None
     ctx, line, depth = ctx_site()
     on_chip_operand(ctx, line, "tensor_scalar_reduce", data)
     m = tile_mask(mask, data.shape) if mask is not None else None
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         v = fvals(data, m, line)
         o0 = palign(operand_value(operand0, m, line), v)[0]
-    finally:
-        poison = unwritten.end(owner)
     n0 = opname(op0)
     r = np.asarray(mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0), F32)
     rn = opname(reduce_op)
@@ -53,13 +50,10 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, *, dst=None, reverse0=Fa
     ctx, line, depth = ctx_site()
     for t in (data0, data1):
         on_chip_operand(ctx, line, "tensor_tensor_scan", t)
-    owner = unwritten.begin()
-    try:
+    with unwritten.collect() as poison:
         a = fvals(data0, None, line)
         b = fvals(data1, None, line)
         init = operand_value(initial, None, line)
-    finally:
-        poison = unwritten.end(owner)
     P = a.shape[0]
     a2, b2 = a.reshape(P, -1), b.reshape(P, -1)
     if a2.shape != b2.shape:

@@ -6,17 +6,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
-from nki_assist.sim import run_kernel
+from sim_helpers import run_source
 
 LEGACY = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n@nki.jit\n"
 NEW = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n\n@nki.jit\n"
 
 
 def dmas(tmp_path, src, args, legacy=True):
-    path = tmp_path / "k.py"
-    path.write_text((LEGACY if legacy else NEW) + src)
-    res = run_kernel(str(path), None, args, target=get_target("trn2"))
+    res, _ = run_source(tmp_path, (LEGACY if legacy else NEW) + src, args)
     assert res.status == "ok", (res.error, [f.message for f in res.findings])
     return [(e.direction, e.bytes, e.partitions, e.transfers, e.hbm_box, e.extra.get("hbm_elem_bytes"))
             for e in res.trace if e.engine == "dma"]
@@ -123,14 +120,12 @@ def k(x):
         nisa.dma_copy(dst=out[t * 128:t * 128 + n, 0:D], src=xt[0:n, 0:D])
     return out
 """
-    path = tmp_path / "k.py"
-    path.write_text(NEW + src)
     x = np.ones((200, 96), ml_dtypes.bfloat16)
-    res = run_kernel(str(path), None, [x], target=get_target("trn2"))
+    res, _ = run_source(tmp_path, NEW + src, [x])
     loads = [e for e in res.trace if e.engine == "dma" and e.direction == "load"]
     assert [(e.bytes, e.partitions, e.transfers, e.hbm_box) for e in loads] == [
         (128 * 96 * 2, 128, 128, ((0, 128), (0, 96))), (72 * 96 * 2, 72, 72, ((128, 200), (0, 96)))]
     assert not any(e.extra.get("whole_tensor") for e in loads)
     small = np.ones((64, 96), ml_dtypes.bfloat16)
-    res = run_kernel(str(path), None, [small], target=get_target("trn2"))
+    res, _ = run_source(tmp_path, NEW + src, [small])
     assert all(e.extra.get("whole_tensor") for e in res.trace if e.engine == "dma")

@@ -7,8 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
-from nki_assist.sim import run_kernel
+from sim_helpers import run_source
 
 LEGACY = "import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n" \
          "import neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.compiler as ncc\n" \
@@ -18,9 +17,7 @@ rng = np.random.default_rng(3)
 
 
 def run(tmp_path, src, args, *, legacy=True, target="trn2"):
-    path = tmp_path / "k.py"
-    path.write_text((LEGACY if legacy else NEW) + src)
-    return run_kernel(str(path), None, args, target=get_target(target))
+    return run_source(tmp_path, (LEGACY if legacy else NEW) + src, args, target)[0]
 
 
 def ok(res):

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
-from nki_assist.sim import run_kernel
+from sim_helpers import run_source
 
 LEGACY = "import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n" \
          "import neuronxcc.nki.isa as nisa\n"
@@ -16,11 +15,7 @@ rng = np.random.default_rng(7)
 
 
 def run(tmp_path, src, args, *, legacy=True):
-    path = tmp_path / "k.py"
-    path.write_text((LEGACY if legacy else NEW) + src)
-    res = run_kernel(str(path), None, args, target=get_target("trn2"))
-    lines = path.read_text().splitlines()
-    return res, lines
+    return run_source(tmp_path, (LEGACY if legacy else NEW) + src, args)
 
 
 def line_of(lines, text):
