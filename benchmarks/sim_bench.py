@@ -103,13 +103,19 @@ def run(size: int = 2048, small_iters: int = 5000, repeat: int = 3) -> dict:
         x = rng.standard_normal((128, 64)).astype(np.float32) * 0.01
         res2 = {}
 
-        def sim_small():
-            res2["r"] = run_kernel(small, None, [x], target=target)
+        def sim_small(sanitize=False):
+            res2["r"] = run_kernel(small, None, [x], target=target, sanitize=sanitize)
 
+        # The loop grows t until exp overflows: its output holds inf, so by default the simulator runs it a
+        # second time with the NaN/Inf sanitizer. The instruction rate is measured without that run
+        # (sanitize=False); the second number is what a review of such a faulty kernel pays.
         cpu_small: dict = {}
         t_small = _best(sim_small, repeat, cpu_small)
         r2 = res2["r"]
         n_small = len(r2.trace)
+        cpu_san: dict = {}
+        _best(lambda: sim_small(None), repeat, cpu_san)
+        faults = len(res2["r"].provenance.faults) if res2["r"].provenance else 0
         y = x.copy()
         t_op = _best(lambda: [np.multiply(y, 0.5) for _ in range(1000)], 3) / 1000
     return {
@@ -127,6 +133,9 @@ def run(size: int = 2048, small_iters: int = 5000, repeat: int = 3) -> dict:
         "small_instr_per_cpu_s": round(n_small / cpu_small["s"]),
         "matmul_sim_cpu_s": round(cpu_mm["s"], 3),
         "small_status": r2.status,
+        "small_with_sanitizer_rerun_cpu_s": round(cpu_san["s"], 3),
+        "small_cpu_s": round(cpu_small["s"], 3),
+        "small_sanitizer_faults": faults,
         # calibration: one tiny numpy op on this machine right now (it is shared; load varies the numbers)
         "numpy_small_op_us": round(t_op * 1e6, 2),
         "small_instr_cost_in_numpy_ops": round(t_small / n_small / t_op, 1),

@@ -219,6 +219,11 @@ LOW_PRECISION_FLOATS = frozenset({"bfloat16", "float16", "float8_e4m3", "float8_
 
 # Max finite values (nki-library core/utils/kernel_helpers.py _max_pos_range_map; OCP for e4m3fn).
 FP8_MAX = {"float8_e4m3": 240.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+# Largest finite value of every low-precision float NKI casts to (IEEE binary16; bfloat16 = fp32 range).
+FLOAT_MAX = {**FP8_MAX, "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+# ... and of the CUDA formats (cuda_fp8.h implements OCP FP8: E4M3 max 448, E5M2 max 57344; cuda_fp16.h,
+# cuda_bf16.h). `__nv_fp8_*` constructors convert with __NV_SATFINITE: out-of-range values clamp to +-max.
+CUDA_FLOAT_MAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0, "half": 65504.0, "bfloat16": 3.3895313892515355e38}
 
 # ScalarE activation valid input ranges (nki.api.shared.rst "Supported Activation Functions").
 ACTIVATION_VALID_RANGE: dict[str, tuple[float, float]] = {

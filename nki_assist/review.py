@@ -182,7 +182,9 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
-    findings = _link_root_causes(findings)
+    from .stage_links import link_stages
+
+    findings = _link_root_causes(link_stages(findings))
     out = []
     for f in dedupe(findings):
         if f.file and Path(f.file).is_absolute():
@@ -215,7 +217,10 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
                         cancelled=(cancel.is_set if cancel else None))
     out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
-    out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline)
+    from .numerics.localize import cuda_store_line
+
+    cuda_store = cuda_store_line(spec.cuda_path, _rel_display(spec.cuda_path, base), spec.port.cuda_kernel)
+    out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline, cuda_store=cuda_store)
     fits = growth_fits(res)
     review.numerics = Numerics(
         sizes=[{"name": s.size, **s.bindings, "reduction_length": s.reduction_length} for s in res.sizes],
@@ -233,6 +238,10 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     say("cost model", 85.0)
     out += _performance(spec, res, opts, target, review, plots, nki_disp)
     return out
+
+
+def _rel_display(p: Path | None, base: Path) -> str | None:
+    return None if p is None else str(p.relative_to(base)) if p.is_relative_to(base) else str(p)
 
 
 def _rebase(f: Finding, path: Path, display: str) -> Finding:

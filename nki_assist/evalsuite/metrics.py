@@ -17,7 +17,7 @@ from typing import Any
 from ..findings import Finding, Severity
 from ..schema import Review
 from .gold import Gold
-from .match import DEFAULT_WINDOW, Match, match
+from .match import DEFAULT_WINDOW, Match, line_distance, match, same_file
 
 COUNTED = (Severity.ERROR, Severity.WARNING)  # info units are advice: they may match, never count as FP
 EMITTED_RANK = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
@@ -110,6 +110,8 @@ class CaseScore:
     false_positives: list[str] = field(default_factory=list)  # "F3 NKI104 file:line"
     severity_pairs: list[tuple[float, float]] = field(default_factory=list)
     error: str | None = None
+    line_exact: int = 0  # gold issues with a finding of an accepted category inside the gold range
+    line_missed: list[str] = field(default_factory=list)  # gold ids without such a finding
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -121,6 +123,14 @@ def _f1(p: float | None, r: float | None) -> float | None:
     if p is None or r is None:
         return None
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def line_exact_issues(gold: Gold, findings: list[Finding]) -> list[str]:
+    """Ids of the gold issues that some finding names at the exact place: same file, a category the
+    gold accepts, and its line range inside the gold range (distance 0; related locations do not count)."""
+    return [g.id for g in gold.issues
+            if any(same_file(f.file, g.file) and f.category in g.categories and line_distance(f, g) == 0
+                   for f in findings)]
 
 
 def score_case(case: str, gold: Gold, review: Review, *, rubric_criteria: list[str] | None = None,
@@ -173,6 +183,8 @@ def score_case(case: str, gold: Gold, review: Review, *, rubric_criteria: list[s
     def where(f: Finding) -> str:
         return f"{f.id} {f.rule} {f.file}:{f.line}"
 
+    exact = line_exact_issues(gold, review.findings)
+
     return CaseScore(
         case=case, clean=gold.case.clean, gold=n_gold, emitted=len(counted), matched_gold=len(matches),
         matched_emitted=matched_counted, precision=precision, recall=recall, f1=_f1(precision, recall),
@@ -187,6 +199,8 @@ def score_case(case: str, gold: Gold, review: Review, *, rubric_criteria: list[s
         missed=[g.id for g in gold.issues if g.id not in {m.gold.id for m in matches}],
         false_positives=[where(units[i][0]) for i in fp_units],
         severity_pairs=[(m.gold.weight, float(EMITTED_RANK[worst(units[m.unit])])) for m in matches],
+        line_exact=len(exact),
+        line_missed=[g.id for g in gold.issues if g.id not in exact],
     )
 
 
@@ -218,6 +232,7 @@ def summarize(scores: list[CaseScore], seconds: float = 0.0) -> dict[str, Any]:
         "critical_recall": r(sum(s.critical_matched for s in scores) / crit if crit else None),
         "severity_weighted_recall": r(_mean([s.severity_weighted_recall for s in scores if not s.clean])),
         "localisation": r(_mean([s.localisation for s in scores])),
+        "line_exact_recall": r(sum(s.line_exact for s in scores) / gold if gold else None),
         "clean_false_positives": sum(s.clean_false_positives for s in scores),
         "hallucinations": sum(s.hallucinations for s in scores),
         "grounding_rate": r(sum(s.grounded_items for s in scores) / items if items else None),

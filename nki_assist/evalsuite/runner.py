@@ -151,7 +151,7 @@ def check_thresholds(summary: dict[str, Any], path: str | Path) -> list[str]:
 
 def render_markdown(summary: dict[str, Any]) -> str:
     keys = ["cases", "precision", "recall", "f1", "critical_recall", "severity_weighted_recall", "localisation",
-            "clean_false_positives", "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5",
+            "line_exact_recall", "clean_false_positives", "hallucinations", "grounding_rate", "kendall_tau", "ndcg_at_5",
             "rubric_coverage", "seconds"]
     title = f"# nki-assist eval ({summary.get('llm', 'none')})"
     if summary.get("replies"):
@@ -172,6 +172,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
     fps = [(c["case"], m) for c in summary["per_case"] for m in c["false_positives"]]
     if missed:
         lines += ["", "## Missed gold issues", ""] + [f"- {c}: {m}" for c, m in missed]
+    inexact = [(c["case"], m) for c in summary["per_case"] for m in c.get("line_missed", [])]
+    if inexact:
+        lines += ["", "## Gold issues without a finding inside their line range (line-exact misses)", ""]
+        lines += [f"- {c}: {m}" for c, m in inexact]
     if fps:
         lines += ["", "## Unmatched findings (false positives)", ""] + [f"- {c}: {m}" for c, m in fps]
     fallbacks = [(c["case"], c.get("fallback_reason")) for c in summary["per_case"] if c.get("drafter") == "fallback"]

@@ -14,14 +14,19 @@ from typing import Any, Iterable
 from ..findings import Finding
 from ..rules import registry
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
+from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
 from .metrics import Agreement
 from .scenarios import NumericsResult, SizeResult
 
-PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk")
+PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk",
+                        "fp8-range")
 ALGORITHM_CATEGORIES = ("missing-epilogue", "indexing-error", "unused-input", "loop-carried-dependency",
                         "uninitialized-read", "missing-boundary-mask", "activation-approximation",
                         # precision defects that also break fp32 storage (E[x^2]-E[x]^2 at large mean, exp overflow)
                         "catastrophic-cancellation", "overflow-risk")
+# A cause that explains elements nothing stored, not wrong values a store wrote (uninitialized memory
+# can be stored out, so uninitialized-read stays a cause).
+_UNWRITTEN_CAUSES = ("missing-boundary-mask",)
 # Info notes of these categories explain ULP-level differences; they never cause a tolerance failure.
 _NOT_A_CAUSE_WHEN_INFO = {"activation-approximation", "accumulation-order"}
 
@@ -95,8 +100,22 @@ def growth_fits(res: NumericsResult) -> list[GrowthFit]:
     return fits
 
 
-def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kernel_line: int | None) -> list[Finding]:
-    """Findings explaining every failing scenario; `prior` are static/migration/simulation findings."""
+def _traced(sr: SizeResult, scenario: str, ag: Agreement | None, nki_path: str, cuda_store) -> Located:
+    """The store behind the first element of `scenario` that differs from the reference (localize.py)."""
+    if ag is None:
+        return mismatch_location(None, None, 0.0, 0.0, nki_path)
+    return mismatch_location(sr.runs.get(scenario), sr.reference.outputs, ag.rtol, ag.atol, nki_path, cuda_store)
+
+
+def _traced_text(loc: Located) -> str:
+    text = loc.evidence.get("producing_store_text")
+    return f" The first differing element: {text}." if text else ""
+
+
+def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kernel_line: int | None,
+              cuda_store: tuple[str, int] | None = None) -> list[Finding]:
+    """Findings explaining every failing scenario; `prior` are static/migration/simulation findings;
+    `cuda_store` = (file, line) of the CUDA statement storing the output, named next to a mismatch."""
     out: list[Finding] = []
     ragged = ragged_sizes(res)
     # Ragged failures are explained by the boundary attribution only when an aligned size passes;
@@ -118,41 +137,51 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             ag = _worst(sr.agreement("trainium"))
             ag32 = _worst(sr.agreement("trainium-fp32"))
             what = f"`{anchor.evidence.get('name') or anchor.name}` ({anchor.category}, line {anchor.line})" if anchor else "a low-precision intermediate"
+            loc = _traced(sr, "trainium", ag, nki_path, cuda_store)
             out.append(registry.get("NUM101").finding(
                 f"Size {sr.size}: fails the tolerance with real storage dtypes (max abs {ag.max_abs:.3g}, "
                 f"{ag.mismatch_fraction:.1%} of elements out) but passes with fp32 storage (max abs "
                 f"{ag32.max_abs:.3g}); the rounding of {what} causes it.",
                 category=anchor.category if anchor and anchor.category in PRECISION_CATEGORIES else "low-precision-accumulation",
                 evidence=_ev(ag, size=sr.size, fp32_max_abs=ag32.max_abs, scenario="trainium vs trainium-fp32",
-                             cause_rule=anchor.rule if anchor else None),
-                **_place(anchor, nki_path, kernel_line)))
+                             cause_rule=anchor.rule if anchor else None, **loc.evidence),
+                **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
         elif fp32 is False:
             aligned_fail_fp32.append(sr)
         nan_trn = _worst(sr.agreement("trainium"))
         if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
-            uninit = _anchor(prior, ("uninitialized-read",), nki_path)
+            origin = nonfinite_location([sr.runs.get("trainium")], nki_path)
+            hole = None if origin.line else unwritten_anchor(origin, prior, nki_path)
+            uninit = hole or (None if origin.line else _anchor(prior, ("uninitialized-read",), nki_path))
             anchor = uninit or _anchor(prior, ("overflow-risk",), nki_path)
-            cause = "memory read before it was written" if uninit else "values leaving the dtype's range"
+            cause = ("output elements no store wrote" if hole else "memory read before it was written" if uninit else
+                     f"{origin.evidence['first_fault_text']}; later instructions carry them to the output"
+                     if origin.line else
+                     "values leaving the dtype's range")
             out.append(registry.get("NUM104").finding(
                 f"Size {sr.size}: the output has {nan_trn.nan_actual} NaN and {nan_trn.inf_actual} Inf values "
                 f"where the reference is finite ({cause}).",
-                category=anchor.category if anchor else "overflow-risk",
-                evidence=_ev(nan_trn, size=sr.size, nan=nan_trn.nan_actual, inf=nan_trn.inf_actual),
-                **_place(anchor, nki_path, kernel_line)))
+                category=anchor.category if anchor and not origin.line else "overflow-risk",
+                evidence=_ev(nan_trn, size=sr.size, nan=nan_trn.nan_actual, inf=nan_trn.inf_actual, **origin.evidence),
+                **place(origin, _place(anchor, nki_path, kernel_line), kernel_line, nki_path, prefer=True)))
     if aligned_fail_fp32:
         sr = aligned_fail_fp32[0]
         anchor = _anchor(prior, ALGORITHM_CATEGORIES, nki_path)
         ag = _worst(sr.agreement("trainium-fp32"))
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
+        loc = _traced(sr, "trainium-fp32", ag, nki_path, cuda_store)
+        if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:
+            anchor = None  # a store wrote the first wrong element: a skipped tail is not why
         out.append(registry.get("NUM102").finding(
             f"Fails the tolerance even with fp32 storage on size(s) {sizes} (max abs {ag.max_abs:.3g}, "
             f"{ag.mismatch_fraction:.1%} of elements out, worst at {list(ag.worst_index or ())}): the "
             f"computation differs from the reference"
-            + (f", consistent with {anchor.rule} {anchor.name} at line {anchor.line}." if anchor else "."),
+            + (f", consistent with {anchor.rule} {anchor.name} at line {anchor.line}." if anchor else ".")
+            + _traced_text(loc),
             category=anchor.category if anchor else "output-mismatch",
             evidence=_ev(ag, sizes=[s.size for s in aligned_fail_fp32], scenario="trainium-fp32 vs reference",
-                         cause_rule=anchor.rule if anchor else None),
-            **_place(anchor, nki_path, kernel_line)))
+                         cause_rule=anchor.rule if anchor else None, **loc.evidence),
+            **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
     out.extend(_ragged(res, ragged, prior, nki_path, kernel_line))
     out.extend(_growth(res, prior, nki_path, kernel_line))
     out.extend(_order_gap(res, prior, nki_path, kernel_line))

@@ -54,7 +54,8 @@ def parse_nki(text: str, path: str) -> NkiFile:
     src = text.encode("utf-8", "replace")
     tree = _parser().parse(src)
     root = tree.root_node
-    nf = NkiFile(path=path, dialect="unknown", line_count=text.count("\n") + (0 if text.endswith("\n") else 1))
+    nf = NkiFile(path=path, dialect="unknown", line_count=text.count("\n") + (0 if text.endswith("\n") else 1),
+                 lines=text.split("\n"))
     imports: dict[str, str] = {}
     ex = Extractor(src, imports, Env())
     _imports(root, ex, nf, imports)

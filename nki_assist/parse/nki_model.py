@@ -252,6 +252,7 @@ class NkiFile:
     import_lines: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # alias -> (line, col, end_col)
     imports_full: list[str] = field(default_factory=list)  # `import neuronxcc.nki.language` module paths
     line_count: int = 0
+    lines: list[str] = field(default_factory=list, repr=False)  # source lines (rules that read the text)
 
     def kernel(self, name: str) -> NkiKernel | None:
         return next((k for k in self.kernels if k.name == name), None)

@@ -18,6 +18,7 @@ from ..parse.cuda_model import CudaFile, CudaKernel, canonical_dtype
 from ..parse.cuda_vocab import FAST_MATH, SCALE_NAME
 from ..parse.nki import proves_divisible
 from ..parse.nki_model import NkiFile, NkiKernel
+from .migration_formats import check_formats
 from .migration_index import check_matmul, evaluator, output_axes
 from .migration_pair import (CUDA_TO_NKI_DTYPE, PRECISION_BITS, Pairing, cuda_accumulators, cuda_outputs,
                              cuda_tile_sizes, cuda_value_inputs, nki_dtype, nki_output_names, output_store,
@@ -63,6 +64,7 @@ def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, 
     for check in (_bounds, _epilogue, _scale_factors, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
                   _tile_sizes, _layout, _offsets, _fp32_operands):
         out.extend(check(ctx))
+    out.extend(check_formats(cuda_file, nki_file, ck, nk, target))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from ..findings import Severity
@@ -252,13 +253,57 @@ def loop_invariant_load(nf: NkiFile, t: Target):
                 continue
             if any(n == src.name and inner.line <= ln <= inner.end_line for n, ln in stored):
                 continue  # the loop also writes that tensor: the reload may be intended
-            times = f"{inner.trip_count} times" if inner.trip_count else "once per iteration"
+            r = redundancy(c, src)
+            outer = r["hoist_above_line"]
+            count = (f"{r['redundant_reads']} of its {r['loads']} executions (= {r['redundant_reads_expr']})"
+                     if r["redundant_reads"] is not None else
+                     f"{r['redundant_reads_expr']} of its {r['loads_expr']} executions")
             yield emit("NKI109", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}({src.text})` inside {loop_label(inner)} does not depend on "
-                       f"`{inner.var}`: the same HBM region is loaded {times}.",
+                       f"{' or '.join(f'`{v}`' for v in r['independent_vars'])}: {count} re-read an HBM region "
+                       f"already loaded.",
                        {"tensor": src.name, "loop_var": inner.var, "loop_line": inner.line,
-                        "trip_count": inner.trip_count, "shape": list(src.shape) if src.shape else None},
-                       fix=f"Hoist the load above line {inner.line} and reuse the tile inside the loop.")
+                        "trip_count": inner.trip_count, "shape": list(src.shape) if src.shape else None, **r},
+                       fix=f"Hoist the load above line {outer} and reuse the tile inside the loop.")
+
+
+def _factor(lp) -> tuple[int | None, str]:
+    if lp.trip_count is not None:
+        return lp.trip_count, str(lp.trip_count)
+    expr = lp.trip_expr or "?"
+    return None, expr if expr.replace("_", "").isalnum() else f"({expr})"
+
+
+def redundancy(c, src) -> dict:
+    """Redundant HBM reads of a load in loops it does not depend on, as a formula of the trip counts.
+
+    The loops from the innermost outward that the load's region does not depend on can all be hoisted
+    over: the load runs prod(all trips) times but only prod(trips of the other loops) regions differ, so
+    redundant = prod(other trips) * (prod(hoisted trips) - 1). Numbers when the trips are constant."""
+    hoist = []
+    for lp in reversed(c.loops):
+        if lp.id in c.dep_loops or lp.kind in ("while", "iter", "fori_loop"):
+            break
+        hoist.append(lp)
+    hoist.reverse()
+    keep = [lp for lp in c.loops if lp not in hoist]
+    hv = [_factor(lp) for lp in hoist]
+    kv = [_factor(lp) for lp in keep]
+    h_expr = " * ".join(e for _, e in hv)
+    expr = f"{h_expr} - 1" if not kv else " * ".join([e for _, e in kv] + [f"({h_expr} - 1)"])
+    h_n = math.prod(n for n, _ in hv) if all(n is not None for n, _ in hv) else None
+    k_n = math.prod(n for n, _ in kv) if all(n is not None for n, _ in kv) else None
+    red = k_n * (h_n - 1) if h_n is not None and k_n is not None else None
+    elems = math.prod(src.shape) if src.shape and all(isinstance(d, int) for d in src.shape) else None
+    esize = DTYPE_BYTES.get(src.dtype) if src.dtype else None
+    return {"independent_vars": [lp.var or "?" for lp in hoist],
+            "independent_loops": [{"var": lp.var, "line": lp.line, "trip": e} for lp, (_, e) in zip(hoist, hv)],
+            "loads": h_n * k_n if red is not None else None,
+            "loads_expr": " * ".join(e for _, e in kv + hv),
+            "distinct_loads": k_n, "redundant_reads": red, "redundant_reads_expr": expr,
+            "elements_per_load": elems,
+            "redundant_bytes": red * elems * esize if red is not None and elems and esize else None,
+            "hoist_above_line": hoist[0].line}
 
 
 @check("NKI110")

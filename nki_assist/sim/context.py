@@ -106,7 +106,11 @@ class SimContext:
         self.sites: dict = {}
         self.operands: dict = {}  # (shape, dtype, buffer, partitions, name) -> shared trace Operand
         self.alloc_log: list = []  # (seq, line, frame id, weakref) of on-chip tiles, in allocation order
-        self.loop_body: dict[int, tuple[int, int]] = {}  # line -> innermost enclosing loop body lines  # allocation site -> weakref of the last tensor allocated there
+        self.loop_body: dict[int, tuple[int, int]] = {}  # line -> innermost enclosing loop body lines
+        self.loop_vars: dict[int, tuple] = {}  # line -> ((loop variable, header line), ...) outermost first
+        self.sanitize = False  # NaN/Inf sanitizer on (a second run; see provenance.py)
+        self.faults: list = []  # provenance.Fault, in order of appearance (sanitizer runs only)
+        self.unwritten_read = False  # the current instruction read never-written elements (sanitizer)
 
     # -- source location ---------------------------------------------------------------------------
     def site(self) -> tuple[int | None, int]:
@@ -161,6 +165,17 @@ class SimContext:
         self.findings.append(f)
         if not self.lenient:
             raise StrictStop(f)
+
+    def add_finding(self, f: Finding) -> None:
+        """Record a finding built by the caller (its own location, category, related locations), once per
+        (rule, line); never stops (used after the run ended)."""
+        key = (f.rule, f.line)
+        if key in self._seen:
+            self.counts[key] += 1
+            return
+        self._seen[key] = f
+        self.counts[key] = 1
+        self.findings.append(f)
 
     def report_safe(self, rule: str, line: int | None, message: str, **evidence: Any) -> None:
         """Like report, but never stops (used after the run ended)."""

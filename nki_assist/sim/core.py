@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from . import context, mathops, unwritten
+from . import context, mathops, provenance, unwritten
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
@@ -128,6 +128,8 @@ def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, 
         out.origin = (kw.get("_alu") or op, src_storages, result, m)
         if kw.get("_alu") in ("add", "subtract") and dt.low_precision:
             check_rebound_acc(ctx, out, src_storages, line, depth)
+        if ctx.sanitize:
+            provenance.watch(ctx, line, op, out, m, srcs, result)
     else:
         if not is_tensor(dst):
             raise TypeError(f"{op}: dst must be a tensor, got {type(dst).__name__}")
@@ -136,6 +138,8 @@ def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, 
         r = _fit(result, dst.shape, op)
         write(dst, r if exact_from is dst.st.dt else ctx.round(r, dst.st.dt), m, line)
         out = dst
+        if ctx.sanitize:
+            provenance.watch(ctx, line, op, out, m, srcs, r)
     kw.pop("_alu", None)
     ctx.instr(engine, op, line, depth, out, srcs, extra=extra or {}, **kw)
     return out
@@ -428,10 +432,12 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
             ctx.report("SIM115", line, f"{label}: reduce_op must be nl.add on ScalarE (got {rname}).", api=label)
         red = mathops.REDUCE.get(rname, np.sum)(np.asarray(r, F32), axis=tuple(range(1, r.ndim)), keepdims=True)
         if reduce_res is not None:
-            write(reduce_res, ctx.round(_fit(np.asarray(red, F32), reduce_res.shape, label), reduce_res.st.dt),
-                  None, line)
+            red = _fit(np.asarray(red, F32), reduce_res.shape, label)
+            write(reduce_res, ctx.round(red, reduce_res.st.dt), None, line)
             if ctx.poison:  # the elementwise wrapper collects; the reduction result needs its own placing
                 unwritten.reduction(reduce_res, list(ctx.poison), tuple(r.shape), unwritten.free_axes(r.shape))
+            if ctx.sanitize:
+                provenance.watch(ctx, line, label, reduce_res, None, [data], red)
     return out
 
 

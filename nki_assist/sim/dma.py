@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import mathops, unwritten
+from . import mathops, provenance, unwritten
 from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx_site, is_tensor, new_tile, opname,
                    read, tile_mask, write)
 from .dtypes import resolve
@@ -59,6 +59,8 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
             unwritten.transpose(dst, poison, tuple(src.shape))
         else:
             unwritten.elementwise(dst, poison)
+    if ctx.sanitize:
+        provenance.watch(ctx, line, op, dst, m, [src], value if src.st.dt.is_float else None)
     _dma_trace(ctx, line, depth, dst, src, m, op)
 
 
@@ -119,6 +121,8 @@ def load(src: Tensor, *, dtype=None, mask=None, transpose_2d=False, op="dma_load
     else:
         out = new_tile(shape, dt, "sbuf", line, mathops.f32(v) if src.st.dt.is_float else v, m)
     out.origin = ("load", (src.st,), None, m)
+    if ctx.sanitize:
+        provenance.watch(ctx, line, op, out, m, [src], v if src.st.dt.is_float else None)
     _dma_trace(ctx, line, depth, out, src, m, op, transpose_2d)
     return out
 
@@ -141,6 +145,8 @@ def store(dst: Tensor, value, *, mask=None) -> None:
         v = np.broadcast_to(np.asarray(value, F32), dst.shape)
         m = tile_mask(mask, dst.shape) if mask is not None else None
         write(dst, ctx.round(v, dst.st.dt), m, line)
+        if ctx.sanitize:
+            provenance.watch(ctx, line, "dma_store", dst, m, [], v)
         ctx.instr("dma", "dma_store", line, depth, dst, [], direction="store")
 
 

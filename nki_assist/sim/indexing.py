@@ -18,13 +18,14 @@ _uid = itertools.count(1)
 class Idx:
     """Affine index expression; `terms` is a tuple of (coef, n, pos, ndim)."""
 
-    __slots__ = ("const", "terms", "ndim", "_arr", "space")
+    __slots__ = ("const", "terms", "ndim", "_arr", "_cache", "space")
 
     def __init__(self, const: int, terms: tuple, ndim: int, arr: np.ndarray | None = None, space=None):
         self.const = const
         self.terms = terms
         self.ndim = ndim
-        self._arr = arr
+        self._arr = arr  # set only for a materialized (non-affine) expression
+        self._cache = None  # values of an affine one (computing them must not make it non-affine)
         self.space = space  # the full grid shape when built from nl.mgrid (iota fills the whole grid)
 
     # -- construction ------------------------------------------------------------------------------
@@ -59,12 +60,14 @@ class Idx:
     def values(self) -> np.ndarray:
         if self._arr is not None:
             return self._arr
+        if self._cache is not None:
+            return self._cache
         out = np.full(self.shape, self.const, dtype=np.int64)
         for coef, n, pos, nd in self.terms:
             shp = [1] * nd
             shp[pos] = n
             out = out + coef * np.arange(n, dtype=np.int64).reshape(shp)
-        self._arr = out
+        self._cache = out
         return out
 
     def single_axis(self):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, dma, mathops, unwritten
+from . import context, core, dma, mathops, provenance, unwritten
 from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
@@ -145,6 +145,8 @@ def _filled(shape, dtype, buffer, name, value, label):
     dt = t.st.dt
     write(t, ctx.round(np.full(t.shape, value, dtype=F32 if dt.is_float else np.int64), dt), None, line,
           exempt_affine=True)
+    if ctx.sanitize:
+        provenance.watch(ctx, line, label, t, None, [])
     if t.st.buffer in ON_CHIP:
         ctx.instr("vector", "memset", line, depth, t, [], extra={"value": value})
     return t
@@ -272,11 +274,15 @@ def assign(dst: Tensor, value) -> None:
                 core.check_lowp_acc(ctx, dst, op, srcs, line, 1 if ctx.loops else ctx.static_depth.get(line, 0))
                 write(dst, ctx.round(r, dst.st.dt), m, line)
                 unwritten.carry(dst, value, m, line)
+                if ctx.sanitize:
+                    provenance.watch(ctx, line, op, dst, m, [value], r)
             else:  # a fresh load: the DMA lands in dst directly (only where its mask let it)
                 v = read(value, m, line)
                 same = value.st.dt is dst.st.dt
                 v = v if same else ctx.round(mathops.f32(v) if value.st.dt.is_float else v, dst.st.dt)
                 write(dst, core._fit(v, dst.shape, "load"), m if m is None else core._fit(m, dst.shape, "load"), line)
+                if ctx.sanitize:
+                    provenance.watch(ctx, line, "dma_load", dst, None, [value])
             return
         core.copy(value, dst=dst)
         return
@@ -597,10 +603,12 @@ def _iop(name):
                 srcs = [self]
         r = mathops.BINARY[name](a, b)
         core.check_lowp_acc(ctx, self, name, (st,), line, depth)
-        write(self, ctx.round(core._fit(np.asarray(r, F32), self.shape, "+="), st.dt), None, line,
-              exempt_affine=psum)
+        r = core._fit(np.asarray(r, F32), self.shape, "+=")
+        write(self, ctx.round(r, st.dt), None, line, exempt_affine=psum)
         if poison:
             unwritten.elementwise(self, poison)
+        if ctx.sanitize:
+            provenance.watch(ctx, line, name, self, None, srcs, r)
         ctx.instr("vector", "tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar", line, depth, self, srcs,
                   extra={"alu": name})
         self.origin = ("iadd-done", st)

@@ -15,8 +15,9 @@ import numpy as np
 
 from ..findings import Severity
 from ..hardware import Target
+from ..parse.pyast import dotted_name as _decorator_name
 from ..toolchain.types import RunResult
-from . import context
+from . import context, coverage, provenance
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
@@ -28,18 +29,6 @@ _module_counter = itertools.count(1)
 
 
 # -- source analysis -------------------------------------------------------------------------------
-def _decorator_name(d: ast.expr) -> str:
-    if isinstance(d, ast.Call):
-        d = d.func
-    parts = []
-    while isinstance(d, ast.Attribute):
-        parts.append(d.attr)
-        d = d.value
-    if isinstance(d, ast.Name):
-        parts.append(d.id)
-    return ".".join(reversed(parts))
-
-
 def kernel_names(tree: ast.Module) -> list[str]:
     out = []
     for node in tree.body:
@@ -159,7 +148,11 @@ def _error_result(status, msg, started, notes=None) -> RunResult:
 
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *, target: Target,
                precise: bool = True, stochastic_rounding: bool = False, seed: int = 0, lenient: bool = True,
-               grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000) -> RunResult:
+               grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000,
+               sanitize: bool | None = None) -> RunResult:
+    """Run `kernel` of the file at `path` on `args`. `sanitize`: None (default) runs the kernel a second time
+    with the NaN/Inf sanitizer when a store put NaN/Inf into an output, to find the instruction that produced
+    them first (RunResult.provenance.faults); True sanitizes from the start (one run); False never."""
     started = time.perf_counter()
     try:
         with open(path, encoding="utf-8") as fh:
@@ -189,11 +182,14 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx.stop_code = sys._getframe(0).f_code
     ctx.source_lines = source.splitlines()
     ctx.loop_body = loop_bodies(tree)
+    ctx.loop_vars = provenance.loop_variables(tree)
+    ctx.sanitize = bool(sanitize)
     prev = context.CTX
     context.CTX = ctx
     status, error, error_line = "ok", None, None
     ret = None
     targs: list = []
+    out_storages: list = []
     try:
         with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread(), gc_frozen():
             try:
@@ -266,7 +262,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
             stubbed = inst.stubbed
         outputs = []
         if status == "ok":
-            outputs = _collect_outputs(ctx, ret, targs, args)
+            outputs = _collect_outputs(ctx, ret, targs, args, out_storages)
         if stubbed:
             ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
                 n.split(".")[0] for n in stubbed))))
@@ -276,14 +272,19 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         ctx.sites.clear()
         ctx.alloc_log.clear()
     trace_list = [t for t in ctx.trace if t is not None]
-    if status != "ok" and error_line is None:
-        error_line = None
+    prov = provenance.collect(ctx, out_storages) if status == "ok" else None
+    if prov is not None and sanitize is None and provenance.stored_nonfinite(out_storages):
+        again = run_kernel(path, kernel, args, kwargs, target=target, precise=precise,
+                           stochastic_rounding=stochastic_rounding, seed=seed, lenient=True, grid=grid, trace=False,
+                           sanitize=True)
+        if again.status == "ok" and again.provenance is not None:
+            prov = again.provenance
     return RunResult(backend="builtin", status=status, outputs=outputs, findings=ctx.finish_findings(),
                      trace=trace_list, peaks=ctx.peaks, elapsed_s=time.perf_counter() - started, notes=ctx.notes,
-                     error=error, error_line=error_line)
+                     error=error, error_line=error_line, provenance=prov)
 
 
-def _collect_outputs(ctx: SimContext, ret, targs, raw_args) -> list[np.ndarray]:
+def _collect_outputs(ctx: SimContext, ret, targs, raw_args, storages: list) -> list[np.ndarray]:
     if ret is None:
         written = []
         for t, a in zip(targs, raw_args):
@@ -301,8 +302,10 @@ def _collect_outputs(ctx: SimContext, ret, targs, raw_args) -> list[np.ndarray]:
     for r in rets:
         if not isinstance(r, Tensor):
             outs.append(np.asarray(r))
+            storages.append(None)
             continue
         st = r.st
+        storages.append(st)
         if st.role == "output" or st.buffer.endswith("hbm"):
             _check_output(ctx, r)
         if not ctx.legacy and st.buffer != "shared_hbm" and st.role != "input":
@@ -319,28 +322,6 @@ def _collect_outputs(ctx: SimContext, ret, targs, raw_args) -> list[np.ndarray]:
 
 
 def _check_output(ctx: SimContext, t: Tensor) -> None:
-    st: Storage = t.st
-    if st.all_written:
-        return
-    w = np.asarray(st.written)
-    n = w.size
-    done = int(np.count_nonzero(w))
-    if done == n:
-        return
-    name = st.name or "output"
-    if done == 0:
-        msg = f"kernel output {name}{list(st.shape)} is never written; it is returned uninitialized."
-    else:
-        idx = np.argwhere(~w)
-        lo, hi = idx.min(axis=0), idx.max(axis=0) + 1
-        region = "[" + ", ".join(f"{a}:{b}" for a, b in zip(lo.tolist(), hi.tolist())) + "]"
-        msg = (f"kernel output {name}{list(st.shape)} is only partly written: {n - done} of {n} elements "
-               f"({100.0 * (n - done) / n:.1f}%) are never stored, within {region}.")
-    masked_off = st.skipped is not None and done > 0 and bool(st.skipped[~w].all())
-    if masked_off:
-        # every missing element was excluded by a store's own mask (e.g. `mask=offset < n_elements`): the kernel
-        # chose not to write it, which is correct when callers read only the stored part
-        msg += (" Every one of them was addressed by a store whose mask excluded it, so this looks deliberate: "
-                "fine if callers read only the stored part.")
-    ctx.report_safe("SIM112", st.line, msg, tensor=name, unwritten_elements=n - done, total_elements=n,
-                    excluded_by_store_mask=masked_off, **({"_severity": Severity.WARNING} if masked_off else {}))
+    """Never-written elements (SIM112, at the statement that should have covered them) and stores that
+    overwrote each other (SIM118): see coverage.py."""
+    coverage.check_output(ctx, t.st)

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from ..findings import Severity
-from . import context
+from . import context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
 
@@ -32,6 +32,7 @@ class SimShapeError(ValueError):
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
                  "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
+                 "log", "nf",
                  "__weakref__")
 
     def __del__(self):
@@ -80,6 +81,8 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.written = None
     st.holes = False  # a masked write left positions unwritten on purpose (unwritten.py)
     st.skipped = None
+    st.nf = None  # sanitizer taint: the fault whose NaN/Inf this storage holds (provenance.py)
+    st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
@@ -363,6 +366,8 @@ class Tensor:
         al.skipped = None if st.skipped is None else st.skipped.reshape(shape)
         al.wtag = None
         al.acc_line = None
+        al.log = None  # stores through a reshaped alias are not logged
+        al.nf = st.nf
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 
@@ -598,6 +603,7 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     if w is not None:
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
+            ctx.unwritten_read = True  # the sanitizer: NaN from here are no new fault
             if ctx.poison is not None and (st.holes or not bad.all()):
                 # an instruction over a partly written tile (a masked-off tail): the result inherits the
                 # unwritten positions (unwritten.py); a tile nothing was written to is reported right here
@@ -606,6 +612,9 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
                 report_uninitialized(bad, t, line)
     if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
         _affine_read(t, key, m, line)
+    log = st.log
+    if log is not None and log.writer is not None:  # an HBM tensor some store wrote: mark it read
+        provenance.on_read(st, key)
     return out
 
 
@@ -669,6 +678,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             if st.role == "output":
                 _skipped(st)[tuple(a[valid & ~m] for a in key)] = True
         idx = tuple(a[sel] for a in key)
+        if st.log is not None:
+            provenance.on_store(st, None, None, value[sel], line, fancy=idx)
         if accumulate:
             np.add.at(st.data, idx, value[sel])
         else:
@@ -683,6 +694,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             return
         value = value[inner]
         m = None if m is None else m[inner]
+    if st.log is not None:
+        provenance.on_store(st, key, m, value, line)
     data = st.data
     if m is None:
         if accumulate:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mathops, unwritten
+from . import mathops, provenance, unwritten
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
 from .tensor import resolve as resolve_view
@@ -87,6 +87,8 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
         _psum_accumulate(ctx, line, dst, res, m, accumulate)
     if poison:
         unwritten.matmul(out, poison, stationary, moving, K)
+    if ctx.sanitize:
+        provenance.watch(ctx, line, "nc_matmul", out, None if dst is None else m, [stationary, moving])
     extra = {"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)}
     if double:
         extra["perf_mode"] = "double_row"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..findings import Finding
+from .provenance import Provenance
 
 Engine = Literal["tensor", "vector", "scalar", "gpsimd", "dma", "sync"]
 Buffer = Literal["hbm", "shared_hbm", "private_hbm", "sbuf", "psum"]
@@ -75,3 +76,4 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # degraded stages, truncated traces, ...
     error: str | None = None  # one-line description when status != ok
     error_line: int | None = None
+    provenance: Provenance | None = None  # last writers of the outputs and first NaN/Inf faults (builtin sim)

@@ -122,3 +122,25 @@ def test_gold_validation_errors(tmp_path):
                  'file="k.py"\nlines=3\nsummary="s"\n')
     with pytest.raises(GoldError, match="clean case"):
         load_gold(p)
+
+
+def test_line_exact_recall_needs_a_finding_inside_the_gold_range():
+    gold = Gold.model_validate({"case": {"title": "t"}, "issues": [
+        {"id": "G1", "category": "indexing-error", "severity": "critical", "file": "k_nki.py", "lines": 31,
+         "summary": "s", "alternatives": ["uninitialized-read"]},
+        {"id": "G2", "category": "small-dma", "severity": "minor", "file": "k_nki.py", "lines": [20, 21], "summary": "s"},
+        {"id": "G3", "category": "overflow-risk", "severity": "major", "file": "k_nki.py", "lines": 40, "summary": "s"}]})
+    fs = [F("F1", "uninitialized-read", 33, "error"),   # within the matching window (2 lines), not inside
+          F("F2", "small-dma", 21),                     # inside: line-exact
+          F("F3", "output-mismatch", 40, "error"),      # inside, but a category G3 does not accept
+          F("F4", "overflow-risk", 40, "info", file="other_nki.py")]  # right line, other file
+    s = score_case("c", gold, review(fs))
+    assert s.matched_gold == 2  # G1 (window) and G2
+    assert s.line_exact == 1 and s.line_missed == ["G1", "G3"]
+    moved = [F("F1", "uninitialized-read", 31, "error"), *fs[1:]]
+    s2 = score_case("c2", gold, review(moved))
+    assert s2.line_exact == 2 and s2.line_missed == ["G3"]
+    summ = summarize([s, s2])
+    assert summ["line_exact_recall"] == pytest.approx(3 / 6, abs=1e-4)
+    clean = Gold.model_validate({"case": {"title": "clean", "clean": True}})
+    assert summarize([score_case("k", clean, review([]))])["line_exact_recall"] is None

@@ -74,6 +74,14 @@ def test_output_tail_evidence_names_the_unwritten_rows():
     (f,) = res.findings
     assert f.rule == "SIM112" and f.evidence["unwritten_elements"] == 44 * 64
     assert "[256:300, 0:64]" in f.message
+    # located at the loop that stops one tile short, with the store and the allocation as related lines
+    assert (f.line, f.category) == (11, "missing-boundary-mask")
+    assert {k: f.evidence[k] for k in ("store_line", "loop_var", "trip_count", "needed_trip_count", "tile_extent")} == {
+        "store_line": 15, "loop_var": "i", "trip_count": 2, "needed_trip_count": 3, "tile_extent": 128}
+    assert [(r.line, r.message) for r in f.related] == [(15, "store that stops short"), (10, "out allocated here")]
+    recs = res.provenance.outputs[0].records
+    assert [(r.line, r.iteration, r.box) for r in recs] == [(15, (("i", 0),), ((0, 128), (0, 64))),
+                                                           (15, (("i", 1),), ((128, 256), (0, 64)))]
     assert np.isnan(res.outputs[0][256:]).all() and (res.outputs[0][:256] == 2.0).all()
 
 

@@ -85,4 +85,12 @@ RULES = [
         fix="Load the operands with dtype=nl.bfloat16 (or cast the tiles) if the accuracy budget allows; PSUM "
             "still accumulates in fp32.",
     ),
+    RuleSpec(
+        id="MIG112", name="format-range-differs", category="fp8-range",
+        severity=Severity.ERROR, source="migration", languages=_PORT,
+        summary="A scale or clamp constant targets another number format's range (448 = CUDA's OCP fp8 e4m3, "
+                "240 = Neuron float8_e4m3, 57344 = e5m2, 65504 = fp16) than the one the port casts to, or the "
+                "port casts to float16 where the CUDA kernel rounds to bfloat16.",
+        fix="Scale and clamp to the largest finite value of the dtype the port casts to on its target.",
+    ),
 ]

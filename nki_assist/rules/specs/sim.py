@@ -48,6 +48,11 @@ RULES = [
     _sim("SIM112", "sim-output-not-written", "uninitialized-read", _E,
          "A kernel output is never written, or only partly (e.g. a ragged tail the loops skip).",
          "Cover the whole output: round the trip count up and mask or clamp the last tile."),
+    _sim("SIM118", "sim-output-overwritten", "indexing-error", _W,
+         "A store overwrites output elements that another store (or another iteration of the same store) "
+         "already wrote, with different values, and nothing read them in between.",
+         "Give every store its own region: step each offset by the extent the store writes, and check the "
+         "offsets of the tail/epilogue stores."),
     _sim("SIM113", "sim-kernel-shape-error", "indexing-error", _E,
          "The kernel stopped on a shape, broadcast or index error while running.",
          "Make operand shapes agree (partition counts, free sizes, element counts of DMA copies)."),

@@ -1,0 +1,19 @@
+"""Small helpers over Python's own `ast` (the simulator and a few rules read kernel source with it)."""
+
+from __future__ import annotations
+
+import ast
+
+
+def dotted_name(node: ast.AST | None) -> str:
+    """`nl.float8_e4m3` -> "nl.float8_e4m3"; a call stands for its callee (`nki.jit(...)` -> "nki.jit");
+    "" when the node is not a (dotted) name."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
