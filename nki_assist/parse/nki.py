@@ -82,6 +82,10 @@ def parse_nki(text: str, path: str) -> NkiFile:
     for name in jit_wrapped:
         if name in facts and facts[name].decorator is None:
             facts[name].decorator = "nki.jit"
+    for k in facts.values():
+        for callee in k.called_functions:
+            if callee in facts and callee != k.name:
+                facts[callee].helper = True
     nf.kernels = _select_kernels(facts)
     return nf
 

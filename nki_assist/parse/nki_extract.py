@@ -104,6 +104,9 @@ class _Ctx:
     multi: set[str] = field(default_factory=set)
     tags: dict[str, str] = field(default_factory=dict)
     aranges: dict[str, Any] = field(default_factory=dict)
+    # index grids: name -> (axis, axes of its space, extent or None); mgrid bound to one name -> extents
+    grids: dict[str, list[tuple[int, int, Any]]] = field(default_factory=dict)
+    mgrids: dict[str, list] = field(default_factory=dict)
     loop_names: dict[int, set[str]] = field(default_factory=dict)
 
 
@@ -552,11 +555,15 @@ class Extractor:
         line, col, end_line, end_col = self.pos(node)
         if value_kind is None:
             value_kind, api = self._value_kind(right, ctx)
+        # a Python number the kernel computes at trace time (an address counter), not a tensor
+        scalar = (not subscript and op != "call" and name not in ctx.tiles and api is None
+                  and right is not None and self._tile_of(right, ctx) is None
+                  and not any(n in ctx.tiles for n in reads if n != name))
         ctx.kernel.assignments.append(Assignment(
             name=name, line=line, col=col, end_line=end_line, end_col=end_col, loops=list(ctx.loops),
             op=op, subscript=subscript, reads=frozenset(reads), index_dep_loops=dep, value_kind=value_kind,
             value_api=api, value_text=self.text(right)[:200] if right is not None else "",
-            start_byte=node.start_byte))
+            start_byte=node.start_byte, scalar=scalar))
 
     def _value_kind(self, node, ctx: _Ctx) -> tuple[str | None, str | None]:
         if node is None:
@@ -617,8 +624,21 @@ class Extractor:
                 ctx.tags.pop(name, None)
             # nl.arange(n)[:, None] / nl.arange(n)
             ar = self._arange_size(right, ctx)
+            if ar is None and right.type == "call" and self._call_api(right) == "nl.ds":
+                ds_args = self._call_args(right)[0]  # `sl = nl.ds(start, size)`: indexing with sl spans `size`
+                ar = self.folder.fold(ds_args[1], ctx.env) if len(ds_args) >= 2 else None
             if ar is not None:
                 ctx.aranges[name] = ar
+            refs = self._grid_refs(right, ctx) if (ctx.grids or ctx.mgrids or "arange" in self.text(right)) else []
+            if refs:  # `ix = offset + nl.arange(128)[:, None]` is an index grid too
+                ctx.grids[name] = refs
+            else:
+                ctx.grids.pop(name, None)
+            if right.type == "subscript" and self._is_api(right.child_by_field_name("value"), "nl.mgrid"):
+                ctx.mgrids[name] = [self._slice_extent(sl, None, ctx)
+                                    for sl in right.children_by_field_name("subscript")]
+            else:
+                ctx.mgrids.pop(name, None)
             tile = self._tile_of(right, ctx)
             if tile is not None:
                 ctx.tiles[name] = tile
@@ -659,9 +679,11 @@ class Extractor:
             elif right.type in ("tuple", "expression_list", "list") and len(right.named_children) == len(targets):
                 vals = [folder.fold(c, env) for c in right.named_children]
             elif right.type == "subscript" and self._is_api(right.child_by_field_name("value"), "nl.mgrid"):
-                for i, s in enumerate(right.children_by_field_name("subscript")):
+                slices = right.children_by_field_name("subscript")
+                for i, s in enumerate(slices):
                     if i < len(names) and names[i]:
                         ctx.aranges[names[i]] = self._slice_extent(s, None, ctx)
+                        ctx.grids[names[i]] = [(i, len(slices), ctx.aranges[names[i]])]
             for n, v in zip(names, vals):
                 if n is None:
                     continue
@@ -683,6 +705,71 @@ class Extractor:
         if len(pos) >= 2:
             return consts.add(self.folder.fold(pos[1], ctx.env), self.folder.fold(pos[0], ctx.env), -1)
         return None
+
+    def _arange_place(self, node, ctx: _Ctx) -> tuple[int, int, Any] | None:
+        """(axis, axes, extent) of `nl.arange(n)[:, None]`-style placements (extent None when not a constant)."""
+        call = node.child_by_field_name("value") if node.type == "subscript" else node
+        if call is None or call.type != "call" or self._call_api(call) != "nl.arange":
+            return None
+        pos = self._call_args(call)[0]
+        ext = None
+        if len(pos) == 1:
+            ext = self.folder.fold(pos[0], ctx.env)
+        elif len(pos) >= 2:
+            ext = consts.add(self.folder.fold(pos[1], ctx.env), self.folder.fold(pos[0], ctx.env), -1)
+        if node.type != "subscript":
+            return 0, 1, ext
+        items = [c for c in node.children_by_field_name("subscript")]
+        slots = [i for i, c in enumerate(items) if c.type == "slice"]
+        if len(slots) != 1:
+            return None
+        return slots[0], len(items), ext
+
+    def _grid_refs(self, node, ctx: _Ctx) -> list[tuple[int, int, Any]]:
+        """The index grids an index expression uses (`t * P + i_p`, `i.p`, `nl.arange(n)[None, :]`)."""
+        out: list[tuple[int, int, Any]] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "identifier" and self.text(n) in ctx.grids:
+                out += ctx.grids[self.text(n)]
+                continue
+            if n.type == "attribute":
+                obj, attr = n.child_by_field_name("object"), n.child_by_field_name("attribute")
+                if obj is not None and obj.type == "identifier" and self.text(obj) in ctx.mgrids:
+                    ext = ctx.mgrids[self.text(obj)]
+                    axis = "pxyz".find(self.text(attr)) if attr is not None else -1
+                    if 0 <= axis < len(ext):
+                        out.append((axis, len(ext), ext[axis]))
+                    continue
+            if n.type in ("subscript", "call"):
+                place = self._arange_place(n, ctx)
+                if place is not None:
+                    out.append(place)
+                    continue
+            stack.extend(n.named_children)
+        return out
+
+    def _grid_shape(self, idx: list, ctx: _Ctx) -> tuple | None:
+        """Shape of an index-grid access: the broadcast of the grids it uses, one axis per grid axis (the
+        extent along an axis no index uses is 1). None when the index is not a pure index-grid access."""
+        if not ctx.grids and not ctx.mgrids and not any(self._arange_place(s, ctx) for s in idx):
+            return None
+        refs: list[tuple[int, int, Any]] = []
+        for s in idx:
+            if s.type in ("slice", "ellipsis") or (s.type == "call" and self._call_api(s) == "nl.ds"):
+                return None
+            refs += self._grid_refs(s, ctx)
+        if not refs or len({nd for _, nd, _ in refs}) != 1:
+            return None
+        dims: list[Any] = [1] * refs[0][1]
+        seen: set[int] = set()
+        for axis, _nd, ext in refs:
+            if axis in seen:
+                continue  # `i * 128 + i_p` and `i_p` again: the same axis
+            seen.add(axis)
+            dims[axis] = _int(ext) if _int(ext) is not None else (ext if isinstance(ext, Lin) else None)
+        return tuple(dims)
 
     # ---- tiles, shapes, regions ----------------------------------------------------------------------
     def _shape_of(self, node, ctx: _Ctx) -> tuple | None:
@@ -803,6 +890,9 @@ class Extractor:
         return None, None, None, None, False
 
     def _slice_shape(self, base: tuple | None, idx: list, ctx: _Ctx) -> tuple | None:
+        grid = self._grid_shape(idx, ctx)
+        if grid is not None:
+            return grid
         out: list[Any] = []
         dims = list(base) if base is not None else None
         di = 0
@@ -828,6 +918,8 @@ class Extractor:
             out += dims[di:]
         elif not out:
             return None
+        elif len(idx) < 2:
+            out.append(None)  # `x[a:b]` of a tensor of unknown rank: trailing dims may follow (free size unknown)
         return tuple(out)
 
     def _slice_extent(self, s, dim: Any, ctx: _Ctx) -> Any:
@@ -1126,6 +1218,9 @@ class Extractor:
         bnode = kw.get("buffer")
         if bnode is not None:
             buffer = consts.canonical_buffer(f(bnode, ctx.env)) or "unknown"
+            if buffer == "unknown":  # direct allocation: `ncc.psum.mod_alloc(...)`, `nki.compiler.sbuf.alloc(fn)`
+                direct = _DIRECT_ALLOC.match(self.text(bnode))
+                buffer = direct.group(1) if direct else buffer
         else:
             buffer = "sbuf"
         pdim = None
@@ -1168,6 +1263,10 @@ class Extractor:
             K = st.shape[0] if st and st.shape else (mv.shape[0] if mv and mv.shape else None)
             M = st.free_elems if st else None
             N = mv.free_elems if mv else None
+            pm = kw.get("perf_mode")
+            if pm is not None and "double_row" in self.text(pm):  # [K, 2, M] x [K, 2, N]: 2 rows per partition
+                M = M // 2 if isinstance(M, int) else M
+                N = N // 2 if isinstance(N, int) else N
             mm = Matmul(call, st, mv, call.operand("dst"), _int(K), _int(M), _int(N))
         ctx.kernel.matmuls.append(mm)
         if not call.dst_style and call.target and mm.M is not None and mm.N is not None:
@@ -1183,6 +1282,9 @@ def inner_data_names(bound: dict, ex: "Extractor") -> set[str]:
         if r != "dst" and n is not None:
             ex._scan_names(n, out)
     return out
+
+
+_DIRECT_ALLOC = re.compile(r"^[\w.]*?\b(psum|sbuf)\.(?:mod_alloc|alloc)\s*\(")
 
 
 def _int(v: Any) -> int | None:

@@ -153,6 +153,7 @@ class Assignment:
     value_api: str | None
     value_text: str
     start_byte: int = 0
+    scalar: bool = False  # a trace-time Python number (e.g. an address counter), not a tensor
 
 
 @dataclass
@@ -225,6 +226,7 @@ class NkiKernel:
     shape_branches: list[ShapeBranch] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     called_functions: set[str] = field(default_factory=set)
+    helper: bool = False  # called by another function of the file: its parameters are tiles, not HBM inputs
     col: int = 1
     name_end_col: int = 1
     # assert-derived facts: symbol -> divisors / upper bound

@@ -94,7 +94,9 @@ def account(entries: list[TraceEntry], reads: dict[int, int], writes: dict[int, 
             if r:
                 t.unique_read_by_line[e.line] = t.unique_read_by_line.get(e.line, 0) + r
             continue
-        per_elem = (r or w) / vol
+        # bytes per element of the HBM tensor (the box is the region touched; payload bytes count only the
+        # masked-in elements, so their ratio is not a per-element size)
+        per_elem = e.extra.get("hbm_elem_bytes") or (r or w) / vol
         if r:
             rboxes[e.hbm_tensor].append(box)
             rsize[e.hbm_tensor] = per_elem

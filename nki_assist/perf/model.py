@@ -227,6 +227,8 @@ def estimate(run: RunResult, target: Target, *, min_input_bytes: int | None = No
                     percent_of_roof=_pct(achieved, attainable))
     if useful <= 0:
         notes.append("no useful matmul FLOPs: MFU and arithmetic intensity are not meaningful for this kernel.")
+    min_time = roofline_floor(min_bytes, useful, target)
+    roof.update(min_time_s=min_time, max_speedup=(est_s / min_time) if min_time > 0 and est_s > 0 else None)
 
     bottleneck, engine = classify(t, overhead, costs)
     est = PerfEstimate(
@@ -243,6 +245,15 @@ def estimate(run: RunResult, target: Target, *, min_input_bytes: int | None = No
         notes=notes, costs=costs, target_spec=target,
     )
     return est
+
+
+def roofline_floor(min_bytes: int, useful_flops: float, target: Target) -> float:
+    """The least time the kernel could take: its unique HBM bytes over the slower of HBM and all DMA engines
+    at full speed, or its useful FLOPs at TensorE peak, whichever is larger. No change to the kernel that
+    keeps its inputs and outputs can beat it, so no estimated speedup may exceed estimate / floor."""
+    bw = min(target.hbm_bw_bytes_per_s, target.dma_engines * target.dma_bw_per_engine_bytes_per_s)
+    return max(min_bytes / bw if min_bytes > 0 else 0.0,
+               useful_flops / target.peak_bf16_flops if useful_flops > 0 else 0.0)
 
 
 def classify(t: Timing, overhead: dict[str, float], costs: list[InstrCost]) -> tuple[str | None, str | None]:

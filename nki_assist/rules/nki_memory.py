@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from ..findings import Severity
 from ..hardware import DTYPE_BYTES, Target
@@ -115,8 +116,8 @@ def matmul_placement(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             c = mm.call
             for op in (mm.stationary, mm.moving):
-                if op is None:
-                    continue
+                if op is None or (op.is_param and k.helper):
+                    continue  # a helper's parameter is whatever tile its caller passes, not an HBM input
                 buf = "hbm" if op.is_param else op.buffer
                 if buf in HBM or buf == "psum":
                     yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,
@@ -158,6 +159,18 @@ def _dma_region(c):
     return ops[0] if ops else None
 
 
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _row_follows_loop(text: str | None, loops) -> bool:
+    """Does the first (partition-side) index of `x[first, ...]` use an enclosing loop's variable?"""
+    if not text or "[" not in text:
+        return False
+    first = text.split("[", 1)[1].split(",", 1)[0]
+    names = set(_IDENT.findall(first))
+    return any(lp.var in names for lp in loops if lp.var)
+
+
 @check("NKI108")
 def small_dma(nf: NkiFile, t: Target):
     for k in nf.kernels:
@@ -195,6 +208,12 @@ def small_dma(nf: NkiFile, t: Target):
             column = free == 1 and (parts == t.partitions or str(region.shape[0]).replace(" ", "").startswith(
                 f"min({t.partitions},"))
             ev["column_vector"] = column
+            # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
+            # by nature; only loading several rows per DMA would help
+            # (a row the loop walks, `x[r:r + 1, :]` in a loop over r, is the row-at-a-time defect instead)
+            row = (parts == 1 and len(region.shape) >= 2 and "bytes_per_partition" not in ev
+                   and not _row_follows_loop(region.text, c.loops))
+            ev["row_vector"] = row
             # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
             # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)
             dst = c.operand("dst")
@@ -205,6 +224,8 @@ def small_dma(nf: NkiFile, t: Target):
             ev["matmul_operand_tile"] = mm_tile
             advice = ("; it is one value per partition per tile, so only moving several tiles' values in one "
                       "[128, n] DMA would help." if column else
+                      "; it is a single row (a bias or scale row to broadcast across partitions), so only loading "
+                      "several rows per DMA would help." if row else
                       "; it is one Tensor Engine operand tile, so only loading a wider strip per DMA (several "
                       "tiles at once) would help." if mm_tile else ".")
             yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
@@ -212,7 +233,7 @@ def small_dma(nf: NkiFile, t: Target):
                        f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
                        f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
                        + advice,
-                       ev, severity=Severity.INFO if column or mm_tile else None,
+                       ev, severity=Severity.INFO if column or row or mm_tile else None,
                        confidence="high" if esize or "partitions" in ev else "medium")
 
 

@@ -18,23 +18,33 @@ def affine_carried(nf: NkiFile, t: Target):
         return
     for k in nf.kernels:
         for w in k.assignments:
-            if not reads_self(w):
-                continue
+            if w.scalar or not reads_self(w):
+                continue  # a trace-time Python counter is unrolled by the tracer, not carried on device
             alloc = allocation_of(k, w.name, w.line)
             if w.value_kind == "matmul" and w.op in ("+=", "call") and alloc is not None and alloc.buffer == "psum":
                 continue  # psum += matmul: the documented associative accumulation
+            # `t += x` outside PSUM is an associative reduction: the iteration order does not change the result
+            # (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF under affine_range), but
+            # maintainers report SBUF `+=` as unreliable in the compiler: a warning, not an error
+            assoc = w.op in ("+=", "-=", "*=")
             for lp in reversed(w.loops):
                 if lp.kind != "affine_range" or lp.id in w.index_dep_loops:
                     continue
                 if not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
                 where = f" in {alloc.buffer.upper()}" if alloc is not None and alloc.buffer != "unknown" else ""
-                yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col,
-                           f"`{w.name}`{where} is read and written by every iteration of nl.affine_range "
-                           f"{loop_label(lp)}: a loop-carried dependency, but affine_range iterations may run in "
-                           "any order (legacy NKI).",
+                msg = (f"`{w.name}`{where} is read and written by every iteration of nl.affine_range "
+                       f"{loop_label(lp)}: a loop-carried dependency, but affine_range iterations may run in "
+                       "any order (legacy NKI).")
+                if assoc:
+                    msg = (f"`{w.name} {w.op} ...`{where} accumulates across iterations of nl.affine_range "
+                           f"{loop_label(lp)}: an associative reduction, so the order is harmless, but `{w.op}` "
+                           "outside PSUM is reported unreliable in the NKI compiler (TEN404); accumulate in PSUM "
+                           "or use nl.sequential_range.")
+                yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col, msg,
                            {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
-                            "buffer": alloc.buffer if alloc else None},
+                            "buffer": alloc.buffer if alloc else None, "associative": assoc},
+                           severity=Severity.WARNING if assoc else None,
                            fix=f"Use nl.sequential_range for the loop on line {lp.line}"
                                + (", or accumulate the matmul into a PSUM tile with `+=`." if w.value_kind == "matmul"
                                   else "."))

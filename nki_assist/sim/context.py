@@ -37,9 +37,10 @@ class StrictStop(BaseException):
 class UnsupportedAPI(Exception):
     """A kernel used an NKI (or other) API the simulator does not implement."""
 
-    def __init__(self, api: str, detail: str = ""):
+    def __init__(self, api: str, detail: str = "", *, limit: bool = False):
         super().__init__(f"{api} is not supported by the built-in simulator" + (f": {detail}" if detail else ""))
         self.api = api
+        self.limit = limit  # valid NKI the simulator does not model (SIM117), not an API NKI lacks (SIM115)
 
 
 @dataclass
@@ -156,7 +157,9 @@ class SimContext:
             self.counts[key] += 1
             return
         spec = get_rule(rule)
-        f = spec.finding(message, file=self.display_file, line=line, evidence=evidence, source="simulation")
+        severity = evidence.pop("_severity", None)
+        f = spec.finding(message, file=self.display_file, line=line, evidence=evidence, source="simulation",
+                         severity=severity)
         self._seen[key] = f
         self.counts[key] = 1
         self.findings.append(f)

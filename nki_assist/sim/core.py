@@ -14,12 +14,12 @@ import functools
 
 import numpy as np
 
-from . import context, mathops, provenance
+from . import context, mathops, provenance, unwritten
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
 from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read
-from .tensor import mark_unwritten, report_uninitialized, tile_mask, write
+from .tensor import tile_mask, write
 
 F32 = np.float32
 
@@ -230,49 +230,29 @@ def part_check(ctx, line, op, *ts):
                             f"(err_num_partition_mismatch)")
 
 
-# -- elementwise -----------------------------------------------------------------------------------
+# -- elementwise ---------------------------------------------------------------------------------
 def elementwise(fn):
     """An op whose output element depends only on the same element of its inputs.
 
     Reads of never-written positions are not reported here: the positions are handed to the result,
-    which keeps them "unwritten". A masked-off tail (legacy `nl.load(..., mask=)`, then unmasked
-    elementwise ops, then a masked store) is therefore never reported; a store, a reduction or a
+    which keeps them "unwritten" (unwritten.py). A masked-off tail (legacy `nl.load(..., mask=)`, then
+    unmasked elementwise ops, then a masked store) is therefore never reported; a store, a reduction or a
     matmul that does consume such values reports SIM111 at that line."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        ctx = context.CTX
-        if (ctx is None or ctx.poison is not None or kwargs.get("reduce_op") is not None
-                or kwargs.get("reduce_res") is not None):
+        owner = unwritten.begin()
+        if not owner:
             return fn(*args, **kwargs)
-        ctx.poison = []
         try:
             out = fn(*args, **kwargs)
         finally:
-            poison, ctx.poison = ctx.poison, None
+            poison = unwritten.end(owner)
         if poison:
-            _propagate(out, poison)
+            unwritten.elementwise(out, poison)
         return out
 
     return wrapper
-
-
-def _propagate(out: Tensor, poison: list) -> None:
-    shape = tuple(out.shape)
-    pos = np.zeros(shape, bool)
-    unplaced = []
-    for bad, t, line in poison:
-        b = bad
-        if b.ndim < len(shape) and b.shape and b.shape[0] == shape[0]:
-            b = b.reshape(b.shape + (1,) * (len(shape) - b.ndim))  # NKI broadcasts from the partition axis
-        try:
-            pos |= np.broadcast_to(b, shape)
-        except ValueError:
-            unplaced.append((bad, t, line))
-    if pos.any() and not mark_unwritten(out, pos):
-        unplaced = poison
-    for bad, t, line in unplaced:
-        report_uninitialized(bad, t, line)
 
 
 @elementwise
@@ -372,7 +352,8 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
         ctx.report("SIM115", line, f"{op_label} over axis 0 (the partition axis): Vector Engine reductions run "
                    "along free axes only; transpose first or matmul with a ones vector.", api=op_label)
     m = tile_mask(mask, x.shape) if mask is not None else None
-    v = fvals(x, m, line)
+    with unwritten.collect() as poison:
+        v = fvals(x, m, line)
     if m is not None:
         fill = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}.get(name, 0.0)
         v = np.where(m, v, F32(fill))
@@ -388,8 +369,11 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
     r = np.asarray(r, dtype=F32)
     if negate:
         r = -r
-    return emit(ctx, op_label, "vector", line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
-                src_storages=(x.st,), extra={"alu": name, "axis": list(axes)})
+    out = emit(ctx, op_label, "vector", line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
+               src_storages=(x.st,), extra={"alu": name, "axis": list(axes)})
+    if poison:
+        unwritten.reduction(out, poison, tuple(x.shape), axes, m)
+    return out
 
 
 def _axes(axis, nd) -> tuple[int, ...]:
@@ -450,6 +434,8 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
         if reduce_res is not None:
             red = _fit(np.asarray(red, F32), reduce_res.shape, label)
             write(reduce_res, ctx.round(red, reduce_res.st.dt), None, line)
+            if ctx.poison:  # the elementwise wrapper collects; the reduction result needs its own placing
+                unwritten.reduction(reduce_res, list(ctx.poison), tuple(r.shape), unwritten.free_axes(r.shape))
             if ctx.sanitize:
                 provenance.watch(ctx, line, label, reduce_res, None, [data], red)
     return out
@@ -493,17 +479,21 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, revers
 
 def select(pred, on_true, on_false, *, dst=None, dtype=None, mask=None, label="select", engine="vector"):
     ctx, line, depth = ctx_site()
-    if isinstance(pred, Mask):
-        c = pred.arr
-    else:
-        c = read(pred, None, line) != 0
-    srcs = [x for x in (pred, on_true, on_false) if is_tensor(x)]
-    vt = fvals(on_true, None, line) if is_tensor(on_true) else F32(on_true)
-    vf = fvals(on_false, None, line) if is_tensor(on_false) else F32(on_false)
+    with unwritten.collect() as poison:
+        if isinstance(pred, Mask):
+            c = pred.arr
+        else:
+            c = read(pred, None, line) != 0
+        srcs = [x for x in (pred, on_true, on_false) if is_tensor(x)]
+        vt = fvals(on_true, None, line) if is_tensor(on_true) else F32(on_true)
+        vf = fvals(on_false, None, line) if is_tensor(on_false) else F32(on_false)
     r = np.where(c, vt, vf).astype(F32)
     dt = dtype or (on_true.st.dt if is_tensor(on_true) else FLOAT32)
-    return emit(ctx, label, engine, line, depth, r, dst=dst, dtype=dt, srcs=srcs, mask=mask,
-                src_storages=tuple(x.st for x in srcs))
+    out = emit(ctx, label, engine, line, depth, r, dst=dst, dtype=dt, srcs=srcs, mask=mask,
+               src_storages=tuple(x.st for x in srcs))
+    if poison:
+        unwritten.select(out, poison, np.broadcast_to(c, r.shape), on_true, on_false)
+    return out
 
 
 # -- memset / iota / selects -----------------------------------------------------------------------
@@ -527,6 +517,8 @@ def iota_expr(expr, dtype, mask=None, dst=None) -> Tensor:
     if not isinstance(expr, Idx):
         raise UnsupportedAPI("nisa.iota with a non-nl.arange expression")
     vals = expr.values()
+    if expr.space is not None and len(expr.space) == vals.ndim:  # an mgrid expression fills the whole grid
+        vals = np.broadcast_to(vals, expr.space)
     if dst is not None and dst.st.buffer == "psum":
         check_placement(ctx, line, "iota", dst, ("sbuf",), "dst")
     return emit(ctx, "iota", "gpsimd", line, depth, vals.astype(np.int64), dst=dst, dtype=dtype or "int32",
@@ -559,52 +551,70 @@ def bn_stats(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     """Per-partition statistics of one chunk (free size <= bn_stats_fmax), 6 values per partition.
 
     The hardware layout is not published; the simulator stores (count, mean, M2) of the two halves of the
-    chunk, which bn_aggr merges exactly (Chan et al.).
+    chunk, which bn_aggr merges exactly (Chan et al.). `mask=` selects the input elements (a free-axis mask
+    trims a ragged last chunk; a partition mask leaves the other partitions' statistics unwritten).
     """
     ctx, line, depth = ctx_site()
     tgt = ctx.target
     on_chip_operand(ctx, line, "bn_stats", data)
     m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
-    v = np.nan_to_num(fvals(data, m, line))  # masked-off rows are not read (their stats are never written)
+    with unwritten.collect() as poison:
+        v = np.nan_to_num(fvals(data, m, line))  # masked-off elements are not read
     P = v.shape[0]
     v2 = v.reshape(P, -1).astype(np.float64)
     F = v2.shape[1]
+    w = np.ones(v2.shape, bool) if m is None else np.asarray(m).reshape(P, -1)
     if F > tgt.bn_stats_fmax:
         ctx.report("SIM105", line, f"bn_stats over {F} elements per partition; the Vector Engine handles at most "
                    f"{tgt.bn_stats_fmax} (nl.tile_size.bn_stats_fmax) per instruction.", free=F,
                    limit=tgt.bn_stats_fmax)
     h = F // 2
     out = np.zeros((P, 6), np.float64)
-    for j, part in enumerate((v2[:, :h], v2[:, h:])):
-        n = part.shape[1]
-        if n:
-            mean = part.mean(axis=1)
+    for j, (part, pw) in enumerate(((v2[:, :h], w[:, :h]), (v2[:, h:], w[:, h:]))):
+        n = pw.sum(axis=1)
+        if part.shape[1]:
+            mean = np.where(pw, part, 0.0).sum(axis=1) / np.maximum(n, 1)
             out[:, 3 * j] = n
             out[:, 3 * j + 1] = mean
-            out[:, 3 * j + 2] = ((part - mean[:, None]) ** 2).sum(axis=1)
-    return emit(ctx, "bn_stats", "vector", line, depth, out.astype(F32), dst=dst, dtype=dtype or FLOAT32,
-                srcs=[data], src_storages=(data.st,), mask=mask)
+            out[:, 3 * j + 2] = np.where(pw, (part - mean[:, None]) ** 2, 0.0).sum(axis=1)
+    res = emit(ctx, "bn_stats", "vector", line, depth, out.astype(F32), dst=dst, dtype=dtype or FLOAT32,
+               srcs=[data], src_storages=(data.st,), mask=_rows_mask(w, 6))
+    if poison:
+        unwritten.reduction(res, poison, tuple(data.shape), unwritten.free_axes(data.shape), m)
+    return res
+
+
+def _rows_mask(active: np.ndarray, width: int) -> np.ndarray | None:
+    """Output mask of a per-partition statistic: the partitions with at least one active input element."""
+    rows = active.any(axis=1)
+    return None if rows.all() else np.broadcast_to(rows[:, None], (active.shape[0], width))
 
 
 def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
     """Merge bn_stats groups -> [P, 2] (mean, population variance)."""
     ctx, line, depth = ctx_site()
     m = tile_mask(mask, tuple(data.shape)) if mask is not None else None
-    v = np.nan_to_num(fvals(data, m, line).astype(np.float64))
+    with unwritten.collect() as poison:
+        v = np.nan_to_num(fvals(data, m, line).astype(np.float64))
     P = v.shape[0]
     g = v.reshape(P, -1)
     if g.shape[1] % 3:
         raise SimShapeError(f"bn_aggr input has {g.shape[1]} values per partition; expected a multiple of 6 "
                             "(bn_stats outputs)")
+    w = np.ones(g.shape, bool) if m is None else np.asarray(m).reshape(P, -1)
     g = g.reshape(P, -1, 3)
-    n, mean, m2 = g[..., 0], g[..., 1], g[..., 2]
+    n = g[..., 0] * w.reshape(P, -1, 3).all(axis=2)  # a masked-off group counts nothing
+    mean, m2 = g[..., 1], g[..., 2]
     tot = n.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mu = (n * mean).sum(axis=1) / tot
-        var = (m2.sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / tot
+        var = ((m2 * (n > 0)).sum(axis=1) + (n * (mean - mu[:, None]) ** 2).sum(axis=1)) / tot
     r = np.stack([mu, var], axis=1).astype(F32)
-    return emit(ctx, "bn_aggr", "vector", line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[data],
-                src_storages=(data.st,), mask=mask)
+    res = emit(ctx, "bn_aggr", "vector", line, depth, r, dst=dst, dtype=dtype or FLOAT32, srcs=[data],
+               src_storages=(data.st,), mask=_rows_mask(w, 2))
+    if poison:
+        unwritten.reduction(res, poison, tuple(data.shape), unwritten.free_axes(data.shape), m)
+    return res
 
 
 def consume(t: Tensor) -> None:

@@ -315,7 +315,14 @@ def _report_unwritten(ctx, st, src, name, unwritten, n, done, records, overlaps)
         msg = (f"kernel output {name}{list(st.shape)} is only partly written: {n - done} of {n} elements "
                f"({100.0 * (n - done) / n:.1f}%) are never stored, within {region}.")
     ev = {"tensor": name, "unwritten_elements": n - done, "total_elements": n}
-    d = diagnose(src, st.name, tuple(st.shape), records, overlaps, unwritten) if done else None
+    # every missing element addressed by a store whose own mask excluded it (e.g. `mask=offset < n_elements`):
+    # the kernel chose not to write it, which is correct when callers read only the stored part
+    masked_off = st.skipped is not None and done > 0 and bool(st.skipped[unwritten].all())
+    ev["excluded_by_store_mask"] = masked_off
+    if masked_off:
+        msg += (" Every one of them was addressed by a store whose mask excluded it, so this looks deliberate: "
+                "fine if callers read only the stored part.")
+    d = diagnose(src, st.name, tuple(st.shape), records, overlaps, unwritten) if done and not masked_off else None
     related: list[tuple[int, str]] = []
     line, category, fix = st.line, None, None
     if d is not None:
@@ -327,7 +334,7 @@ def _report_unwritten(ctx, st, src, name, unwritten, n, done, records, overlaps)
         related = [(ln, "stores into this output") for ln in sorted({r.line for r in records if r.line})][:3]
     if st.line and line != st.line:
         related.append((st.line, f"{name} allocated here"))
-    _add(ctx, "SIM112", line, msg, ev, related, category, fix)
+    _add(ctx, "SIM112", line, msg, ev, related, category, fix, severity="warning" if masked_off else None)
     if d is not None:
         for ln in d.lines:
             _extend_sim109(ctx, ln, d.text, d.evidence)
@@ -375,11 +382,11 @@ def _report_overlaps(ctx, st, src, name, records, overlaps) -> None:
         _add(ctx, "SIM118", ov.line, text, ev, related, None)
 
 
-def _add(ctx, rule, line, message, evidence, related, category, fix=None) -> None:
-    from ..findings import RelatedLocation
+def _add(ctx, rule, line, message, evidence, related, category, fix=None, severity=None) -> None:
+    from ..findings import RelatedLocation, Severity
 
     rel = [RelatedLocation(file=ctx.display_file, line=ln, message=m) for ln, m in related if ln]
     f = get_rule(rule).finding(message, file=ctx.display_file, line=line, evidence=evidence, source="simulation",
-                               related=rel, **({"category": category} if category else {}),
-                               **({"fix": fix} if fix else {}))
+                               related=rel, severity=Severity(severity) if severity else None,
+                               **({"category": category} if category else {}), **({"fix": fix} if fix else {}))
     ctx.add_finding(f)

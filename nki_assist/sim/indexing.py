@@ -18,14 +18,15 @@ _uid = itertools.count(1)
 class Idx:
     """Affine index expression; `terms` is a tuple of (coef, n, pos, ndim)."""
 
-    __slots__ = ("const", "terms", "ndim", "_arr", "_cache")
+    __slots__ = ("const", "terms", "ndim", "_arr", "_cache", "space")
 
-    def __init__(self, const: int, terms: tuple, ndim: int, arr: np.ndarray | None = None):
+    def __init__(self, const: int, terms: tuple, ndim: int, arr: np.ndarray | None = None, space=None):
         self.const = const
         self.terms = terms
         self.ndim = ndim
         self._arr = arr  # set only for a materialized (non-affine) expression
         self._cache = None  # values of an affine one (computing them must not make it non-affine)
+        self.space = space  # the full grid shape when built from nl.mgrid (iota fills the whole grid)
 
     # -- construction ------------------------------------------------------------------------------
     @staticmethod
@@ -81,14 +82,15 @@ class Idx:
     # -- arithmetic --------------------------------------------------------------------------------
     def _combine(self, other, sign: int) -> "Idx":
         if isinstance(other, Idx):
+            space = self.space or other.space
             if self._arr is None and other._arr is None and self.ndim == other.ndim:
                 terms = self.terms + tuple((sign * c, n, p, d) for c, n, p, d in other.terms)
-                return Idx(self.const + sign * other.const, terms, self.ndim)
-            return _materialized(self.values() + sign * other.values())
+                return Idx(self.const + sign * other.const, terms, self.ndim, space=space)
+            return _materialized(self.values() + sign * other.values(), space)
         v = _as_int(other)
         if self._arr is not None:
-            return _materialized(self._arr + sign * v)
-        return Idx(self.const + sign * v, self.terms, self.ndim)
+            return _materialized(self._arr + sign * v, self.space)
+        return Idx(self.const + sign * v, self.terms, self.ndim, space=self.space)
 
     def __add__(self, other):
         return self._combine(other, 1)
@@ -106,19 +108,20 @@ class Idx:
 
     def __mul__(self, other):
         if isinstance(other, Idx):
-            return _materialized(self.values() * other.values())
+            return _materialized(self.values() * other.values(), self.space or other.space)
         v = _as_int(other)
         if self._arr is not None:
-            return _materialized(self._arr * v)
-        return Idx(self.const * v, tuple((c * v, n, p, d) for c, n, p, d in self.terms), self.ndim)
+            return _materialized(self._arr * v, self.space)
+        return Idx(self.const * v, tuple((c * v, n, p, d) for c, n, p, d in self.terms), self.ndim,
+                   space=self.space)
 
     __rmul__ = __mul__
 
     def __floordiv__(self, other):
-        return _materialized(self.values() // _vals(other))
+        return _materialized(self.values() // _vals(other), self.space)
 
     def __mod__(self, other):
-        return _materialized(self.values() % _vals(other))
+        return _materialized(self.values() % _vals(other), self.space)
 
     # -- predicates --------------------------------------------------------------------------------
     def _cmp(self, other, op) -> "Mask":
@@ -152,9 +155,9 @@ class Idx:
         return f"Idx(shape={self.shape})"
 
 
-def _materialized(arr) -> Idx:
+def _materialized(arr, space=None) -> Idx:
     arr = np.asarray(arr)
-    return Idx(0, (), arr.ndim, arr)
+    return Idx(0, (), arr.ndim, arr, space)
 
 
 def _as_int(v) -> int:
@@ -201,6 +204,16 @@ def _mask_arr(o):
     raise TypeError("masks combine only with masks")
 
 
+class Grid(tuple):
+    """What `nl.mgrid[...]` returns: unpacks like a tuple of Idx, and `.p` / `.x` / `.y` / `.z` name the
+    partition axis and the free axes (`i = nl.mgrid[0:128, 0:512]; t[i.p, i.x]`)."""
+
+    p = property(lambda self: self[0])
+    x = property(lambda self: self[1])
+    y = property(lambda self: self[2])
+    z = property(lambda self: self[3])
+
+
 class MGrid:
     """`nl.mgrid[0:128, 0:512]` -> one Idx per axis."""
 
@@ -209,14 +222,18 @@ class MGrid:
             key = (key,)
         nd = len(key)
         out = []
+        sizes = []
         for pos, s in enumerate(key):
             if not isinstance(s, slice):
                 raise TypeError("nl.mgrid takes slices, e.g. nl.mgrid[0:128, 0:512]")
             start = s.start or 0
             step = s.step or 1
             n = max(0, -(-(s.stop - start) // step))
+            sizes.append(n)
             out.append(Idx(start, ((step, n, pos, nd),), nd))
-        return tuple(out) if nd > 1 else out[0]
+        for ix in out:
+            ix.space = tuple(sizes)
+        return Grid(out) if nd > 1 else out[0]
 
 
 class DynSlice:

@@ -6,7 +6,9 @@ Legacy (`neuronxcc.nki.isa`, NKI 0.1) ISA calls return a new tile and take `dtyp
 
 from __future__ import annotations
 
-from . import context, core, dma
+import enum
+
+from . import context, core, dma, unwritten, vector_ext
 from . import tensor_engine as te
 from .context import UnsupportedAPI
 from .indexing import Mask
@@ -24,7 +26,25 @@ class _Enum:
         return f"{self._name}.{item}"
 
 
-ENUMS = {n: _Enum(n) for n in ("engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode", "nc_version")}
+ENUMS = {n: _Enum(n) for n in ("engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode")}
+
+
+class nc_version(enum.IntEnum):
+    """`nisa.nc_version`: NeuronCore generation, ordered (`get_nc_version() >= nc_version.gen3`)."""
+
+    gen2 = 2  # trn1 / inf2
+    gen3 = 3  # trn2
+    gen4 = 4  # trn3
+
+
+def get_nc_version() -> nc_version:
+    core = context.CTX.target.neuron_core  # "NeuronCore-v2" .. "NeuronCore-v4"
+    return nc_version(int(core.rsplit("v", 1)[-1]))
+
+
+# legacy engine selectors (`engine=nisa.vector_engine`)
+ENGINE_NAMES = {f"{n}_engine": f"engine.{n}" for n in ("tensor", "vector", "scalar", "gpsimd", "unknown")}
+COMMON = dict(ENUMS, nc_version=nc_version, get_nc_version=get_nc_version, **ENGINE_NAMES)
 
 
 def _engine(e, default: str) -> str:
@@ -45,8 +65,8 @@ def _reduce_name(op) -> str:
 # -- legacy (return-value) signatures --------------------------------------------------------------
 def legacy_namespace() -> dict:
     def nc_matmul(stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
-                  tile_position=(), tile_size=(), mask=None, **kw):
-        return te.matmul(stationary, moving, is_transpose=is_transpose, mask=mask)
+                  tile_position=(), tile_size=(), mask=None, perf_mode=None, **kw):
+        return te.matmul(stationary, moving, is_transpose=is_transpose, mask=mask, perf_mode=perf_mode)
 
     def nc_transpose(data, engine=None, mask=None, dtype=None, **kw):
         P = data.shape[0]
@@ -116,13 +136,27 @@ def legacy_namespace() -> dict:
     def max8(src=None, dtype=None, mask=None, **kw):
         return _max8(None, src, dtype)
 
+    def tensor_scalar_reduce(data=None, op0=None, operand0=None, reduce_op=None, reduce_res=None, reverse0=False,
+                             dtype=None, mask=None, **kw):
+        return vector_ext.tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, reverse0=reverse0,
+                                               dtype=dtype, mask=mask)
+
+    def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, dtype=None, mask=None,
+                           **kw):
+        return vector_ext.tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=reverse0, reverse1=reverse1,
+                                             dtype=dtype, mask=mask)
+
+    def dma_transpose(src, axes=None, dtype=None, mask=None, **kw):
+        return dma.transpose_copy(src, dtype=dtype, mask=mask)
+
     ns = dict(nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
               activation_reduce=activation_reduce, tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
               tensor_reduce=tensor_reduce, tensor_copy=tensor_copy, memset=memset, iota=iota,
               affine_select=affine_select, dma_copy=dma_copy, bn_stats=bn_stats, bn_aggr=bn_aggr,
               reciprocal=reciprocal, scalar_tensor_tensor=scalar_tensor_tensor,
-              tensor_partition_reduce=tensor_partition_reduce, max8=max8)
-    ns.update(ENUMS)
+              tensor_partition_reduce=tensor_partition_reduce, max8=max8, tensor_scalar_reduce=tensor_scalar_reduce,
+              tensor_tensor_scan=tensor_tensor_scan, dma_transpose=dma_transpose)
+    ns.update(COMMON)
     return ns
 
 
@@ -130,29 +164,37 @@ def _partition_reduce(dst, op, data, dtype):
     import numpy as np
 
     ctx, line, depth = core.ctx_site()
-    v = core.fvals(data, None, line)
+    with unwritten.collect() as poison:
+        v = core.fvals(data, None, line)
     n = core.opname(op)
     r = np.asarray(core.mathops.REDUCE[n](v, axis=0, keepdims=True), np.float32)
-    return core.emit(ctx, "tensor_partition_reduce", "gpsimd", line, depth, r, dst=dst, dtype=dtype or data.st.dt,
-                     srcs=[data])
+    out = core.emit(ctx, "tensor_partition_reduce", "gpsimd", line, depth, r, dst=dst, dtype=dtype or data.st.dt,
+                    srcs=[data])
+    if poison:
+        unwritten.reduction(out, poison, tuple(data.shape), (0,))
+    return out
 
 
 def _max8(dst, src, dtype):
     import numpy as np
 
     ctx, line, depth = core.ctx_site()
-    v = core.fvals(src, None, line)
+    with unwritten.collect() as poison:
+        v = core.fvals(src, None, line)
     v2 = v.reshape(v.shape[0], -1)
     r = -np.sort(-v2, axis=1)[:, :8]
-    return core.emit(ctx, "max8", "vector", line, depth, r.astype(np.float32), dst=dst, dtype=dtype or src.st.dt,
-                     srcs=[src])
+    out = core.emit(ctx, "max8", "vector", line, depth, r.astype(np.float32), dst=dst, dtype=dtype or src.st.dt,
+                    srcs=[src])
+    if poison:
+        unwritten.reduction(out, poison, tuple(src.shape), unwritten.free_axes(src.shape))
+    return out
 
 
 # -- new (dst-first) signatures --------------------------------------------------------------------
 def new_namespace() -> dict:
     def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
                   is_transpose=False, accumulate=None, tile_position=(), tile_size=(), perf_mode=None, **kw):
-        te.matmul(stationary, moving, dst=dst, accumulate=accumulate, is_transpose=is_transpose)
+        te.matmul(stationary, moving, dst=dst, accumulate=accumulate, is_transpose=is_transpose, perf_mode=perf_mode)
 
     def nc_transpose(dst, data, engine=None, **kw):
         P = data.shape[0]
@@ -236,14 +278,21 @@ def new_namespace() -> dict:
     def max8(dst, src, **kw):
         _max8(dst, src, None)
 
+    def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, **kw):
+        vector_ext.tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, dst=dst, reverse0=reverse0)
+
+    def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, **kw):
+        vector_ext.tensor_tensor_scan(data0, data1, initial, op0, op1, dst=dst, reverse0=reverse0, reverse1=reverse1)
+
     ns = dict(nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
               activation_reduce=activation_reduce, tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
               tensor_reduce=tensor_reduce, tensor_copy=tensor_copy, memset=memset, iota=iota,
               affine_select=affine_select, select=select, dma_copy=dma_copy, dma_compute=dma_compute,
               dma_transpose=dma_transpose, bn_stats=bn_stats, bn_aggr=bn_aggr, reciprocal=reciprocal,
               exponential=exponential, scalar_tensor_tensor=scalar_tensor_tensor,
-              tensor_partition_reduce=tensor_partition_reduce, max8=max8)
-    ns.update(ENUMS)
+              tensor_partition_reduce=tensor_partition_reduce, max8=max8, tensor_scalar_reduce=tensor_scalar_reduce,
+              tensor_tensor_scan=tensor_tensor_scan)
+    ns.update(COMMON)
     return ns
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, dma, mathops, provenance
+from . import context, core, dma, mathops, provenance, unwritten
 from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
@@ -24,13 +24,28 @@ F32 = np.float32
 
 # -- buffers and shapes ----------------------------------------------------------------------------
 class Buffer:
-    """`nl.sbuf`, `nl.psum`, `nl.hbm`, ...; allocator methods (`nl.sbuf.mod_alloc(...)`) return the buffer."""
+    """`nl.sbuf`, `nl.psum`, `nl.hbm`, ...; allocator methods (`nl.sbuf.mod_alloc(...)`) return the buffer,
+    or a `Placed` buffer that records how many physical tiles a modular allocation rotates through."""
 
     def __init__(self, name: str):
         self.name = name
 
     def __call__(self, *a, **k):
         return self
+
+    def mod_alloc(self, *a, num_free_tiles=None, num_bank_tiles=None, **k):
+        """Direct allocation (`ncc.sbuf.mod_alloc(base_addr=, num_free_tiles=(2,))`): block i of the tensor
+        lives in physical tile i mod n, so only n tiles occupy the buffer."""
+        tiles = num_free_tiles if num_free_tiles is not None else num_bank_tiles
+        n = None
+        if tiles is not None:
+            n = 1
+            for t in (tiles if isinstance(tiles, (tuple, list)) else (tiles,)):
+                n *= int(t)
+        return Placed(self.name, n)
+
+    def alloc(self, fn=None, *a, **k):
+        return Placed(self.name, None, fn)
 
     def __getattr__(self, item):
         if item.startswith("__"):
@@ -41,13 +56,31 @@ class Buffer:
         return f"nl.{self.name}"
 
 
+class Placed:
+    """A buffer with an explicit placement: `tiles` physical tiles (None: from `fn`, or unknown)."""
+
+    def __init__(self, name: str, tiles: int | None, fn=None):
+        self.name, self.tiles, self.fn = name, tiles, fn
+
+    def physical_blocks(self, shape, pax) -> int | None:
+        if self.tiles is not None or self.fn is None or pax == 0:
+            return self.tiles
+        blocks = shape[:pax]
+        try:  # alloc(fn): fn(block index, partitions, free size) -> (bank/address, ...); count distinct ones
+            seen = {tuple(np.atleast_1d(self.fn(idx, shape[pax], int(np.prod(shape[pax + 1:]))))[:1])
+                    for idx in np.ndindex(*blocks)}
+        except Exception:  # noqa: BLE001 - an allocator we cannot evaluate: count every block
+            return None
+        return len(seen)
+
+
 BUFFERS = {n: Buffer(n) for n in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
 
 
 def buffer_name(b) -> str:
     if b is None:
         return "sbuf"
-    if isinstance(b, Buffer):
+    if isinstance(b, (Buffer, Placed)):
         return "hbm" if b.name == "private_hbm" else b.name
     if isinstance(b, str) and b in BUFFERS:
         return b
@@ -78,7 +111,8 @@ def _alloc(shape, dtype, buffer, name, line) -> Tensor:
     dt = resolve(dtype if dtype is not None else FLOAT32)
     if buf.endswith("hbm"):
         return Tensor(hbm_tensor(ctx, shp, dt, buf, name, line))
-    t = Tensor(allocate(shp, dt, buf, line=line, name=name or None, pax=pax))
+    blocks = buffer.physical_blocks(shp, pax) if isinstance(buffer, Placed) else None
+    t = Tensor(allocate(shp, dt, buf, line=line, name=name or None, pax=pax, blocks=blocks))
     bind_site(ctx, t)
     return t
 
@@ -146,6 +180,41 @@ def full_like(t, fill_value, dtype=None, buffer=None, name="", **kw):
     return full(t.shape, fill_value, dtype or t.st.dt, buffer or BUFFERS[t.st.buffer], name)
 
 
+def shared_constant(constant, dtype=None, **kw):
+    """`nl.shared_constant(np_array, dtype)`: a compile-time constant placed in HBM (read-only)."""
+    ctx = context.CTX
+    arr = np.asarray(constant)
+    dt = resolve(dtype if dtype is not None else arr.dtype)
+    st = allocate(arr.shape, dt, "shared_hbm", line=ctx.line(), name="shared_constant",
+                  data=ctx.round(arr.astype(F32) if dt.is_float else arr, dt).astype(dt.store, copy=False),
+                  written=True, role="input")
+    return Tensor(st)
+
+
+class _FInfo:
+    """`nl.finfo(dtype)`: min / max / eps / tiny of a float dtype (bfloat16 and fp8 via ml_dtypes)."""
+
+    def __init__(self, dtype):
+        import ml_dtypes
+
+        dt = resolve(dtype)
+        fi = ml_dtypes.finfo(dt.np_dtype) if dt.is_float else np.iinfo(dt.np_dtype)
+        self.dtype = exposed(dt.name)
+        self.min, self.max = float(fi.min), float(fi.max)
+        self.eps = float(getattr(fi, "eps", 0))
+        self.tiny = float(getattr(fi, "tiny", getattr(fi, "smallest_normal", 0)))
+        self.bits = int(fi.bits)
+
+
+def finfo(dtype):
+    return _FInfo(dtype)
+
+
+def sizeinbytes(dtype) -> int:
+    """`nl.constants.sizeinbytes(dtype)`."""
+    return resolve(dtype).itemsize
+
+
 # -- data movement ---------------------------------------------------------------------------------
 def load(src, dtype=None, mask=None, **kw):
     return dma.load(src, dtype=dtype, mask=mask)
@@ -176,14 +245,15 @@ def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
     return LoopReduce(x, core.opname(op), dtype, mask)
 
 
-def _assign_loop_reduce(dst: Tensor, lr: LoopReduce) -> None:
+@core.elementwise
+def _assign_loop_reduce(dst: Tensor, lr: LoopReduce) -> Tensor:
     """dst = op(dst, x): a reduction over the named loop, so reading dst is not an affine-range carry."""
     ctx, line, depth = core.ctx_site()
     a = core.fvals(dst, None, line, exempt_affine=True)
     b = core._fit(core.fvals(lr.x, None, line), dst.shape, "loop_reduce")
     r = mathops.BINARY[lr.alu](a, b)
-    core.emit(ctx, "tensor_tensor", "vector", line, depth, r, dst=dst, dtype=None, srcs=[dst, lr.x],
-              mask=lr.mask, src_storages=(dst.st, lr.x.st), extra={"alu": lr.alu}, _alu=lr.alu)
+    return core.emit(ctx, "tensor_tensor", "vector", line, depth, r, dst=dst, dtype=None, srcs=[dst, lr.x],
+                     mask=lr.mask, src_storages=(dst.st, lr.x.st), extra={"alu": lr.alu}, _alu=lr.alu)
 
 
 def assign(dst: Tensor, value) -> None:
@@ -203,10 +273,11 @@ def assign(dst: Tensor, value) -> None:
                     m = core._fit(m, dst.shape, op)
                 core.check_lowp_acc(ctx, dst, op, srcs, line, 1 if ctx.loops else ctx.static_depth.get(line, 0))
                 write(dst, ctx.round(r, dst.st.dt), m, line)
+                unwritten.carry(dst, value, m, line)
                 if ctx.sanitize:
                     provenance.watch(ctx, line, op, dst, m, [value], r)
-            else:  # a fresh load: the DMA lands in dst directly
-                v = read(value, None, line)
+            else:  # a fresh load: the DMA lands in dst directly (only where its mask let it)
+                v = read(value, m, line)
                 same = value.st.dt is dst.st.dt
                 v = v if same else ctx.round(mathops.f32(v) if value.st.dt.is_float else v, dst.st.dt)
                 write(dst, core._fit(v, dst.shape, "load"), m if m is None else core._fit(m, dst.shape, "load"), line)
@@ -272,6 +343,7 @@ def _reduce_fn(name, alu):
     return fn
 
 
+@core.elementwise
 def invert(x, dtype=None, mask=None, **kw):
     ctx, line, depth = core.ctx_site()
     v = read(x, None, line)
@@ -286,18 +358,23 @@ bitwise_not = invert
 
 def softmax(x, axis=-1, dtype=None, mask=None, **kw):
     ctx, line, depth = core.ctx_site()
-    v = core.fvals(x, None, line)
+    with unwritten.collect() as poison:
+        v = core.fvals(x, None, line)
     ax = core._axes(axis, v.ndim)
     e = np.exp(v - v.max(axis=ax, keepdims=True))
     r = (e / e.sum(axis=ax, keepdims=True)).astype(F32)
-    return core.emit(ctx, "activation", "scalar", line, depth, r, dst=None, dtype=dtype or x.st.dt, srcs=[x],
-                     mask=mask, extra={"func": "softmax"})
+    out = core.emit(ctx, "activation", "scalar", line, depth, r, dst=None, dtype=dtype or x.st.dt, srcs=[x],
+                    mask=mask, extra={"func": "softmax"})
+    if poison:
+        unwritten.reduction(out, poison, tuple(x.shape), ax)
+    return out
 
 
 def where(condition, x, y, dtype=None, mask=None, **kw):
     return core.select(condition, x, y, dtype=dtype, mask=mask, label="select")
 
 
+@core.elementwise
 def broadcast_to(x, shape, **kw):
     ctx, line, depth = core.ctx_site()
     v = core.fvals(x, None, line) if x.st.dt.is_float else read(x, None, line)
@@ -309,6 +386,7 @@ def broadcast_to(x, shape, **kw):
     return core.emit(ctx, "broadcast", engine, line, depth, r, dst=None, dtype=x.st.dt, srcs=[x])
 
 
+@core.elementwise
 def dropout(x, rate, dtype=None, mask=None, **kw):
     ctx, line, depth = core.ctx_site()
     v = core.fvals(x, None, line)
@@ -474,7 +552,8 @@ def namespace(target) -> dict:
         sequential_range=sequential_range, static_range=static_range, dynamic_range=dynamic_range,
         fori_loop=fori_loop, program_id=program_id, num_programs=num_programs, program_ndim=program_ndim,
         nc=nc, spmd_dim=spmd_dim, loop_reduce=loop_reduce, device_print=device_print, no_reorder=no_reorder, arange=arange,
-        mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target),
+        mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target), shared_constant=shared_constant,
+        finfo=finfo, fp32=_FInfo("float32"),
     )
     return ns
 
@@ -503,22 +582,31 @@ def _iop(name):
             raw = other.origin[2]
             core.consume(other)
             commit_pending(ctx)
-            te._psum_accumulate(ctx, line, self, core._fit(raw, self.shape, "+="), None, True)
+            # legacy `psum += matmul` starts an accumulation group: the first matmul overwrites (the compiler
+            # sets the PSUM zero flag), as AWS's attention tutorials rely on with an nl.ndarray PSUM tile
+            te._psum_accumulate(ctx, line, self, core._fit(raw, self.shape, "+="), None, None if ctx.legacy else True)
+            unwritten.carry(self, other, None, line)
             self.origin = ("iadd-done", st)
             return self
         commit_pending(ctx)
-        psum = st.buffer == "psum"  # associative reductions into PSUM are allowed in affine_range
-        a = core.fvals(self, None, line, exempt_affine=psum)
-        if isinstance(other, Tensor):
-            b = core.fvals(other, None, line)
-            srcs = [self, other]
-        else:
-            b = other
-            srcs = [self]
+        # `t += x` is an associative reduction, which affine_range allows (NKI's affine_range docs; AWS's fused
+        # Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF that way); an explicit
+        # `t[...] = nl.add(t, x)` is still a loop-carried read
+        psum = st.buffer == "psum" or name in ("add", "subtract", "multiply")
+        with unwritten.collect() as poison:
+            a = core.fvals(self, None, line, exempt_affine=psum)
+            if isinstance(other, Tensor):
+                b = core.fvals(other, None, line)
+                srcs = [self, other]
+            else:
+                b = other
+                srcs = [self]
         r = mathops.BINARY[name](a, b)
         core.check_lowp_acc(ctx, self, name, (st,), line, depth)
         r = core._fit(np.asarray(r, F32), self.shape, "+=")
         write(self, ctx.round(r, st.dt), None, line, exempt_affine=psum)
+        if poison:
+            unwritten.elementwise(self, poison)
         if ctx.sanitize:
             provenance.watch(ctx, line, name, self, None, srcs, r)
         ctx.instr("vector", "tensor_tensor" if isinstance(other, Tensor) else "tensor_scalar", line, depth, self, srcs,

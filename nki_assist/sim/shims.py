@@ -33,9 +33,10 @@ class Stub:
     def __call__(self, *a, **k):
         if len(a) == 1 and not k and (inspect.isfunction(a[0]) or isinstance(a[0], type)):
             return a[0]  # used as a decorator: keep the function
-        if not a:
+        nki_call = self._name.startswith(("neuronxcc.nki.", "nki.")) and ".compiler." not in self._name
+        if not a and not (k and nki_call):
             return Stub(f"{self._name}()")  # decorator factory / config call: fail later if really used
-        raise UnsupportedAPI(self._name)
+        raise UnsupportedAPI(self._name)  # an NKI instruction called with keyword operands fails right here
 
     def __getitem__(self, item):
         return self
@@ -148,20 +149,26 @@ def build_modules(target) -> dict[str, types.ModuleType]:
         "skip_middle_end_transformations": _passthrough_decorator,
         "enable_stack_allocator": _passthrough_decorator,
         "force_auto_alloc": _passthrough_decorator,
+        # direct allocation (`ncc.sbuf.mod_alloc(...)`) and scheduling directives (no effect on values)
+        "sbuf": language.BUFFERS["sbuf"], "psum": language.BUFFERS["psum"],
+        "multi_buffer": lambda *a, **k: None,
     }
     mods: dict[str, types.ModuleType] = {}
     for root, isa_ns in (("neuronxcc.nki", legacy_isa), ("nki", new_isa)):
-        lang = _module(f"{root}.language", lang_ns)
-        isam = _module(f"{root}.isa", isa_ns)
-        typ = _module(f"{root}.typing", typing_ns)
-        comp = _module(f"{root}.compiler", compiler_ns)
+        # packages, so that submodule imports (`neuronxcc.nki.compiler.backends...`) become stub modules
+        lang = _module(f"{root}.language", lang_ns, package=True)
+        isam = _module(f"{root}.isa", isa_ns, package=True)
+        typ = _module(f"{root}.typing", typing_ns, package=True)
+        comp = _module(f"{root}.compiler", compiler_ns, package=True)
         top = _module(root, {
             "jit": jit, "baremetal": jit, "benchmark": jit, "profile": jit, "trace": jit,
             "simulate_kernel": _simulate_kernel, "simulate": _simulate, "language": lang, "isa": isam,
             "typing": typ, "compiler": comp, "tensor": _Typing,
         }, package=True)
+        consts = _module(f"{root}.language.constants", {"sizeinbytes": language.sizeinbytes})
+        lang.constants = consts
         mods.update({root: top, f"{root}.language": lang, f"{root}.isa": isam, f"{root}.typing": typ,
-                     f"{root}.compiler": comp})
+                     f"{root}.compiler": comp, f"{root}.language.constants": consts})
     mods["neuronxcc"] = _module("neuronxcc", {"nki": mods["neuronxcc.nki"]}, package=True)
     return mods
 

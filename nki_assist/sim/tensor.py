@@ -16,6 +16,7 @@ import weakref
 
 import numpy as np
 
+from ..findings import Severity
 from . import context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
@@ -30,7 +31,8 @@ class SimShapeError(ValueError):
 # -- storage ---------------------------------------------------------------------------------------
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
-                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "log", "nf",
+                 "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
+                 "log", "nf",
                  "__weakref__")
 
     def __del__(self):
@@ -54,8 +56,9 @@ def _prod(xs) -> int:
 
 def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | None = None, pax: int = 0,
              data: np.ndarray | None = None, written: bool = False, pending: bool = False,
-             role: str = "tile", quiet: bool = False) -> Storage:
-    """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted."""
+             role: str = "tile", quiet: bool = False, blocks: int | None = None) -> Storage:
+    """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted.
+    `blocks`: physical tiles of a modular direct allocation (fewer than the tensor's block dims)."""
     ctx = context.CTX
     if type(shape) is not tuple:
         shape = tuple(int(d) for d in shape)
@@ -76,11 +79,18 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.bytes_pp = 0
     st.banks = 0
     st.written = None
+    st.holes = False  # a masked write left positions unwritten on purpose (unwritten.py)
+    st.skipped = None
     st.nf = None  # sanitizer taint: the fault whose NaN/Inf this storage holds (provenance.py)
     st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
+        if blocks is not None and st.bytes_pp:
+            logical = _prod(shape[:pax]) or 1
+            if blocks < logical:
+                st.banks = st.banks * blocks // logical if st.buffer == "psum" else 0
+                st.bytes_pp = st.bytes_pp * blocks // logical
         if ctx.legacy and ctx.loops:
             ctx.loops[-1].scope.append(st)
         if pending:
@@ -329,7 +339,9 @@ class Tensor:
             return  # `t[i] += x` already wrote through the view
         assign(dst, value)
 
-    def reshape(self, *shape) -> "Tensor":
+    def reshape(self, *shape, **kw) -> "Tensor":
+        if not shape and "shape" in kw:  # t.reshape(shape=(...))
+            shape = (kw.pop("shape"),)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
@@ -339,7 +351,7 @@ class Tensor:
         if _prod(shape) != self.size:
             raise SimShapeError(f"cannot reshape {list(self.shape)} to {list(shape)}")
         if not self.is_whole():
-            raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor")
+            raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor", limit=True)
         st = self.st
         al = Storage()
         for f in ("dt", "buffer", "name", "line", "seq", "role", "ctx", "bytes_pp", "banks"):
@@ -350,6 +362,8 @@ class Tensor:
         al.data = st.data.reshape(shape)
         al.written = None if st.written is None else st.written.reshape(shape)
         al.all_written = st.all_written
+        al.holes = st.holes
+        al.skipped = None if st.skipped is None else st.skipped.reshape(shape)
         al.wtag = None
         al.acc_line = None
         al.log = None  # stores through a reshaped alias are not logged
@@ -358,10 +372,10 @@ class Tensor:
         return Tensor(al)
 
     def view(self, dtype):
-        raise context.UnsupportedAPI("tensor.view(dtype)")
+        raise context.UnsupportedAPI("tensor.view", "reinterpreting a tensor as another dtype", limit=True)
 
     def ap(self, *a, **k):
-        raise context.UnsupportedAPI("tensor.ap() access patterns")
+        raise context.UnsupportedAPI("tensor.ap", "explicit access patterns", limit=True)
 
 
 def _norm_key(key, ndim):
@@ -375,9 +389,11 @@ def _norm_key(key, ndim):
 
 
 def index(t: Tensor, key) -> Tensor:
+    if isinstance(key, Mask):
+        raise context.UnsupportedAPI("masking an operand by indexing it with a predicate (tile[mask])", limit=True)
     if t.fancy is not None:
         raise context.UnsupportedAPI("indexing a tensor that was itself indexed by a transposing or "
-                                     "non-affine nl.arange expression")
+                                     "non-affine nl.arange expression", limit=True)
     dims = [i for i, e in enumerate(t.desc) if type(e) is tuple]  # storage dims visible in the view
     key = _norm_key(key, len(dims))
     if len(key) > len(dims):
@@ -391,6 +407,7 @@ def index(t: Tensor, key) -> Tensor:
         if not fast:
             return _fancy_index(t, key, dims)
     desc = list(t.desc)
+    ints: list[int] = []
     for j, k in enumerate(key):
         sd = dims[j]
         start, step, n = desc[sd]
@@ -416,13 +433,30 @@ def index(t: Tensor, key) -> Tensor:
             raise context.UnsupportedAPI("None / np.newaxis in a tensor index")
         elif isinstance(k, Tensor):
             raise context.UnsupportedAPI("indexing with a tensor (dynamic/indirect access)",
-                                         "use .ap(vector_offset=...) on hardware")
+                                         "use .ap(vector_offset=...) on hardware", limit=True)
         else:
             v = operator.index(k)
             if v < 0:
                 v += n
             desc[sd] = start + step * v
+            ints.append(sd)
+    if ints and t.st.buffer in ON_CHIP:
+        _keep_tile_2d(t.st, desc, ints)
     return Tensor(t.st, tuple(desc))
+
+
+def _keep_tile_2d(st: Storage, desc: list, ints: list) -> None:
+    """An on-chip tile keeps a free dimension: `t[:, j]` of a [P, F] tile is [P, 1], not [P] (NKI tiles are
+    at least 2-D; AWS's flash attention indexes `l_buffer[:, i]` and then `[:, 0]` of that)."""
+    pax = st.pax
+    if len(st.shape) < 2 or type(desc[pax]) is not tuple:
+        return
+    if sum(1 for e in desc if type(e) is tuple) >= 2:
+        return
+    free = [sd for sd in ints if sd > pax]
+    if free:
+        sd = free[-1]
+        desc[sd] = (desc[sd], 1, 1)
 
 
 def _fancy_index(t: Tensor, key, dims) -> Tensor:
@@ -434,7 +468,7 @@ def _fancy_index(t: Tensor, key, dims) -> Tensor:
         arrays.append(k.values() if isinstance(k, Idx) else np.int64(operator.index(k)))
     shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
     if len(key) < len(dims):
-        raise context.UnsupportedAPI("partial indexing with nl.arange expressions")
+        raise context.UnsupportedAPI("partial indexing with nl.arange expressions", limit=True)
     full = []
     j = 0
     for e in t.desc:
@@ -570,9 +604,9 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
         bad = ~w if check_m is None else (~w & check_m)
         if bad.any():
             ctx.unwritten_read = True  # the sanitizer: NaN from here are no new fault
-            if ctx.poison is not None and not bad.all():
-                # an elementwise op over a partly written tile (a masked-off tail): the result inherits
-                # the unwritten positions; reading a tile nothing was written to is reported right here
+            if ctx.poison is not None and (st.holes or not bad.all()):
+                # an instruction over a partly written tile (a masked-off tail): the result inherits the
+                # unwritten positions (unwritten.py); a tile nothing was written to is reported right here
                 ctx.poison.append((bad, t, line))
             else:
                 report_uninitialized(bad, t, line)
@@ -584,14 +618,20 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     return out
 
 
-def report_uninitialized(bad: np.ndarray, t: Tensor, line) -> None:
+def report_uninitialized(bad: np.ndarray, t: Tensor, line, *, untracked: bool = False) -> None:
+    """SIM111. `untracked`: the values could not be followed further (an operand layout the simulator does not
+    map back), so whether they reach a result is unknown: a warning, not an error about the kernel."""
     st = t.st
     n_bad = int(np.count_nonzero(bad))
-    st.ctx.report("SIM111", line,
-                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
-                  f" (allocated on line {st.line})" if st.line else
-                  f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}",
-                  tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line)
+    msg = (f"reads {n_bad} never-written element(s) of {describe(t)} at {_fmt_box(box(t))}"
+           + (f" (allocated on line {st.line})" if st.line else ""))
+    extra = {}
+    if untracked:
+        msg += ("; the simulator could not follow them through this instruction, so it cannot tell whether "
+                "they reach an output")
+        extra = {"untracked": True, "_severity": Severity.WARNING}
+    st.ctx.report("SIM111", line, msg, tensor=st.name, uninitialized_elements=n_bad, allocated_line=st.line,
+                  **extra)
 
 
 def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:
@@ -610,6 +650,7 @@ def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:
     if region.shape != positions.shape or (key is not Ellipsis and not np.shares_memory(region, st.written)):
         return False
     region[positions] = False
+    st.holes = True
     return True
 
 
@@ -632,6 +673,10 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
         if not ok:
             _oob(t, valid, m, line, "write to")
         sel = valid if m is None else (valid & m)
+        if m is not None:
+            st.holes = True
+            if st.role == "output":
+                _skipped(st)[tuple(a[valid & ~m] for a in key)] = True
         idx = tuple(a[sel] for a in key)
         if st.log is not None:
             provenance.on_store(st, None, None, value[sel], line, fancy=idx)
@@ -664,6 +709,11 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             else:
                 st.written[key] = True
     else:
+        st.holes = True
+        if st.role == "output":
+            region = _skipped(st)[key]
+            if isinstance(region, np.ndarray) and region.shape == m.shape:
+                region[~m] = True
         if not m.any():
             return
         sub = data[key]
@@ -675,6 +725,13 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             st.written[key][m] = True
     if ctx.tag and ctx.legacy and not exempt_affine and st.seq < ctx.aff_start:
         _affine_write(st, key, m, line)
+
+
+def _skipped(st: Storage) -> np.ndarray:
+    """Output elements a masked store addressed and its mask excluded (the kernel chose not to write them)."""
+    if st.skipped is None:
+        st.skipped = np.zeros(st.shape, bool)
+    return st.skipped
 
 
 # -- legacy affine_range hazards -------------------------------------------------------------------

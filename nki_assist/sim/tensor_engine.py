@@ -9,41 +9,61 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mathops, provenance
+from . import mathops, provenance, unwritten
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
 from .tensor import resolve as resolve_view
+from ..findings import Severity
 from .dtypes import DType
 
 # -- matmul / transpose ----------------------------------------------------------------------------
 def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None,
-           label="nc_matmul") -> Tensor:
+           label="nc_matmul", perf_mode=None) -> Tensor:
     """stationary[K, M].T @ moving[K, N] -> PSUM [M, N], fp32 accumulation (nki-facts §1.3)."""
     ctx, line, depth = ctx_site()
     return _matmul(ctx, line, depth, stationary, moving, dst=dst, accumulate=accumulate,
-                   is_transpose=is_transpose, mask=mask, label=label)
+                   is_transpose=is_transpose, mask=mask, label=label, perf_mode=perf_mode)
 
 
-def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label) -> Tensor:
+def _double_row(perf_mode) -> bool:
+    return perf_mode is not None and "double_row" in str(perf_mode)
+
+
+def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpose, mask, label,
+            perf_mode=None) -> Tensor:
     tgt = ctx.target
     for role, t in (("stationary", stationary), ("moving", moving)):
         if not is_tensor(t):
             raise TypeError(f"{label}: {role} must be a tensor")
-        if t.st.buffer != "sbuf":
+        if t.st.buffer == "psum" and ctx.legacy:
+            # the legacy compiler copies a PSUM operand to SBUF first (AWS's flash attention backward feeds
+            # nc_transpose results straight into nc_matmul): a hidden copy, not a failure
+            ctx.report("SIM106", line, f"{label}: {role} {t.st.name or ''}{list(t.shape)} is in PSUM; the Tensor "
+                       "Engine reads SBUF, so the legacy compiler inserts a PSUM->SBUF copy before this matmul "
+                       "(copy it to SBUF yourself with nisa.tensor_copy to control that cost).",
+                       op=label, operand=role, buffer="psum", allowed=["sbuf"], _severity=Severity.WARNING)
+        elif t.st.buffer != "sbuf":
             check_placement(ctx, line, label, t, ("sbuf",), role)
     if dst is not None and dst.st.buffer != "psum":
         check_placement(ctx, line, label, dst, ("psum",), "dst")
-    s = fvals(stationary, None, line)
-    mv = fvals(moving, None, line)
+    with unwritten.collect() as poison:
+        s = fvals(stationary, None, line)
+        mv = fvals(moving, None, line)
     K = s.shape[0] if s.ndim else 1
-    s2 = s.reshape(K, -1)
+    double = _double_row(perf_mode) and s.ndim == 3 and mv.ndim == 3 and s.shape[1] == mv.shape[1] == 2
+    if double:  # FP8 double row: [K, 2, M] x [K, 2, N], contraction over the partitions and the pair axis
+        s, mv = s.reshape(2 * K, -1), mv.reshape(2 * K, -1)
+    s2 = s.reshape(K, -1) if not double else s
     m2 = mv.reshape(mv.shape[0] if mv.ndim else 1, -1)
+    if double:
+        K = 2 * K
     M, N = s2.shape[1], m2.shape[1]
     dst_dt = dst.st.dt if dst is not None else FLOAT32
     nmax = tgt.moving_fmax_bf16_dst if dst_dt.name == "bfloat16" else tgt.moving_fmax
     problems = []
-    if K > tgt.contraction_max:
-        problems.append(f"contraction K={K} > {tgt.contraction_max}")
+    kp = K // 2 if double else K  # partitions (double row contracts 2 rows per partition)
+    if kp > tgt.contraction_max:
+        problems.append(f"contraction K={kp} > {tgt.contraction_max}")
     if m2.shape[0] != K:
         raise SimShapeError(f"{label}: stationary has K={K} rows and moving has {m2.shape[0]}; the contraction "
                             "dimension must be the partition axis of both operands")
@@ -65,10 +85,14 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
         res = _fit(res, dst.shape, label)
         m = tile_mask(mask, dst.shape) if mask is not None else None
         _psum_accumulate(ctx, line, dst, res, m, accumulate)
+    if poison:
+        unwritten.matmul(out, poison, stationary, moving, K)
     if ctx.sanitize:
         provenance.watch(ctx, line, "nc_matmul", out, None if dst is None else m, [stationary, moving])
-    ctx.instr("tensor", "nc_matmul", line, depth, out, [stationary, moving],
-              extra={"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)})
+    extra = {"k": K, "m": M, "n": N, "is_transpose": bool(is_transpose)}
+    if double:
+        extra["perf_mode"] = "double_row"
+    ctx.instr("tensor", "nc_matmul", line, depth, out, [stationary, moving], extra=extra)
     return out
 
 
@@ -128,7 +152,8 @@ def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> 
 def transpose(data, *, dst=None, engine="tensor", dtype=None, label="nc_transpose", buffer=None) -> Tensor:
     ctx, line, depth = ctx_site()
     tgt = ctx.target
-    v = read(data, None, line)
+    with unwritten.collect() as poison:
+        v = read(data, None, line)
     P = v.shape[0] if v.ndim else 1
     v2 = v.reshape(P, -1)
     F = v2.shape[1]
@@ -150,5 +175,8 @@ def transpose(data, *, dst=None, engine="tensor", dtype=None, label="nc_transpos
     r = np.array(v2.T, copy=True)
     buf = buffer or ("psum" if engine == "tensor" else "sbuf")
     extra = {"k": P, "m": F, "n": P, "is_transpose": True} if engine == "tensor" else {}
-    return emit(ctx, "nc_transpose", engine, line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
-                buffer=buf, src_storages=(data.st,), extra=extra)
+    out = emit(ctx, "nc_transpose", engine, line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
+               buffer=buf, src_storages=(data.st,), extra=extra)
+    if poison:
+        unwritten.transpose(out, poison, tuple(data.shape))
+    return out

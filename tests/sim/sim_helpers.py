@@ -22,3 +22,13 @@ def expected_markers(name: str, first: int = 1, last: int | None = None) -> list
             continue
         out += [(m, i) for m in re.findall(r"# expect: (SIM\d+)", line)]
     return sorted(out)
+
+
+def run_source(tmp_path, text: str, args, target: str = "trn2"):
+    """Write a kernel source to tmp_path/k.py and simulate it: (RunResult, source lines)."""
+    from nki_assist.hardware import get_target
+    from nki_assist.sim import run_kernel
+
+    path = tmp_path / "k.py"
+    path.write_text(text)
+    return run_kernel(str(path), None, args, target=get_target(target)), text.splitlines()

@@ -3,7 +3,7 @@
 from ...findings import Severity
 from ..registry import RuleSpec
 
-_E, _W = Severity.ERROR, Severity.WARNING
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 def _sim(id, name, category, severity, summary, fix):
@@ -18,8 +18,8 @@ RULES = [
     _sim("SIM102", "sim-psum-tile-exceeds-bank", "psum-bank-overflow", _E,
          "A PSUM tile needs more than one 2 KiB bank (512 fp32) per partition.",
          "Split the free dimension into 512-wide fp32 blocks, one PSUM bank each."),
-    _sim("SIM103", "sim-psum-banks-exhausted", "psum-bank-overflow", _E,
-         "More than the 8 PSUM banks per partition are live at the same time.",
+    _sim("SIM103", "sim-psum-banks-exhausted", "psum-bank-overflow", _W,
+         "More than the 8 PSUM banks per partition are live at the same time (the compiler must spill).",
          "Evict PSUM tiles to SBUF sooner, or allocate fewer accumulators inside the loop nest."),
     _sim("SIM104", "sim-sbuf-over-budget", "sbuf-budget", _E,
          "Live SBUF tiles exceed the usable SBUF bytes per partition of the target.",
@@ -64,7 +64,7 @@ RULES = [
     _sim("SIM115", "sim-unsupported-api", "unsupported-construct", _W,
          "The kernel uses an API the built-in simulator (or the NKI compiler) does not support.",
          "Use a supported NKI API, or run the kernel with the neuron backend where the toolchain is installed."),
-    _sim("SIM117", "sim-api-not-modelled", "toolchain-failure", _W,
+    _sim("SIM117", "sim-api-not-modelled", "toolchain-failure", _I,
          "The kernel calls a documented NKI API the built-in simulator does not model, so it was not run "
          "past that call (the API itself is valid NKI).",
          "Judge numerics and performance with the neuron backend (`--backend neuron`) where the toolchain "
