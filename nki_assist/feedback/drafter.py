@@ -7,6 +7,7 @@ follow fixed rules, so the same Review always gives the same Assessment.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -134,6 +135,17 @@ def _primary(group: list[Finding]) -> Finding:
     return max((f for f in group if f.severity.rank == top), key=lambda f: (_lead(f), votes[f.category]))
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+
+
+def _same_advice(a: str, b: str) -> bool:
+    """Two fix texts that give the same advice in other words (most of the shorter one's words appear in
+    the longer one): one of them is enough in an item."""
+    wa, wb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    small, big = (wa, wb) if len(wa) <= len(wb) else (wb, wa)
+    return bool(small) and len(small & big) / len(small) >= 0.6
+
+
 def item_for(group: list[Finding], t: Target) -> AssessmentItem:
     """The drafted item for one group of findings (title, what, why, fix, profiling)."""
     primary = _primary(group)
@@ -166,7 +178,7 @@ def item_for(group: list[Finding], t: Target) -> AssessmentItem:
     # a confirmed root cause's fix covers its symptoms; without one, every finding's own fix is listed
     for f in [g for g in group if _lead(g)] or group:
         text = (f.fix or "").strip() or _render(f, "fix", t, n)
-        if text and text not in fixes:
+        if text and not any(_same_advice(text, seen) for seen in fixes):
             fixes.append(text)
     fix = " Also: ".join(fixes) if fixes else "See the rule documentation (`nki-assist explain " + primary.rule + "`)."
 

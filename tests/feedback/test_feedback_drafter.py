@@ -160,3 +160,16 @@ def test_findings_without_location_and_unknown_target():
     assert "reference.py raised ZeroDivisionError" in a.items[0].what
     reply = from_assessment(a, {"F1": "warning"})
     assert validate(reply, Context(r, get_target("trn2"), None, load_rubric())) == []
+
+
+def test_an_item_states_the_same_advice_once():
+    from nki_assist.feedback.drafter import item_for
+
+    a = f(rule="PERF102", name="dma-overhead-small-transfers", category="small-dma", severity="warning", line=35, message="m",
+          fix="Load larger tiles: at least 2 KiB (ideally 4 KiB+) per partition per transfer, on all 128 partitions.")
+    b = f(rule="NKI108", name="small-dma-in-loop", category="small-dma", severity="warning", line=36, message="m",
+          fix="Move bigger tiles per transfer: 128 partitions and at least 2 KiB (ideally 4 KiB+) each.")
+    c = f(rule="PERF101", name="estimated-redundant-dma", category="redundant-dma", severity="warning", line=35, message="m",
+          fix="Hoist loads out of loops that do not index them.")
+    item = item_for(prioritize([a, b, c]), get_target("trn2"))
+    assert item.fix.count("2 KiB") == 1 and "Hoist loads" in item.fix
