@@ -33,6 +33,8 @@ def _clean(value: Any) -> Any:
         return [_clean(v) for v in value]
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):  # a checkout in another directory (a worktree) must dump the same
+        return value.replace(str(ROOT), "<ROOT>")
     if isinstance(value, np.ndarray):
         return _digest(value)
     if isinstance(value, (np.integer, np.floating)):
