@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .autofix import attach_fixes
 from .config import DEFAULT_MAX_FILE_BYTES
 from .findings import Finding, Severity
 
@@ -279,8 +280,6 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
                     for f in findings]
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
-    from .autofix import attach_fixes
-
     return attach_fixes(findings, text), suppressed
 
 

@@ -16,6 +16,7 @@ import sys
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from . import __version__
+from .commands.exits import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported for callers)
 
 COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
@@ -27,7 +28,6 @@ COMMANDS: dict[str, str] = {
     "explain": "print a rule's documentation",
 }
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 REDACTED_COMMANDS = ("review", "simulate", "eval")
 
 
@@ -103,10 +103,6 @@ def _run(args: argparse.Namespace, redact) -> int:
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
         return EXIT_ERROR
-
-
-class UsageError(Exception):
-    """Bad input from the user (missing file, bad option value): exit 2 with this message."""
 
 
 if __name__ == "__main__":

@@ -1,14 +1,10 @@
-"""Applying fixes to a text: non-overlapping edits in one pass, re-checked until nothing changes."""
+"""Applying fixes to a text: non-overlapping edits in one pass (nki_assist/fix.py re-checks until stable)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Iterable
 
 from ..findings import Edit, Finding, Fix
-
-MAX_ROUNDS = 10  # a fix that enables another (two NKI504 imports) needs a second round
-
 
 def _line_starts(text: str) -> list[int]:
     starts = [0]
@@ -75,36 +71,3 @@ def _overlaps(s: int, e: int, taken: list[tuple[int, int]]) -> bool:
 def _overlaps_itself(spans: list[tuple[int, int, str]]) -> bool:
     ordered = sorted((s, e) for s, e, _ in spans)
     return any(a[1] > b[0] for a, b in zip(ordered, ordered[1:]))
-
-
-@dataclass
-class FixOutcome:
-    text: str  # the fixed text (the input when nothing applied)
-    fixed: list[Finding] = field(default_factory=list)  # findings whose fix was applied
-    result: Any = None  # the check_text FileResult of the final text
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.fixed)
-
-
-def fix_text(path: str, text: str, options, unsafe: bool = False) -> FixOutcome:
-    """Apply every selected fix of `path`'s findings, re-checking after each round, and return the
-    final text with the check of it. Findings without a fix, and fixes that conflict, stay."""
-    from ..check import check_text
-
-    outcome = FixOutcome(text=text)
-    result = check_text(path, text, options)
-    for _ in range(MAX_ROUNDS):
-        chosen = selected_fixes(result.findings, unsafe)
-        if not chosen:
-            break
-        new_text, applied = apply_fixes(outcome.text, [fx for _, fx in chosen])
-        if not applied or new_text == outcome.text:
-            break
-        ids = {id(fx) for fx in applied}
-        outcome.fixed += [f for f, fx in chosen if id(fx) in ids]
-        outcome.text = new_text
-        result = check_text(path, new_text, options)
-    outcome.result = result
-    return outcome

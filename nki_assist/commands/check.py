@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .exits import UsageError
+
 DESCRIPTION = (
     "Static checks of NKI kernels (.py files that import NKI) and CUDA kernels (.cu, .cuh). "
     "Directories are searched recursively (hidden directories, virtualenvs and node_modules are skipped). "
@@ -53,7 +55,6 @@ def build_options(args: argparse.Namespace):
     from pathlib import Path
 
     from ..check import options_from_config, unknown_selectors
-    from ..cli import UsageError
     from ..config import Config, load_config
 
     anchor = args.stdin_filename if args.paths == ["-"] and args.stdin_filename else args.paths[0]
@@ -77,7 +78,6 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from ..check import check_paths
-    from ..cli import UsageError
     from ..report import render_check
     from .check_fix import STDIN, FixSummary, check_stdin, fixer
     from .common import exit_code
@@ -138,8 +138,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(out: str, output: str | None) -> None:
-    from ..cli import UsageError
-
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:

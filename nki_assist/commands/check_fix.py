@@ -27,7 +27,8 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
     """A `check_file` replacement for `check_paths`: checks, and fixes what it may."""
-    from ..autofix import fix_text, selected_fixes
+    from ..autofix import selected_fixes
+    from ..fix import fix_text
     from ..check import check_file, decode
 
     def check_and_fix(path: str, opts):
@@ -79,7 +80,7 @@ def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSumm
     if problem:
         result.notes.insert(0, f"{display}: {problem}")
     elif fix:
-        from ..autofix import fix_text
+        from ..fix import fix_text
 
         outcome = fix_text(engine_path, text, options, unsafe=unsafe)
         if outcome.changed:

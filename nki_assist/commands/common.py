@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..hardware import DEFAULT_TARGET, TARGETS
+from .exits import UsageError
 
 
 def add_target(p: argparse.ArgumentParser) -> None:
@@ -39,7 +40,6 @@ def add_sandbox(p: argparse.ArgumentParser) -> None:
 
 def apply_sandbox(args: argparse.Namespace) -> None:
     """Select the sandbox mode before anything runs; a mode this machine cannot give is a usage error."""
-    from ..cli import UsageError
     from ..toolchain.isolation import SandboxUnavailable, configure
 
     try:

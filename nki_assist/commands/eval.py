@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .exits import UsageError
+
 DESCRIPTION = (
     "Review every case in CASES_DIR (default evals/cases) and score the findings and the written "
     "assessment against the case's gold review (gold.toml). Writes results.jsonl, summary.json and "
@@ -35,7 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..cli import UsageError
     from ..evalsuite.runner import check_thresholds, discover, render_markdown, run_suite, write_outputs
 
     if not Path(args.cases_dir).is_dir():

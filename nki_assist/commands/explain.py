@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .exits import UsageError
+
 DESCRIPTION = "Print the documentation of a rule, by id (NKI103) or name (psum-tile-exceeds-bank)."
 
 
@@ -12,7 +14,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
     from ..rules.registry import docs_text, get
 
     try:

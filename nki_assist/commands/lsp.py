@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .exits import UsageError
+
 DESCRIPTION = ("Run the nki-assist language server: diagnostics, hover, code lens, quick fixes and the "
                "port-review command for editors. Speaks LSP on stdio unless --tcp is given.")
 
@@ -45,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         from lsp_server import main
     except ImportError as exc:
-        from ..cli import UsageError
 
         raise UsageError(f"the language server is not installed ({exc})") from None
     return main(tcp=args.tcp)

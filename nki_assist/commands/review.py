@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .exits import UsageError
+
 DESCRIPTION = (
     "Review a CUDA-to-NKI port: static checks of both files, migration checks, the kernel run in the "
     "simulator on every size of the spec under several numerical scenarios, the cost model, and a "
@@ -54,7 +56,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..cli import UsageError
     from ..feedback.rubric import RubricError
     from ..numerics.spec import SpecError
     from ..redact import redact

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from .common import add_fail_on, add_format, add_sandbox, add_target, apply_sandbox, exit_code
+from .exits import UsageError
 
 DESCRIPTION = ("Generate the port's inputs for each size, run the NKI kernel in a simulator (child process "
                "with time and memory limits), run the NumPy reference, and print agreement, violations, "
@@ -143,7 +144,6 @@ def _print_text(spec, runs, findings, target, args, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
     from ..findings import dedupe, prioritize
     from ..hardware import get_target
     from ..numerics.portrun import simulate_size
@@ -208,7 +208,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_profile(profile: str | None):
     from .. import perf
-    from ..cli import UsageError
 
     if not profile:
         return None

@@ -97,12 +97,11 @@ def table(rows: list[dict[str, Any]]) -> Table:
 
 
 def build(review: Review) -> ReviewView:
-    """The view of a review; drafts the deterministic assessment when the review has none."""
+    """The view of a drafted review. Renderers only format: drafting is review.py's job, so a review
+    without an assessment is a caller's mistake, not something to paper over here."""
     assessment = review.assessment
     if assessment is None:
-        from . import draft_assessment
-
-        assessment = draft_assessment(review)
+        raise ValueError("the review has no assessment; draft it first (nki_assist.review drafts every review)")
     sev = {f.id: f.severity.value for f in review.findings}
     items = []
     for it in sorted(assessment.items, key=lambda i: i.priority):

@@ -13,9 +13,9 @@ from typing import Any, Iterable
 
 from ..findings import Finding
 from ..rules import registry
+from ..tolerance import Agreement
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
 from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
-from .metrics import Agreement
 from .scenarios import NumericsResult, SizeResult
 
 PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk",

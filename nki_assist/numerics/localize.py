@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.provenance import Fault, StoreRecord, iteration_text
+from ..contracts.runs import RunResult
 from ..findings import RelatedLocation
-from ..toolchain.provenance import Fault, StoreRecord, iteration_text
-from ..toolchain.types import RunResult
 
 
 @dataclass

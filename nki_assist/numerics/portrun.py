@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.runs import ResourcePeaks, RunResult, TraceEntry
 from ..findings import Finding
 from ..hardware import Target
 from ..rules import registry
+from ..tolerance import Agreement, compare
 from ..toolchain.base import Backend, kernel_def_line
-from ..toolchain.types import ResourcePeaks, RunResult, TraceEntry
 from .guard import budget_bytes, size_guard
-from .npz import load_npz
 from .inputs import make_inputs
-from .metrics import Agreement, compare
+from .npz import load_npz
 from .reference import ReferenceResult, check_shapes, run_reference
 from .spec import PortSpec, SizeSpec
 

@@ -19,14 +19,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..contracts.runs import RunResult
 from ..findings import Finding
 from ..hardware import Target
+from ..tolerance import Agreement, compare
 from ..toolchain.base import relabel
 from ..toolchain.sandbox import run_in_child
-from ..toolchain.types import RunResult
 from .guard import budget_bytes, size_guard, size_need_bytes
 from .inputs import make_inputs, upcast
-from .metrics import Agreement, compare
 from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..contracts.runs import TraceEntry
 from ..hardware import DTYPE_BYTES, Target
-from ..toolchain.types import TraceEntry
 
 COMPUTE_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 DMA_OPS_TRANSPOSE = ("dma_transpose", "load_transpose2d")

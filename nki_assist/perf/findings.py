@@ -11,10 +11,10 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Iterable
 
+from ..contracts.runs import RunResult
 from ..findings import Finding, Severity
 from ..hardware import Target
 from ..rules.specs.perf import RULES as _RULES
-from ..toolchain.types import RunResult
 from .cost import COMPUTE_ENGINES, InstrCost, access_setup_cycles, descriptor_overhead_bytes
 from .model import PerfEstimate, scaled, timing
 

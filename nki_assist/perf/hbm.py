@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..toolchain.types import TraceEntry
+from ..contracts.runs import TraceEntry
 
 _MAX_CELLS = 4_000_000  # coordinate-compressed grid cap; beyond it, fall back to deduplicated boxes
 

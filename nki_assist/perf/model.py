@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..contracts.runs import RunResult
 from ..hardware import Target
-from ..toolchain.types import RunResult
 from .cost import COMPUTE_ENGINES, InstrCost, access_setup_cycles, cost_of, descriptor_overhead_bytes
 from .hbm import HbmTraffic, account
 

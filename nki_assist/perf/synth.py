@@ -8,8 +8,8 @@ Line numbers are those of the fixture kernels in tests/fixtures/perf/ (symbolic 
 
 from __future__ import annotations
 
+from ..contracts.runs import Operand, RunResult, TraceEntry
 from ..hardware import DTYPE_BYTES
-from ..toolchain.types import Operand, RunResult, TraceEntry
 
 
 class TraceBuilder:

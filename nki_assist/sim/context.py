@@ -1,7 +1,7 @@
 """State of one simulation run: options, findings, trace, SBUF/PSUM ledger, loop context, source lines.
 
-The run is single-threaded and in-process, so the current context is a module global (`CTX`) that the
-shim functions read; `runner.run_kernel` sets it for the duration of a run and clears it afterwards.
+The shim functions read the current context through `current()` (a ContextVar); `runner.run_kernel`
+activates it for the duration of a run and resets it afterwards.
 """
 
 from __future__ import annotations
@@ -12,16 +12,33 @@ import math
 import re
 import sys
 from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contracts.runs import Operand, ResourcePeaks, TraceEntry
 from ..findings import Finding
 from ..hardware import Target
 from ..rules.registry import get as get_rule
-from ..toolchain.types import Operand, ResourcePeaks, TraceEntry
 from .dtypes import Rounder
 
-CTX: "SimContext | None" = None
+# The running kernel's context. A ContextVar, not a module global, so two runs in one process (threads,
+# a nested run from a test) each see their own.
+_CURRENT: ContextVar["SimContext | None"] = ContextVar("nki_assist_sim_context", default=None)
+
+
+def current() -> "SimContext | None":
+    """The context of the kernel being simulated (None outside a run)."""
+    return _CURRENT.get()
+
+
+def activate(ctx: "SimContext | None") -> Token:
+    """Make `ctx` current; pass the token to `deactivate` when the run ends."""
+    return _CURRENT.set(ctx)
+
+
+def deactivate(token: Token) -> None:
+    _CURRENT.reset(token)
 _LHS = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 
 

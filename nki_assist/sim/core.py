@@ -18,15 +18,14 @@ from . import context, mathops, provenance, unwritten
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
-from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read
-from .tensor import tile_mask, write
+from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read, tile_mask, write
 
 F32 = np.float32
 
 
 # -- helpers ---------------------------------------------------------------------------------------
 def ctx_site():
-    ctx = context.CTX
+    ctx = context.current()
     if ctx.pending:
         commit_pending(ctx)
     line, depth = ctx.site()
@@ -92,7 +91,7 @@ def new_tile(shape, dt: DType, buffer: str, line, value: np.ndarray | None, mask
              rounded: bool = False) -> Tensor:
     """Result tile of an op. With no mask the rounded value *is* the storage (no fill, no copy).
     `rounded`: the value is already representable in dt (a same-dtype copy)."""
-    ctx = context.CTX
+    ctx = context.current()
     if value is not None and mask is None:
         v = value if rounded else ctx.round(value, dt)
         if v.shape != tuple(shape):
@@ -619,7 +618,7 @@ def bn_aggr(data, *, dst=None, dtype=None, mask=None) -> Tensor:
 
 def consume(t: Tensor) -> None:
     """A fresh op result bound to its destination: it was never a separate live tile."""
-    ctx = context.CTX
+    ctx = context.current()
     t.fresh = False
     try:
         ctx.pending.remove(t.st)

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.provenance import Overlap, StoreRecord, iteration_text
 from ..rules.registry import get as get_rule
-from ..toolchain.provenance import Overlap, StoreRecord, iteration_text
 
 
 @dataclass

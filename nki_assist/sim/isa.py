@@ -38,7 +38,7 @@ class nc_version(enum.IntEnum):
 
 
 def get_nc_version() -> nc_version:
-    core = context.CTX.target.neuron_core  # "NeuronCore-v2" .. "NeuronCore-v4"
+    core = context.current().target.neuron_core  # "NeuronCore-v2" .. "NeuronCore-v4"
     return nc_version(int(core.rsplit("v", 1)[-1]))
 
 

@@ -105,7 +105,7 @@ def _shape(shape) -> tuple[tuple[int, ...], int]:
 
 # -- creation --------------------------------------------------------------------------------------
 def _alloc(shape, dtype, buffer, name, line) -> Tensor:
-    ctx = context.CTX
+    ctx = context.current()
     shp, pax = _shape(shape)
     buf = buffer_name(buffer)
     dt = resolve(dtype if dtype is not None else FLOAT32)
@@ -134,7 +134,7 @@ def hbm_tensor(ctx, shape, dt, buf, name, line):
 
 
 def ndarray(shape, dtype=None, buffer=None, name="", address=None, **kw):
-    ctx = context.CTX
+    ctx = context.current()
     commit_pending(ctx)
     return _alloc(shape, dtype, buffer, name, ctx.line())
 
@@ -182,7 +182,7 @@ def full_like(t, fill_value, dtype=None, buffer=None, name="", **kw):
 
 def shared_constant(constant, dtype=None, **kw):
     """`nl.shared_constant(np_array, dtype)`: a compile-time constant placed in HBM (read-only)."""
-    ctx = context.CTX
+    ctx = context.current()
     arr = np.asarray(constant)
     dt = resolve(dtype if dtype is not None else arr.dtype)
     st = allocate(arr.shape, dt, "shared_hbm", line=ctx.line(), name="shared_constant",
@@ -258,7 +258,7 @@ def _assign_loop_reduce(dst: Tensor, lr: LoopReduce) -> Tensor:
 
 def assign(dst: Tensor, value) -> None:
     """`dst[...] = value`: a fresh op result lands in dst (no extra instruction); else a copy/memset."""
-    ctx = context.CTX
+    ctx = context.current()
     if isinstance(value, LoopReduce):
         _assign_loop_reduce(dst, value)
         return
@@ -397,7 +397,7 @@ def dropout(x, rate, dtype=None, mask=None, **kw):
 
 # -- loops -----------------------------------------------------------------------------------------
 def _loop_gen(kind: str, r: range):
-    ctx = context.CTX
+    ctx = context.current()
     frame = LoopFrame(kind=kind, uid=next(ctx.loop_uid), start_seq=next(ctx.alloc_seq), n=len(r))
     ctx.loops.append(frame)
     try:
@@ -430,7 +430,7 @@ def _range_args(args) -> range:
 
 
 def affine_range(*args, **kw):
-    ctx = context.CTX
+    ctx = context.current()
     return _loop_gen("affine" if ctx.legacy else "range", _range_args(args))
 
 
@@ -453,12 +453,12 @@ def fori_loop(lower, upper, body_fun, *args, step=1, **kw):
 
 # -- grid ------------------------------------------------------------------------------------------
 def program_id(axis=0):
-    ctx = context.CTX
+    ctx = context.current()
     return ctx.pid[axis] if axis < len(ctx.pid) else 0
 
 
 def num_programs(axes=0):
-    ctx = context.CTX
+    ctx = context.current()
     if isinstance(axes, (tuple, list)):
         n = 1
         for a in axes:
@@ -468,7 +468,7 @@ def num_programs(axes=0):
 
 
 def program_ndim():
-    return len(context.CTX.grid)
+    return len(context.current().grid)
 
 
 def nc(n):
@@ -480,7 +480,7 @@ def spmd_dim(*a, **k):
 
 
 def device_print(prefix, x=None, *a, **k):
-    ctx = context.CTX
+    ctx = context.current()
     line = ctx.line()
     if isinstance(x, Tensor):
         v = read(x, None, line)
@@ -573,7 +573,7 @@ def _op(name, reverse=False):
 
 def _iop(name):
     def method(self, other):
-        ctx = context.CTX
+        ctx = context.current()
         line, depth = ctx.site()
         st = self.st
         if (st.buffer == "psum" and name == "add" and isinstance(other, Tensor) and other.fresh

@@ -25,7 +25,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-from ..toolchain.provenance import Fault, Overlap, OutputProvenance, Provenance, StoreRecord
+from ..contracts.provenance import Fault, OutputProvenance, Overlap, Provenance, StoreRecord
 
 MAX_RECORDS = 200_000  # stores recorded per output (a per-row store loop over a huge tensor stops here)
 MAX_FAULTS = 64

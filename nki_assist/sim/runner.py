@@ -8,15 +8,15 @@ import itertools
 import os
 import sys
 import time
-import types
 import traceback
+import types
 
 import numpy as np
 
+from ..contracts.runs import RunResult
 from ..findings import Severity
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from ..toolchain.types import RunResult
 from . import context, coverage, provenance
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
@@ -91,7 +91,7 @@ def _to_tensor(ctx: SimContext, value, name: str):
 
 def run_grid(fn, grid, args, kwargs):
     """Run every program of a launch grid in order; shared_hbm tensors are shared across programs."""
-    ctx = context.CTX
+    ctx = context.current()
     if isinstance(grid, int) or not isinstance(grid, (tuple, list)):
         grid = (grid,)
     grid = tuple(int(g) if not isinstance(g, Stub) else 1 for g in grid)
@@ -184,8 +184,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx.loop_body = loop_bodies(tree)
     ctx.loop_vars = provenance.loop_variables(tree)
     ctx.sanitize = bool(sanitize)
-    prev = context.CTX
-    context.CTX = ctx
+    token = context.activate(ctx)
     status, error, error_line = "ok", None, None
     ret = None
     targs: list = []
@@ -267,7 +266,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
             ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
                 n.split(".")[0] for n in stubbed))))
     finally:
-        context.CTX = prev
+        context.deactivate(token)
         ctx.last_frame = None
         ctx.sites.clear()
         ctx.alloc_log.clear()

@@ -59,7 +59,7 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
              role: str = "tile", quiet: bool = False, blocks: int | None = None) -> Storage:
     """New storage (NaN/sentinel-filled unless `data` is given); on-chip ones are checked and counted.
     `blocks`: physical tiles of a modular direct allocation (fewer than the tensor's block dims)."""
-    ctx = context.CTX
+    ctx = context.current()
     if type(shape) is not tuple:
         shape = tuple(int(d) for d in shape)
     st = Storage()

@@ -24,7 +24,7 @@ from .tensor import mark_unwritten, report_uninitialized
 
 def begin() -> bool:
     """Start collecting for one instruction; False when an enclosing instruction already collects."""
-    ctx = context.CTX
+    ctx = context.current()
     if ctx is None or ctx.poison is not None:
         return False
     ctx.poison = []
@@ -33,7 +33,7 @@ def begin() -> bool:
 
 def end(owner: bool) -> list:
     """Stop collecting (only the owner does) and return what was collected."""
-    ctx = context.CTX
+    ctx = context.current()
     if not owner or ctx is None:
         return []
     poison, ctx.poison = ctx.poison or [], None

@@ -7,10 +7,10 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from ..contracts.runs import RunResult
 from ..hardware import Target, get_target
 from ..rules import registry
 from .sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, ChildOutcome
-from .types import RunResult
 
 __all__ = ["Backend", "DEFAULT_TIMEOUT_S", "DEFAULT_MEMORY_MB", "kernel_def_line", "outcome_result",
            "as_target", "relabel"]

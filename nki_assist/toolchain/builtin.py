@@ -6,13 +6,16 @@ import os
 import re
 from typing import Any
 
+from .. import sim
+from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..rules import registry
 from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result, relabel
 from .sandbox import run_in_child
-from .types import RunResult
 
-DEFAULT_RUNNER = "nki_assist.sim:run_kernel"
+# The child process imports the runner by name; the name is derived from the import so the dependency
+# on the simulator is explicit (and a rename breaks here, not at run time).
+DEFAULT_RUNNER = f"{sim.__name__}:{sim.run_kernel.__name__}"
 # A test hook: "module:function" with run_kernel's signature used instead of the simulator.
 RUNNER_ENV = "NKI_ASSIST_SIM_RUNNER"
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..contracts.runs import RunResult
 from ..hardware import Target
-from ..numerics.metrics import compare, cross_check_tolerance
 from ..rules import registry
+from ..tolerance import compare, cross_check_tolerance
 from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result
 from .builtin import BuiltinBackend
 from .sandbox import ChildOutcome, run_in_child
-from .types import RunResult
 
 # Error names of the Neuron toolchain (legacy nki.errors catalogue, nki-facts.md §5) -> taxonomy.
 ERROR_CATEGORIES: list[tuple[str, str]] = [

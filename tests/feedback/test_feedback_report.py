@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 import zlib
 from html.parser import HTMLParser
 
+import pytest
 from feedback_builders import f, review
 
 from nki_assist.feedback import draft_assessment
@@ -52,10 +53,18 @@ def test_markdown_sections_and_priorities():
     assert md.rstrip().endswith("schema: nki-assist/review@1</sub>")
 
 
-def test_markdown_escapes_pipes_and_drafts_when_missing():
+def test_markdown_refuses_an_undrafted_review():
+    """Renderers only format; drafting belongs to review.py (issue 13)."""
+    r = review([], numerics=False, perf=False)
+    assert r.assessment is None
+    with pytest.raises(ValueError, match="no assessment"):
+        render_markdown(r)
+
+
+def test_markdown_escapes_pipes():
     fs = [f(rule="P1", name="x", category="small-dma", severity="warning", line=3, message="a | b", file="k|x.py")]
     r = review(fs, numerics=False, perf=False)
-    assert r.assessment is None
+    r.assessment = draft_assessment(r)
     md = render_markdown(r)
     assert "| k\\|x.py:3 | described in item 1 |" in md and "**Verdict: REVISE**" in md
     assert md.count("a | b") == 1  # the message once, in its item

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from nki_assist.contracts.runs import RunResult
 from nki_assist.findings import Finding
 from nki_assist.numerics.attribution import attribute, ragged_sizes
 from nki_assist.numerics.growth import fit
-from nki_assist.numerics.metrics import compare
 from nki_assist.numerics.reference import ReferenceResult
 from nki_assist.numerics.scenarios import NumericsResult, SizeResult, gpu_model_args, reduction_symbol
 from nki_assist.rules.registry import get
-from nki_assist.toolchain.types import RunResult
+from nki_assist.tolerance import compare
 
 NKI = "k_nki.py"
 RTOL, ATOL = 1e-2, 1e-3

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nki_assist.hardware import get_target
-from nki_assist.perf import estimate, perf_findings, to_performance
-from nki_assist.perf import synth
+from nki_assist.perf import estimate, perf_findings, synth, to_performance
 
 TRN1 = get_target("trn1")
 TRN2 = get_target("trn2")
@@ -146,7 +145,7 @@ def test_dma_transpose():
 
 
 def test_findings_degrade_on_empty_and_attribute_to_given_file():
-    from nki_assist.toolchain.types import RunResult
+    from nki_assist.contracts.runs import RunResult
 
     empty = RunResult(backend="builtin", status="kernel-error")
     assert perf_findings(estimate(empty, TRN1), empty, TRN1) == []

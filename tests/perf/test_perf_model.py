@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from nki_assist.contracts.runs import RunResult
 from nki_assist.hardware import get_target
-from nki_assist.perf import estimate, render_plots, to_performance
-from nki_assist.perf import synth
+from nki_assist.perf import estimate, render_plots, synth, to_performance
 from nki_assist.perf.hbm import union_volume
 from nki_assist.schema import Performance
-from nki_assist.toolchain.types import RunResult
 
 TRN1 = get_target("trn1")
 TRN2 = get_target("trn2")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nki_assist.numerics.metrics import compare
+from nki_assist.contracts.runs import RunResult
 from nki_assist.numerics.reference import ReferenceResult
 from nki_assist.numerics.scenarios import NumericsResult, SizeResult
 from nki_assist.rules.registry import get
-from nki_assist.toolchain.types import RunResult
+from nki_assist.tolerance import compare
 
 
 def size_result(name: str, bindings: dict[str, int], ref: np.ndarray, out: np.ndarray, *, fp32=None,

@@ -7,12 +7,11 @@ import time
 import ml_dtypes
 import numpy as np
 import pytest
+from toolchain_paths import PORTS
 
 from nki_assist.toolchain.builtin import BuiltinBackend
 from nki_assist.toolchain.registry import available_backends, get_backend
 from nki_assist.toolchain.sandbox import run_in_child, timeout_line
-
-from toolchain_paths import PORTS
 
 KERNEL = str(PORTS / "numpy_axpy" / "kernel.py")
 
@@ -85,7 +84,7 @@ def test_runner_status_only_gets_a_finding(fake_runner, tmp_path, monkeypatch):
     """A simulator that reports kernel-error without a finding still yields TC106 on its line."""
     mod = tmp_path / "statusonly_runner.py"
     mod.write_text(
-        "from nki_assist.toolchain.types import RunResult\n"
+        "from nki_assist.contracts.runs import RunResult\n"
         "def run_kernel(path, kernel, args, kwargs=None, **kw):\n"
         "    return RunResult(backend='x', status='kernel-error', error='IndexError: tile out of range', error_line=7)\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nki_assist.toolchain.types import RunResult, TraceEntry
+from nki_assist.contracts.runs import RunResult, TraceEntry
 
 
 def run_kernel(path, kernel, args, kwargs=None, *, target, precise=True, stochastic_rounding=False, seed=0,
