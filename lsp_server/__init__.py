@@ -12,6 +12,7 @@ __all__ = ["__version__", "main"]
 
 def main(tcp: tuple[str, int] | None = None) -> int:
     """Serve on stdio (default) or TCP until the client exits."""
+    # deferred: the server answers `initialize` before the engine is imported (start-up time)
     import logging
     import os
     import sys

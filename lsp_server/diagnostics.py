@@ -23,6 +23,7 @@ SEVERITY = {
 
 def docs_url(rule: str) -> str | None:
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.rules.registry import get
 
         return get(rule).docs_url

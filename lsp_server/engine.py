@@ -46,6 +46,7 @@ def _is_nki(text: str) -> bool:
     if "nki" not in text:
         return False
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.parse.nki import is_nki_source
     except ImportError:
         return _NKI_IMPORT.search(text) is not None
@@ -92,6 +93,7 @@ def load_file_config(path: str | None):
     if not path:
         return None
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.config import load_config
     except ImportError:
         return None
@@ -104,6 +106,7 @@ def load_file_config(path: str | None):
 def check_options(settings: Settings, config):
     """CheckOptions from `[tool.nki-assist]` with the editor settings on top: the editor's target
     and select win when set, its ignore list is added."""
+    # deferred: the server answers `initialize` before the engine is imported (start-up time)
     from nki_assist import check
 
     if config is not None and hasattr(check, "options_from_config"):
@@ -121,6 +124,7 @@ def check_options(settings: Settings, config):
 
 
 def _run_check(path: str, text: str, options, result: Analysis) -> None:
+    # deferred: the server answers `initialize` before the engine is imported (start-up time)
     from nki_assist import check
 
     _inject_fault(text)
@@ -178,6 +182,7 @@ def _parse_nki(text: str, path: str, target_name: str, parsed: Any = None) -> tu
     """Parsed kernels (`parsed` when the check already made them) and per-kernel resources;
     (None, {}) when the parser is missing or fails."""
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.hardware import get_target
         from nki_assist.parse.nki import kernel_resources, parse_nki
     except ImportError:

@@ -141,6 +141,7 @@ def matmul_text(matmul: Any, target: Any) -> str:
 
 def diagnostic_text(rule: str, message: str, fix: str | None) -> str:
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.rules.registry import docs_text
 
         docs = docs_text(rule)

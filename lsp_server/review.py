@@ -110,6 +110,7 @@ def find_port_spec(doc_path: str | None, configured: str | None, roots: list[str
 
 def _load_engine() -> tuple[Callable, Callable]:
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.report.markdown import render_markdown
         from nki_assist.review import review_port
     except ImportError as exc:
@@ -155,6 +156,7 @@ def review_kwargs(review_port: Callable, settings: Settings, target: str | None,
 
 def _options_class():
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.review import ReviewOptions
     except ImportError:
         return None
@@ -179,6 +181,7 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
     review_port, render_markdown = _load_engine()
     if settings.llm_provider == "openai":
         try:
+            # deferred: the server answers `initialize` before the engine is imported (start-up time)
             from nki_assist.extras import require
 
             require("openai", "The LLM drafter (nki-assist.llm.provider = openai)")
@@ -198,6 +201,7 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
 def _redact(text: str) -> str:
     """No API key or token in the written review (the engine may be missing: then unchanged)."""
     try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
         from nki_assist.redact import redact
     except ImportError:
         return text

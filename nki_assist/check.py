@@ -20,6 +20,13 @@ from .autofix import attach_fixes
 from .config import DEFAULT_MAX_FILE_BYTES
 from .findings import Finding, Severity
 
+from .hardware import DEFAULT_TARGET
+from .rules.registry import all_rules
+from .rules.registry import get
+from .hardware import get_target
+from .findings import dedupe
+from .suppress import UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
+
 NKI_SUFFIXES = (".py",)
 CUDA_SUFFIXES = (".cu", ".cuh")
 SKIP_DIRS = {".venv", "venv", "node_modules", "__pycache__", "site-packages"}
@@ -111,7 +118,6 @@ class CheckReport:
 
 def options_from_config(cfg, **overrides) -> "CheckOptions":
     """CheckOptions from a `nki_assist.config.Config`; keyword overrides (CLI flags) win when not None."""
-    from .hardware import DEFAULT_TARGET
 
     opts = CheckOptions(
         target=cfg.target or DEFAULT_TARGET,
@@ -145,7 +151,6 @@ def rule_enabled(rule_id: str, name: str, select: list[str] | None, ignore: list
 
 def unknown_selectors(selectors: list[str]) -> list[str]:
     """Selectors that match no registered rule (a typo the CLI reports as a usage error)."""
-    from .rules.registry import all_rules
 
     rules = all_rules()
     return [s for s in selectors if not any(_selector_matches(s, r.id, r.name) for r in rules)]
@@ -175,7 +180,6 @@ def file_ignores(path: str, options: CheckOptions) -> list[str]:
 
 @lru_cache(maxsize=64)
 def _severity_overrides(items: tuple[tuple[str, str], ...]) -> dict[str, Severity]:
-    from .rules.registry import get
 
     out = {}
     for rule, level in items:
@@ -199,11 +203,13 @@ def language_of(path: str) -> str | None:
 
 def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
         nki_file = parse_nki(text, path)
         return list(run_nki_rules(nki_file, target)), None, nki_file
+    # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
     from .parse.cuda import parse_cuda
     from .rules.cuda_rules import run_cuda_rules
 
@@ -226,13 +232,13 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
                   "not checked")
         return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
     try:
-        from .hardware import get_target
 
         target = get_target(options.target)
     except ValueError as exc:
         return FileResult(path, language, "error", str(exc))
     if language == "nki":
         try:
+            # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
             from .parse.nki import is_nki_source
 
             if not is_nki_source(text):
@@ -252,14 +258,11 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
 
 def _post_process(path: str, text: str, language: str, raw: list[Finding],
                   options: CheckOptions) -> tuple[list[Finding], list[Finding]]:
-    from .findings import dedupe
-    from .suppress import UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
 
     ignore = list(options.ignore) + file_ignores(path, options)
 
     def enabled(rule_id: str, name: str = "") -> bool:
         if not name:
-            from .rules.registry import get
 
             try:
                 name = get(rule_id).name

@@ -17,6 +17,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from . import __version__
 from .commands.exits import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported for callers)
+from .redact import RedactingStream, redact
 
 COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
@@ -68,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    from .redact import RedactingStream, redact
-
     # What the commands that run user code or an LLM print is redacted (API keys, tokens). `check`
     # prints source (fixed files, diffs) that must stay byte-exact; `lsp` speaks JSON-RPC.
     streams = (sys.stdout, sys.stderr)

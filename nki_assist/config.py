@@ -27,6 +27,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .hardware import TARGETS
+
 DEFAULT_MAX_FILE_BYTES = 5_000_000
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")
 SEVERITIES = ("error", "warning", "info")
@@ -96,7 +98,6 @@ def _str_list(value, key: str, problems: list[str]) -> list[str] | None:
 
 def parse_table(table: dict, path: Path | None = None) -> Config:
     """Config from a `[tool.nki-assist]` table (already parsed TOML)."""
-    from .hardware import TARGETS
 
     cfg = Config(path=path)
     where = f"{path} [tool.nki-assist]" if path else "[tool.nki-assist]"

@@ -19,6 +19,23 @@ from .findings import Finding, dedupe, prioritize
 from .hardware import Target, get_target
 from .schema import Numerics, Performance, PortInfo, Review
 
+from .check import CheckOptions, check_text
+from .parse.cuda import parse_cuda
+from .parse.nki import parse_nki
+from .rules.migration import run_migration_rules
+from .toolchain.base import kernel_def_line
+from .numerics.spec import load_spec
+from .stage_links import link_stages
+from .reconcile import reconcile
+from .numerics.attribution import attribute, growth_fits
+from .numerics.scenarios import matrix_rows, run_scenarios
+from .toolchain.registry import get_backend
+from .numerics.localize import cuda_store_line
+from .numerics.plots import error_plot
+from .numerics.portrun import peaks_summary
+from . import perf
+from .feedback import draft_assessment
+
 Progress = Callable[[str, float], None]
 
 
@@ -60,7 +77,6 @@ def _read(path: Path) -> str | None:
 
 def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes: list[str],
             unchecked: list[str]) -> list[Finding]:
-    from .check import CheckOptions, check_text
 
     text = _read(path)
     if text is None:
@@ -80,9 +96,6 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
     if cuda_path is None:
         notes.append("no CUDA file: migration checks skipped")
         return []
-    from .parse.cuda import parse_cuda
-    from .parse.nki import parse_nki
-    from .rules.migration import run_migration_rules
 
     nki_text, cuda_text = _read(nki_path), _read(cuda_path)
     if nki_text is None or cuda_text is None:
@@ -100,7 +113,6 @@ def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
     """Accumulation precision of the CUDA kernel for the gpu-model scenario (fp32 unless it says otherwise)."""
     if cuda_path is None:
         return "float32"
-    from .parse.cuda import parse_cuda
 
     text = _read(cuda_path) or ""
     cf = parse_cuda(text, str(cuda_path))
@@ -114,7 +126,6 @@ def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
 
 
 def _kernel_line(path: Path, name: str | None) -> int | None:
-    from .toolchain.base import kernel_def_line
 
     return kernel_def_line(str(path), name)
 
@@ -122,7 +133,6 @@ def _kernel_line(path: Path, name: str | None) -> int | None:
 def review_port(spec_path: str, options: ReviewOptions | None = None, *, progress: Progress | None = None,
                 cancel: threading.Event | None = None) -> ReviewResult:
     """Full review of a port spec. Raises SpecError (a usage problem) only for an invalid spec."""
-    from .numerics.spec import load_spec
 
     t0 = time.perf_counter()
     opts = options or ReviewOptions()
@@ -192,7 +202,6 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
-    from .stage_links import link_stages
 
     findings = _link_root_causes(link_stages(findings))
     out = []
@@ -209,7 +218,6 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
     """Static and migration claims checked against the run's evidence (nki_assist.reconcile)."""
     if res is None:
         return findings
-    from .reconcile import reconcile
 
     perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
     try:
@@ -222,9 +230,6 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
                 cancel: threading.Event | None) -> tuple[list[Finding], Any]:
-    from .numerics.attribution import attribute, growth_fits
-    from .numerics.scenarios import matrix_rows, run_scenarios
-    from .toolchain.registry import get_backend
 
     notes = review.notes
     try:
@@ -243,7 +248,6 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
-    from .numerics.localize import cuda_store_line
 
     cuda_store = cuda_store_line(spec.cuda_path, _rel_display(spec.cuda_path, base), spec.port.cuda_kernel)
     out += attribute(res, [*prior, *out], nki_path=nki_disp, kernel_line=kline, cuda_store=cuda_store)
@@ -256,7 +260,6 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3))
     review.resources = {s.size: _peaks(s.runs.get("trainium"), target) for s in res.sizes}
     if opts.plots:
-        from .numerics.plots import error_plot
 
         png = error_plot(res)
         if png:
@@ -306,7 +309,6 @@ def _rebase(f: Finding, path: Path, display: str) -> Finding:
 def _peaks(run, target: Target) -> dict[str, Any] | None:
     if run is None:
         return None
-    from .numerics.portrun import peaks_summary
 
     peaks = peaks_summary(run.peaks, target)
     peaks["sbuf_percent"] = round(peaks["sbuf_percent"], 1)
@@ -316,7 +318,6 @@ def _peaks(run, target: Target) -> dict[str, Any] | None:
 
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                  nki_disp: str) -> list[Finding]:
-    from . import perf
 
     ran = [s for s in res.sizes if (r := s.runs.get("trainium")) is not None and r.status == "ok" and r.trace]
     if not ran:
@@ -347,7 +348,6 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
 
 
 def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
-    from .feedback import draft_assessment
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
                             rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from .findings import Finding
 
+from .rules.registry import get
+
 UNUSED_RULE = "NA100"
 
 _PY = re.compile(r"#\s*noqa\b(?P<colon>\s*:\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?",
@@ -43,7 +45,6 @@ def comment_match(line: str, language: str) -> re.Match | None:
 
 
 def _resolve(code: str) -> str | None:
-    from .rules.registry import get
 
     try:
         return get(code).id
@@ -93,7 +94,6 @@ def unused_suppressions(sups: dict[int, Suppression], path: str, language: str,
     Codes of disabled rules are skipped (they could not have fired), as are other tools' codes in
     `# noqa`. In CUDA comments, which only nki-assist reads, an unknown code is reported.
     """
-    from .rules.registry import get
 
     spec = get(UNUSED_RULE)
     out = []

@@ -13,6 +13,8 @@ from typing import Callable, Sequence
 
 from ..findings import Edit, Finding, Fix
 
+from ..suppress import comment_match
+
 Builder = Callable[[Finding, Sequence[str]], Fix | None]
 BUILDERS: dict[str, Builder] = {}
 
@@ -168,7 +170,6 @@ def _fp8_e4m3(f: Finding, lines: Sequence[str]) -> Fix | None:
 
 @builder("NA100")
 def _unused_suppression(f: Finding, lines: Sequence[str]) -> Fix | None:
-    from ..suppress import comment_match
 
     text = _line(lines, f.line)
     drop = {str(c) for c in (f.evidence.get("unused") or []) + (f.evidence.get("unknown") or [])}

@@ -24,6 +24,7 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from .common import add_format, add_target
 
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check; `-` reads stdin")
@@ -52,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_options(args: argparse.Namespace):
     """CheckOptions from config + flags; bad values raise UsageError."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
     from ..check import options_from_config, unknown_selectors
@@ -75,6 +77,7 @@ def build_options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     import os
 
     from ..check import check_paths
@@ -129,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Fixed {summary.fixed} finding(s) in {summary.files} file(s); {len(report.findings)} left.",
               file=sys.stderr)
     else:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from .check_fix import fixable_hint
 
         hint = fixable_hint(report.findings, fixing, args.unsafe_fixes)
@@ -153,6 +157,7 @@ def _print_side_channel(report, args) -> None:
     """Notes, errors and a summary on stderr: coloured when interactive, plain lines otherwise."""
     interactive = args.format == "text" and not args.output and sys.stdout.isatty()
     if interactive:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..report.text import print_summary
 
         print_summary(report)

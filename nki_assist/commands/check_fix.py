@@ -27,6 +27,7 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
     """A `check_file` replacement for `check_paths`: checks, and fixes what it may."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..autofix import selected_fixes
     from ..fix import fix_text
     from ..check import check_file, decode
@@ -69,6 +70,7 @@ def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
 
 def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSummary):
     """A CheckReport for source read from stdin, reported under `display`."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..check import CheckReport, check_text, decode
 
     data = sys.stdin.buffer.read()
@@ -80,6 +82,7 @@ def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSumm
     if problem:
         result.notes.insert(0, f"{display}: {problem}")
     elif fix:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..fix import fix_text
 
         outcome = fix_text(engine_path, text, options, unsafe=unsafe)

@@ -23,6 +23,7 @@ def add_fail_on(p: argparse.ArgumentParser, default: str = "error") -> None:
 
 
 def exit_code(findings, fail_on: str) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..findings import Severity
 
     if fail_on == "never":
@@ -40,6 +41,7 @@ def add_sandbox(p: argparse.ArgumentParser) -> None:
 
 def apply_sandbox(args: argparse.Namespace) -> None:
     """Select the sandbox mode before anything runs; a mode this machine cannot give is a usage error."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..toolchain.isolation import SandboxUnavailable, configure
 
     try:

@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
     from ..evalsuite.runner import check_thresholds, discover, render_markdown, run_suite, write_outputs
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.replies != "recorded" and args.llm != "replay":
         raise UsageError("--replies needs --llm replay")
     if args.llm == "openai":
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..extras import require
 
         require("openai", "--llm openai")

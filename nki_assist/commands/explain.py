@@ -14,6 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..rules.registry import docs_text, get
 
     try:

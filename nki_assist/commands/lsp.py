@@ -45,6 +45,7 @@ def _reexec_with_system_malloc() -> None:
 def run(args: argparse.Namespace) -> int:
     _reexec_with_system_malloc()
     try:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from lsp_server import main
     except ImportError as exc:
 

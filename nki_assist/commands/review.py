@@ -18,6 +18,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from .common import add_fail_on, add_format, add_sandbox, add_target
 
     p.add_argument("spec", nargs="?", metavar="PORT.toml", help="port spec (see README 'Port spec')")
@@ -54,6 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
     from ..feedback.rubric import RubricError
@@ -71,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))
     apply_sandbox(args)
     if args.llm == "openai":
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..extras import require
 
         require("openai", "--llm openai")  # MissingExtra: exit 2 naming the extra
     plots = args.format in ("md", "html") and (args.format == "html" or bool(args.output))
     plots_note = None
     if plots:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..extras import available
 
         if not available("matplotlib"):
@@ -122,6 +126,7 @@ def _cache_dir(args) -> str | None:
         return None
     if args.cache_dir:
         return args.cache_dir
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..feedback import default_cache_dir
 
     return str(default_cache_dir())
@@ -132,9 +137,11 @@ def _render(result, args) -> str:
     if args.format == "json":
         return json.dumps(review.to_json(), indent=2)
     if args.format == "html":
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..report.html import render_html
 
         return render_html(review, plots=result.plots, source_url=args.source_url)
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..report.markdown import render_markdown
 
     md = render_markdown(review)

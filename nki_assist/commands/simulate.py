@@ -42,6 +42,7 @@ def _fmt_bytes(n: int) -> str:
 
 
 def _size_json(sr, target) -> dict[str, Any]:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..numerics.portrun import engine_summary, peaks_summary
 
     run = sr.run
@@ -85,6 +86,7 @@ def not_compared(runs) -> list[str]:
 
 
 def _print_text(spec, runs, findings, target, args, out) -> None:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..numerics.portrun import engine_summary, peaks_summary
 
     w = out.write
@@ -144,6 +146,7 @@ def _print_text(spec, runs, findings, target, args, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..findings import dedupe, prioritize
     from ..hardware import get_target
     from ..numerics.portrun import simulate_size
@@ -207,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load_profile(profile: str | None):
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from .. import perf
 
     if not profile:
@@ -219,6 +223,7 @@ def _load_profile(profile: str | None):
 
 def _performance(spec, runs, target, prof) -> tuple[dict[str, Any] | None, list]:
     """Cost-model estimate of the largest size that ran (and the profile beside it, when given)."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
     from .. import perf
 
     ok = [sr for sr in runs if sr.run is not None and sr.run.status == "ok" and sr.run.trace]

@@ -26,6 +26,17 @@ from pydantic import ValidationError
 from ..findings import Finding, Severity
 from ..schema import Assessment, LlmMeta, Review
 
+from ..feedback.reply import AssessmentReply
+from ..redact import redact
+from .. import taxonomy
+from ..feedback import load_rubric
+from ..feedback.drafter import draft
+from ..feedback.grounding import Context, validate
+from ..feedback.reply import to_assessment
+from ..hardware import get_target
+from ..feedback.reply import from_assessment
+from ..feedback.mechanical import mechanical_reply
+
 SCHEMA = "nki-assist/llm-replay@1"
 KINDS = ("recorded", "mechanical", "paraphrase")
 FILES = {"recorded": "llm_reply.json", "mechanical": "llm_reply.mechanical.json",
@@ -121,7 +132,6 @@ def remap_ids(reply: Any, id_map: dict[str, str]) -> Any:
 
 def load(path: Path) -> tuple[Any, list[dict[str, Any]] | None]:
     """(AssessmentReply, written_for or None for a bare reply). Raises ValueError on a malformed file."""
-    from ..feedback.reply import AssessmentReply
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -143,7 +153,6 @@ def load(path: Path) -> tuple[Any, list[dict[str, Any]] | None]:
 def save(path: Path, kind: str, reply: Any, findings: list[Finding]) -> None:
     doc = {"schema": SCHEMA, "kind": kind, "written_for": [finding_key(f) for f in findings],
            "reply": json.loads(reply.model_dump_json())}
-    from ..redact import redact
 
     # A live server may echo the API key into its reply: never store it.
     path.write_text(redact(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
@@ -160,12 +169,6 @@ def sources_of(review: Review, base: Path) -> dict[str, str]:
 def replay_assessment(review: Review, case_dir: Path, kind: str = "recorded") -> Assessment:
     """The recorded reply of `kind` if it is fresh and passes the grounding check on today's findings,
     else the deterministic draft with drafter="fallback" and the reason (as the live path would)."""
-    from .. import taxonomy
-    from ..feedback import load_rubric
-    from ..feedback.drafter import draft
-    from ..feedback.grounding import Context, validate
-    from ..feedback.reply import to_assessment
-    from ..hardware import get_target
 
     case_dir = Path(case_dir)
     rubric = load_rubric(None)
@@ -203,7 +206,6 @@ def replay_assessment(review: Review, case_dir: Path, kind: str = "recorded") ->
 
 def record_live(review: Review, case_dir: Path) -> bool:
     """Save a live LLM assessment as the case's recorded reply (only when it passed grounding)."""
-    from ..feedback.reply import from_assessment
 
     a = review.assessment
     if a is None or a.drafter != "llm":
@@ -215,9 +217,6 @@ def record_live(review: Review, case_dir: Path) -> bool:
 
 def record_mechanical(review: Review, case_dir: Path) -> Path:
     """Write the mechanical reply for today's findings."""
-    from ..feedback import load_rubric
-    from ..feedback.mechanical import mechanical_reply
-    from ..hardware import get_target
 
     path = reply_path(case_dir, "mechanical")
     reply = mechanical_reply(review, load_rubric(None), get_target(review.port.target))

@@ -21,6 +21,9 @@ from .metrics import CaseScore, score_case, summarize
 from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
 
+from ..review import ReviewOptions, review_port
+from ..feedback import load_rubric
+
 LLM_MODES = ("none", "openai", "replay")
 
 
@@ -60,7 +63,6 @@ def run_case(case: Case, *, llm: str = "none", model: str | None = None, base_ur
 
     `record`: with llm="openai" save the grounded live reply; with llm="replay" and replies="mechanical"
     rebuild the mechanical reply from today's findings first (paraphrases are written by hand)."""
-    from ..review import ReviewOptions, review_port
 
     t0 = time.perf_counter()
     opts = ReviewOptions(llm="openai" if llm == "openai" else "none", model=model, base_url=base_url,
@@ -92,7 +94,6 @@ def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = N
               record: bool = False, replies: str = "recorded", only: list[str] | None = None, jobs: int = 2,
               progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """(summary, per-case records, problems). Cases run `jobs` at a time (their kernels run in child processes)."""
-    from ..feedback import load_rubric
 
     if llm not in LLM_MODES:
         raise ValueError(f"unknown llm mode {llm!r}; choose one of {', '.join(LLM_MODES)}")

@@ -17,6 +17,8 @@ from .drafter import draft, verdict_for
 from .prompts import prompt_version
 from .rubric import Rubric, RubricError, load_rubric
 
+from .llm import draft_with_llm
+
 __all__ = [
     "Assessment", "Rubric", "RubricError", "default_cache_dir", "draft_assessment", "load_rubric",
     "prompt_version", "verdict_for", "LLM_CHOICES",
@@ -54,7 +56,6 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
     target = get_target(review.port.target if review.port.target in TARGETS else DEFAULT_TARGET)
     if llm == "none":
         return mark_incomplete(review, draft(review, rubric, target))
-    from .llm import draft_with_llm
 
     return mark_incomplete(review, draft_with_llm(review, rubric, target, sources=sources, model=model,
                                                   base_url=base_url, cache_dir=cache_dir, timeout_s=timeout_s,

@@ -14,6 +14,7 @@ import math
 
 from ..findings import Finding
 from ..rules import registry
+from .errors import human_bytes
 from .spec import PortSpec, SizeSpec
 
 F64 = 8
@@ -42,8 +43,3 @@ def size_guard(spec: PortSpec, size: SizeSpec, memory_mb: int) -> Finding | None
                                        "memory_limit_mb": memory_mb})
 
 
-def human_bytes(n: int) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
-    return f"{n:,} B"

@@ -16,6 +16,8 @@ import numpy as np
 
 from .spec import InputSpec, PortSpec, SizeSpec, SpecError
 
+from .npz import load_npz
+
 
 def input_rng(name: str, seed: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode("utf-8"))])
@@ -70,7 +72,6 @@ def _golden_inputs(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = Non
         return None
     if (g.size or spec.sizes[0].name) != size.name:
         return None
-    from .npz import load_npz
 
     where = f"{spec.path}: golden.inputs"
     npz = load_npz(spec.dir / g.inputs, where, limit_bytes)  # headers checked before any data is read

@@ -21,6 +21,9 @@ from ..contracts.provenance import Fault, StoreRecord, iteration_text
 from ..contracts.runs import RunResult
 from ..findings import RelatedLocation
 
+from ..parse.cuda import parse_cuda
+from ..rules.migration_pair import cuda_outputs, pick_cuda_kernel
+
 
 @dataclass
 class Located:
@@ -148,8 +151,6 @@ def cuda_store_line(cuda_path: Path | None, display: str | None, kernel: str | N
     """(file, line) of the CUDA kernel's last store to its (first) output pointer; None without CUDA."""
     if cuda_path is None or display is None:
         return None
-    from ..parse.cuda import parse_cuda
-    from ..rules.migration_pair import cuda_outputs, pick_cuda_kernel
 
     try:
         cf = parse_cuda(cuda_path.read_text(encoding="utf-8", errors="replace"), display)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .spec import SpecError
+
+from .errors import SpecError, human_bytes
 
 
 def npz_headers(path: Path, where: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -39,7 +40,6 @@ def npz_headers(path: Path, where: str) -> dict[str, tuple[tuple[int, ...], np.d
 
 def load_npz(path: Path, where: str, limit_bytes: int | None = None) -> dict[str, np.ndarray]:
     """All arrays of a checked npz (see `npz_headers`), refusing declared sizes over `limit_bytes`."""
-    from .guard import human_bytes
 
     headers = npz_headers(path, where)
     total = sum(math.prod(shape) * dt.itemsize for shape, dt in headers.values())

@@ -14,6 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .scenarios import matrix_rows
+from ..extras import require
+
 SCENARIO_STYLE = {  # marker, line style
     "trainium": ("o", "-"), "trainium-fp32": ("s", "--"), "trainium-sr": ("^", "-."), "gpu-model": ("D", ":"),
 }
@@ -100,7 +103,6 @@ def error_plot(res: Any) -> bytes | None:
     """The PNG for a NumericsResult (or the Review JSON `numerics`); None when nothing was compared."""
     numerics = res
     if hasattr(res, "sizes") and hasattr(res, "scenarios") and not hasattr(res, "matrix"):
-        from .scenarios import matrix_rows
 
         numerics = {"sizes": [{"name": s.size, "reduction_length": s.reduction_length} for s in res.sizes],
                     "matrix": matrix_rows(res), "reduction_symbol": res.reduction_symbol}
@@ -136,7 +138,6 @@ def layout(points: list[ErrorPoint]) -> Layout:
 
 
 def _draw(points: list[ErrorPoint], numerics: Any) -> bytes:
-    from ..extras import require
 
     matplotlib = require("matplotlib", "the report's plots")
     matplotlib.use("Agg", force=False)

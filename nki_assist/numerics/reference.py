@@ -19,6 +19,8 @@ from ..toolchain.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, run_in_chi
 from .inputs import upcast
 from .spec import PortSpec
 
+from ..toolchain.base import kernel_def_line
+
 RefStatus = Literal["ok", "error", "timeout", "out-of-memory", "bad-output", "missing"]
 
 
@@ -107,7 +109,6 @@ def arity_finding(n_kernel: int, n_reference: int, spec: PortSpec, size_name: st
     """The output-count mismatch as one TC107 finding at the kernel's `def` line (None when equal)."""
     if n_kernel == n_reference:
         return None
-    from ..toolchain.base import kernel_def_line
 
     kpath = str(spec.nki_path)
     return registry.get("TC107").finding(

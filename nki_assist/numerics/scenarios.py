@@ -30,6 +30,11 @@ from .inputs import make_inputs, upcast
 from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
 
+from .portrun import golden_outputs
+from ..hardware import get_target
+from .refchild import child_call
+from ..toolchain.builtin import BuiltinBackend
+
 KERNEL_SCENARIOS = {"trainium": dict(precise=True), "trainium-fp32": dict(precise=False),
                     "trainium-sr": dict(precise=True, stochastic_rounding=True)}
 GPU_PRECISIONS = ("float32", "float16", "tf32", "float64")
@@ -120,7 +125,6 @@ def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: flo
 
 def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> list[np.ndarray] | None:
     """The captured CUDA outputs of this size (portrun reads and orders them), in float64."""
-    from .portrun import golden_outputs
 
     outs = golden_outputs(spec, size, limit_bytes)
     return None if outs is None else [np.asarray(o).astype(np.float64) for o in outs]
@@ -274,8 +278,6 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
     """
     import importlib
 
-    from ..hardware import get_target
-    from .refchild import child_call
 
     mod, fn = runner.split(":")
     run_kernel = getattr(importlib.import_module(mod), fn)
@@ -306,7 +308,6 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
 def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
            gpu_precision: str, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
     """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
-    from ..toolchain.builtin import BuiltinBackend
 
     if not isinstance(backend, BuiltinBackend) or not jobs:
         return None

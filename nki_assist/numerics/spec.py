@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError,
 
 from ..hardware import TARGETS
 
+from .errors import SpecError
+from .npz import npz_headers
+
 Dist = Literal["normal", "uniform", "randint", "ones", "zeros"]
 
 # Storage dtypes a spec may declare (NKI names; nki.api.shared.rst data types) -> NumPy / ml_dtypes.
@@ -45,10 +48,6 @@ MAX_SPEC_BYTES = 1_000_000
 MAX_SOURCE_BYTES = 20_000_000  # kernel and reference files are read (for arities) before anything runs
 MAX_GRID = 65_536
 _ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}
-
-
-class SpecError(Exception):
-    """A port spec problem: the message names the file, the key and the problem."""
 
 
 def resolve_dtype(name: str) -> np.dtype:
@@ -369,7 +368,6 @@ def load_spec(path: str | Path) -> PortSpec:
             what = "not a regular file" if (base / rel).exists() else "file not found"
             raise SpecError(f"{where}: {key}: {what}: {base / rel}")
         if rel and key.startswith("golden."):
-            from .npz import npz_headers
 
             npz_headers(base / rel, f"{where}: {key}")  # no pickles, readable headers: before anything runs
 

@@ -21,6 +21,8 @@ from .cuda_model import CudaFile, CudaKernel, CudaParam, SharedDecl
 from .cuda_state import MAX_DEPTH, refs
 from .cuda_vocab import FAST_MATH
 
+from .cuda_walk import _Walker
+
 __all__ = ["parse_cuda", "refs", "CudaFile", "CudaKernel", "CudaParam", "SharedDecl", "FAST_MATH", "MAX_DEPTH"]
 
 MAX_PARSE_BYTES = 4_000_000  # above this the file is not parsed (a note says so)
@@ -61,7 +63,6 @@ def parse_cuda(text: str, path: str) -> CudaFile:
                 pragmas[src.count(b"\n", 0, m.start()) + 1] = m.group(1).decode("utf-8", "replace").strip()
             src = _UNROLL.sub(lambda m: b" " * len(m.group(0)), src)
         tree = Parser(_language()).parse(src)
-        from .cuda_walk import _Walker
 
         walker = _Walker(src, out, tree.root_node.has_error)
         walker.unroll_pragmas = pragmas

@@ -10,6 +10,8 @@ from typing import Iterable
 from .cuda_consts import Number
 from .cuda_model import CudaKernel, EpilogueHint
 
+from .cuda_model import CUDA_TYPE_BYTES
+
 MAX_DEPTH = 400  # deeper nesting is skipped (Python recursion), with a note
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # identifiers, not field names after `.`
@@ -118,7 +120,6 @@ def _base_name(expr: str) -> str | None:
 
 
 def _elem_bytes(dtype: str) -> int | None:
-    from .cuda_model import CUDA_TYPE_BYTES
 
     base = " ".join(dtype.replace("const", "").replace("volatile", "").split())
     return CUDA_TYPE_BYTES.get(base)

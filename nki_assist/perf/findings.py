@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from ..contracts.runs import RunResult
 from ..findings import Finding, Severity
 from ..hardware import Target
+from ..rules.runner import Check, CheckSet, crash_message
 from ..rules.specs.perf import RULES as _RULES
 from .cost import COMPUTE_ENGINES, InstrCost, access_setup_cycles, descriptor_overhead_bytes
 from .model import PerfEstimate, scaled, timing
@@ -386,6 +387,67 @@ def _dma_transpose(est: PerfEstimate, target: Target, file: str | None) -> Findi
     })
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What every cost-model check reads."""
+
+    est: PerfEstimate
+    run: RunResult
+    target: Target
+    file: str | None
+    operand_loads: set[int]
+
+
+# The cost-model checks in registration order (the order ties are ranked in); run by perf_findings.
+CHECKS = CheckSet("perf")
+
+
+@CHECKS.register("PERF101")
+def redundant_dma(i: _Inputs) -> Finding | None:
+    return _redundant_dma(i.est, i.file, i.operand_loads)
+
+
+@CHECKS.register("PERF102")
+def small_dma(i: _Inputs) -> Finding | None:
+    whole = {e.seq for e in i.run.trace if e.engine == "dma" and e.extra.get("whole_tensor")}
+    return _small_dma(i.est, i.target, i.file, i.operand_loads, whole)
+
+
+@CHECKS.register("PERF103")
+def partition_underutilized(i: _Inputs) -> Finding | None:
+    return _partition_underutilized(i.est, i.target, i.file)
+
+
+@CHECKS.register("PERF104")
+def tensor_underutilized(i: _Inputs) -> Finding | None:
+    return _tensor_underutilized(i.est, i.target, i.file)
+
+
+@CHECKS.register("PERF105")
+def fp32_matmul(i: _Inputs) -> Finding | None:
+    return _fp32_matmul(i.est, i.file)
+
+
+@CHECKS.register("PERF106")
+def instruction_overhead(i: _Inputs) -> Finding | None:
+    return _instruction_overhead(i.est, i.target, i.file)
+
+
+@CHECKS.register("PERF107")
+def transpose_overhead(i: _Inputs) -> Finding | None:
+    return _transpose_overhead(i.est, i.file)
+
+
+@CHECKS.register("PERF108")
+def engine_imbalance(i: _Inputs) -> Finding | None:
+    return _engine_imbalance(i.est, i.file)
+
+
+@CHECKS.register("PERF109")
+def dma_transpose(i: _Inputs) -> Finding | None:
+    return _dma_transpose(i.est, i.target, i.file)
+
+
 def perf_findings(est: PerfEstimate, run: RunResult, target: Target, *, file: str | None = None) -> list[Finding]:
     """Cost-model findings for one estimate, ranked by estimated gain (also stored in est.ranking)."""
     if file is None:
@@ -394,30 +456,19 @@ def perf_findings(est: PerfEstimate, run: RunResult, target: Target, *, file: st
         est.target_spec = target
     if est.estimated_time_s <= 0 or not est.costs:
         return []
-    operand_loads = matmul_operand_loads(run, target)
-    checks = [
-        lambda: _redundant_dma(est, file, operand_loads),
-        lambda: _small_dma(est, target, file, operand_loads,
-                           {e.seq for e in run.trace if e.engine == "dma" and e.extra.get("whole_tensor")}),
-        lambda: _partition_underutilized(est, target, file),
-        lambda: _tensor_underutilized(est, target, file),
-        lambda: _fp32_matmul(est, file),
-        lambda: _instruction_overhead(est, target, file),
-        lambda: _transpose_overhead(est, file),
-        lambda: _engine_imbalance(est, file),
-        lambda: _dma_transpose(est, target, file),
-    ]
-    out: list[Finding] = []
-    for check in checks:
-        try:
-            f = check()
-        except Exception as exc:  # one broken heuristic must not hide the others
-            est.notes.append(f"a performance check failed and was skipped: {exc!r}")
-            continue
-        if f is not None and (f.est_speedup or 1.0) >= MIN_SPEEDUP:  # a roofline cap can leave nothing to gain
-            out.append(f)
+    crashes: list[Finding] = []
+
+    def crashed(check: Check, exc: Exception) -> None:
+        est.notes.append(f"a performance check failed and was skipped: {exc!r}")
+        crashes.append(_SPECS[check.rules[0]].finding(
+            crash_message(check, exc), severity=Severity.INFO, file=file, confidence="low",
+            evidence={"internal_error": f"{type(exc).__name__}: {exc}", "check": check.name}))
+
+    found = CHECKS.run(_Inputs(est, run, target, file, matmul_operand_loads(run, target)), on_crash=crashed)
+    # a roofline cap can leave nothing to gain
+    out = [f for f in found if (f.est_speedup or 1.0) >= MIN_SPEEDUP]
     out.sort(key=lambda f: -(f.est_speedup or 1.0))
     est.ranking = [{"rule": f.rule, "name": f.name, "est_speedup": f.est_speedup, "line": f.line,
                     "focus_metric": f.evidence.get("focus_metric"), "value": f.evidence.get("value")}
                    for f in out]
-    return out
+    return out + crashes

@@ -11,6 +11,8 @@ import math
 
 from .model import PerfEstimate
 
+from ..extras import require
+
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
@@ -27,7 +29,6 @@ def _finite(v) -> bool:
 
 def render_plots(est: PerfEstimate) -> dict[str, bytes]:
     """{"roofline.png": ..., "engines.png": ...}; the roofline is skipped when there are no FLOPs or bytes."""
-    from ..extras import require
 
     matplotlib = require("matplotlib", "the report's plots")
     matplotlib.use("Agg", force=False)

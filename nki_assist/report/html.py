@@ -18,6 +18,9 @@ from .links import SourceLinks, inline
 from .sections import (PLOT_CAPTIONS, Bar, Bullets, Cell, Grid, Mark, Part, Plot, Section, Text,
                        described_items, sections)
 
+from ..numerics.plots import error_points, failure_caption
+from ..rules.registry import get
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _LEAD_ID = re.compile(r"^(F\d+)\b")
 
@@ -87,7 +90,6 @@ class _Page:
         caption = _e(PLOT_CAPTIONS.get(name, name))
         alt = name
         if name == "numerics.png" and self.review.numerics is not None:
-            from ..numerics.plots import error_points, failure_caption
 
             fails = failure_caption(error_points(self.review.numerics))
             if fails:
@@ -136,7 +138,6 @@ class _Page:
 
     def findings_table(self) -> str:
         """An index of the findings; the text of those an item describes is not repeated here."""
-        from ..rules.registry import get
 
         rows = []
         for f in self.view.findings:

@@ -15,6 +15,8 @@ from typing import Any
 
 from .. import __version__
 
+from ..rules.registry import all_rules
+
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/nki-assist/nki-assist"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -78,7 +80,6 @@ def _fingerprinter():
 
 
 def _rules() -> tuple[list[dict[str, Any]], dict[str, int]]:
-    from ..rules.registry import all_rules
 
     rules, index = [], {}
     for i, spec in enumerate(all_rules()):

@@ -12,8 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..numerics.growth import LOW_PRECISION_SLOPE
 from ..findings import Finding
 from ..schema import Review
+
+from ..feedback.view import table
 
 SIG = 3  # significant digits of every number in these sections
 BAR_WIDTH = 20
@@ -281,10 +284,6 @@ def _sizes_grid(sizes: list[dict[str, Any]], symbol: str | None) -> Grid:
 def _growth(fits: list[dict[str, Any]], symbol: str | None) -> Bullets | None:
     if not fits:
         return None
-    try:
-        from ..numerics.growth import LOW_PRECISION_SLOPE
-    except Exception:  # numerics layer absent: no interpretation threshold
-        LOW_PRECISION_SLOPE = None
     sym = symbol or "n"
     items = []
     for g in fits:
@@ -321,7 +320,6 @@ def numerics_section(review: Review) -> Section:
     if _is_structured(n.matrix):
         sec.parts.append(_matrix_grid(n.matrix, [str(s.get("name")) for s in n.sizes]))
     elif n.matrix:
-        from ..feedback.view import table
 
         t = table(n.matrix)
         sec.parts.append(Grid("Results", t.columns, t.rows))

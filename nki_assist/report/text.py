@@ -6,6 +6,8 @@ terminal, so piped output stays grep-able.
 
 from __future__ import annotations
 
+from ..rules.registry import get
+
 
 def finding_line(f) -> str:
     where = f.file or "<input>"
@@ -18,7 +20,6 @@ def finding_line(f) -> str:
 
 def statistics(report) -> str:
     """Count per rule, most frequent first (`--statistics`)."""
-    from ..rules.registry import get
 
     rows = []
     for rule, n in report.counts_by_rule().items():

@@ -7,7 +7,7 @@ Trainium target; it is accepted so every rule family has the same signature.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from typing import Iterator
 
 from ..findings import Finding, Severity
 from ..hardware import Target
@@ -15,8 +15,10 @@ from ..parse.cuda_model import FLOAT_DTYPES, LOW_PRECISION_DTYPES, CudaFile, Cud
 from ..parse.cuda_vocab import FAST_MATH
 from .cuda_sync import find_races
 from .registry import get
+from .runner import Check, CheckSet, crash_message
 
-RuleFn = Callable[[CudaFile, Target], Iterable[Finding]]
+# The CUDA checks in registration (= definition) order; run by run_cuda_rules.
+CHECKS = CheckSet("cuda")
 
 
 def _col(cf: CudaFile, line: int, token: str) -> int | None:
@@ -31,6 +33,7 @@ def _kernels(cf: CudaFile) -> Iterator[CudaKernel]:
     yield from cf.kernels
 
 
+@CHECKS.register("CUDA100")
 def cuda100_parse_error(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA100")
     if cf.syntax_errors:
@@ -46,6 +49,7 @@ def cuda100_parse_error(cf: CudaFile, target: Target) -> Iterator[Finding]:
                            evidence={"note": note}, confidence="high")
 
 
+@CHECKS.register("CUDA101", "CUDA102")
 def cuda101_102_races(cf: CudaFile, target: Target) -> Iterator[Finding]:
     raw_spec, war_spec = get("CUDA101"), get("CUDA102")
     for k in _kernels(cf):
@@ -84,6 +88,7 @@ def cuda101_102_races(cf: CudaFile, target: Target) -> Iterator[Finding]:
                 related=[{"file": cf.path, "line": a.line, "message": "shared-memory read"}])
 
 
+@CHECKS.register("CUDA103")
 def cuda103_float_atomics(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA103")
     for k in _kernels(cf):
@@ -99,6 +104,7 @@ def cuda103_float_atomics(cf: CudaFile, target: Target) -> Iterator[Finding]:
                 evidence={"kernel": k.name, "op": at.op, "dtype": at.dtype, "target": at.target})
 
 
+@CHECKS.register("CUDA104")
 def cuda104_fast_math(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA104")
     for k in _kernels(cf):
@@ -117,6 +123,7 @@ def cuda104_fast_math(cf: CudaFile, target: Target) -> Iterator[Finding]:
                 evidence={"kernel": k.name, "intrinsic": name, "error": note})
 
 
+@CHECKS.register("CUDA105")
 def cuda105_low_precision_accumulator(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA105")
     for k in _kernels(cf):
@@ -142,6 +149,7 @@ def cuda105_low_precision_accumulator(cf: CudaFile, target: Target) -> Iterator[
                     evidence={"kernel": k.name, "api": tc.api, "dtypes": list(tc.dtypes)})
 
 
+@CHECKS.register("CUDA106")
 def cuda106_unguarded_store(cf: CudaFile, target: Target) -> Iterator[Finding]:
     spec = get("CUDA106")
     for k in _kernels(cf):
@@ -161,25 +169,12 @@ def cuda106_unguarded_store(cf: CudaFile, target: Target) -> Iterator[Finding]:
                           "bounds_guards": [g.line for g in k.bounds_guards]})
 
 
-RULES: list[tuple[str, RuleFn]] = [
-    ("CUDA100", cuda100_parse_error),
-    ("CUDA101", cuda101_102_races),
-    ("CUDA103", cuda103_float_atomics),
-    ("CUDA104", cuda104_fast_math),
-    ("CUDA105", cuda105_low_precision_accumulator),
-    ("CUDA106", cuda106_unguarded_store),
-]
-
-
 def run_cuda_rules(cuda_file: CudaFile, target: Target) -> list[Finding]:
     """All CUDA rules on one parsed file; one rule's crash never loses the others' findings."""
-    findings: list[Finding] = []
-    for rule_id, fn in RULES:
-        try:
-            findings.extend(fn(cuda_file, target))
-        except Exception as exc:  # keep going: report the crash as a finding of that rule
-            findings.append(get(rule_id).finding(
-                f"internal error in rule {rule_id} ({type(exc).__name__}: {exc}); its findings for this file "
-                f"are missing, other rules ran.", severity=Severity.INFO, file=cuda_file.path,
-                confidence="low", evidence={"internal_error": f"{type(exc).__name__}: {exc}"}))
-    return findings
+
+    def crashed(check: Check, exc: Exception) -> Finding:
+        return get(check.rules[0]).finding(
+            crash_message(check, exc), severity=Severity.INFO, file=cuda_file.path, confidence="low",
+            evidence={"internal_error": f"{type(exc).__name__}: {exc}", "check": check.name})
+
+    return CHECKS.run(cuda_file, target, on_crash=crashed)

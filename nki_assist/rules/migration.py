@@ -27,6 +27,10 @@ from .migration_pair import (CUDA_TO_NKI_DTYPE, PRECISION_BITS, Pairing, cuda_ac
 from .nki_tails import has_tail_block
 from .nki_common import allocation_of, defined_outside, fresh_in_loop_before, inside, reads_self, tail_claim
 from .registry import get
+from .runner import Check, CheckSet, crash_message
+
+# The migration checks in registration (= definition) order; run by run_migration_rules.
+CHECKS = CheckSet("migration")
 
 
 class _Ctx:
@@ -66,12 +70,13 @@ def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, 
     if ck is None or nk is None:
         return []
     ctx = _Ctx(cuda_file, nki_file, ck, nk, target, nki_source)
-    out: list[Finding] = []
-    for check in (_bounds, _epilogue, _scale_factors, _unused_inputs, _accumulation, _output_dtype, _order, _activations,
-                  _tile_sizes, _layout, _offsets, _fp32_operands):
-        out.extend(check(ctx))
-    out.extend(check_formats(cuda_file, nki_file, ck, nk, target))
-    return out
+
+    def crashed(check: Check, exc: Exception) -> Finding:
+        return get(check.rules[0]).finding(
+            crash_message(check, exc), severity=Severity.INFO, file=nki_file.path, line=nk.line, confidence="low",
+            evidence={"internal_error": f"{type(exc).__name__}: {exc}", "check": check.name})
+
+    return CHECKS.run(ctx, on_crash=crashed)
 
 
 # ---- MIG101 boundary guards --------------------------------------------------------------------
@@ -93,6 +98,7 @@ def _size_guards(ck: CudaKernel) -> list[tuple[str, int]]:
     return sorted(out, key=lambda g: (not any(0 <= s - g[1] <= 3 for s in stores), g[1]))
 
 
+@CHECKS.register("MIG101")
 def _bounds(c: _Ctx) -> Iterable[Finding]:
     guards = _size_guards(c.ck)
     guarded_stores = [s for s in c.ck.global_stores if s.guarded]
@@ -173,6 +179,7 @@ def _has_mul(words: set[str]) -> bool:
     return bool(words & {"multiply", "mult", "mul", "scale=", "tensor_scalar"})
 
 
+@CHECKS.register("MIG102")
 def _epilogue(c: _Ctx) -> Iterable[Finding]:
     k = c.nk
     words = _ops(k)
@@ -291,6 +298,7 @@ def _score_consumer(c: _Ctx) -> tuple[int, int | None, str]:
     return c.store_line, None, "the output store"
 
 
+@CHECKS.register("MIG102")
 def _scale_factors(c: _Ctx) -> Iterable[Finding]:
     uses = c.ck.scale_uses
     if not uses:
@@ -323,6 +331,7 @@ def _scale_factors(c: _Ctx) -> Iterable[Finding]:
         return  # one finding per kernel: the port applies no scale at all
 
 
+@CHECKS.register("MIG103")
 def _unused_inputs(c: _Ctx) -> Iterable[Finding]:
     k = c.nk
     epi = {h.detail for h in c.ck.epilogue if h.kind in ("bias", "scale")}
@@ -381,6 +390,7 @@ def _nki_accumulators(k: NkiKernel) -> list[tuple[str, str, int, str]]:
     return out
 
 
+@CHECKS.register("MIG104")
 def _accumulation(c: _Ctx) -> Iterable[Finding]:
     caccs = cuda_accumulators(c.cf, c.ck)
     naccs = _nki_accumulators(c.nk)
@@ -418,6 +428,7 @@ def _accumulation(c: _Ctx) -> Iterable[Finding]:
                 return
 
 
+@CHECKS.register("MIG105")
 def _output_dtype(c: _Ctx) -> Iterable[Finding]:
     outs = cuda_outputs(c.ck)
     names = nki_output_names(c.nk)
@@ -447,6 +458,7 @@ def _output_dtype(c: _Ctx) -> Iterable[Finding]:
 _REDUCE_APIS = ("nisa.tensor_reduce", "nl.sum", "nisa.activation_reduce", "nl.mean", "nisa.bn_stats")
 
 
+@CHECKS.register("MIG106")
 def _order(c: _Ctx) -> Iterable[Finding]:
     ck = c.ck
     kinds = []
@@ -495,6 +507,7 @@ _INTRINSIC_FN = {"__expf": "exp", "__exp10f": "exp", "hexp": "exp", "h2exp": "ex
 GELU_ERF_VS_TANH_MAX_ABS = 4.73e-4  # max |gelu_erf(x) - gelu_tanh(x)|, at x ~ -2.70 (computed)
 
 
+@CHECKS.register("MIG107")
 def _activations(c: _Ctx) -> Iterable[Finding]:
     nk = c.nk
     reported: set[str] = set()
@@ -568,6 +581,7 @@ def _gelu_erf_vs_tanh(c: _Ctx) -> Iterable[Finding]:
 
 # ---- MIG108 tile sizes carried over ----------------------------------------------------------
 
+@CHECKS.register("MIG108")
 def _tile_sizes(c: _Ctx) -> Iterable[Finding]:
     tiles = cuda_tile_sizes(c.cf, c.ck)
     if not tiles:
@@ -592,6 +606,7 @@ def _tile_sizes(c: _Ctx) -> Iterable[Finding]:
 
 # ---- MIG109 layout change ----------------------------------------------------------------------
 
+@CHECKS.register("MIG109")
 def _layout(c: _Ctx) -> Iterable[Finding]:
     stationary = {mm.stationary.name for mm in c.nk.matmuls if mm.stationary}
     loaded_from = {}
@@ -621,6 +636,7 @@ def _layout(c: _Ctx) -> Iterable[Finding]:
 
 # ---- MIG110 operand offsets ----------------------------------------------------------------------
 
+@CHECKS.register("MIG110")
 def _offsets(c: _Ctx) -> Iterable[Finding]:
     ev = evaluator(c.nk)
     oax = output_axes(c.nk, c.store, ev)
@@ -660,6 +676,7 @@ def _operand_source(k: NkiKernel, name: str, before: int) -> tuple[str, int] | N
     return src.name, ld.line
 
 
+@CHECKS.register("MIG111")
 def _fp32_operands(c: _Ctx) -> Iterable[Finding]:
     cuda_of = {n: cn for cn, n in c.pairing.pairs.items()}
     t = c.target
@@ -690,3 +707,8 @@ def _fp32_operands(c: _Ctx) -> Iterable[Finding]:
                        "matmul_line": mm.call.line},
              "fp32_tflops": round(t.peak_fp32_flops / 1e12, 1), "bf16_tflops": round(t.peak_bf16_flops / 1e12, 1)},
             f"fp32 input `{cp.name}`", column=mm.call.col, confidence="medium")
+
+
+@CHECKS.register("MIG112")
+def _formats(c: _Ctx) -> Iterable[Finding]:
+    return check_formats(c.cf, c.nf, c.ck, c.nk, c.target)

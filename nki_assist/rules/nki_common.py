@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..findings import Finding, Severity
-from ..hardware import Target
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from .registry import get
+from .runner import CheckSet
 
-Check = Callable[[NkiFile, Target], Iterable[Finding]]
-CHECKS: list[tuple[str, Check]] = []
-
-
-def check(rule_id: str) -> Callable[[Check], Check]:
-    """Register a check for `rule_id`; checks run over the extracted facts, never the tree."""
-
-    def deco(fn: Check) -> Check:
-        CHECKS.append((rule_id, fn))
-        return fn
-
-    return deco
+# The static NKI checks, run by nki_rules.run_nki_rules; each registers with `@check("NKI1xx", ...)`.
+CHECKS = CheckSet("nki")
+check = CHECKS.register
 
 
 def emit(rule_id: str, nf: NkiFile, line: int, col: int, end_line: int | None, end_col: int | None,

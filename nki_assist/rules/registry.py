@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from .. import taxonomy
 from ..findings import Finding, Severity, Source
+
+from . import specs
 
 DOCS_BASE_URL = "https://github.com/nki-assist/nki-assist/blob/main/docs/rules/"
 
@@ -30,6 +31,10 @@ class RuleSpec:
     source: Source = "static"
     fix: str | None = None  # default fix text
     languages: tuple[str, ...] = ("nki",)  # nki | cuda | port
+    # The docs page body (markdown: `## What it finds`, `## Why it matters on Trainium`, `## Example`,
+    # `## Fix`): docs/rules/<name>.md, the LSP hover and `nki-assist explain` are generated from it.
+    doc: str = field(default="", repr=False, compare=False)
+    category_note: str = ""  # shown after the criterion on the docs page (e.g. a per-finding category)
 
     @property
     def criterion(self) -> str:
@@ -68,7 +73,6 @@ def registry_problems() -> list[str]:
 
 @cache
 def _all() -> dict[str, RuleSpec]:
-    from . import specs
 
     rules: dict[str, RuleSpec] = {}
     names: dict[str, str] = {}
@@ -101,16 +105,16 @@ def get(rule: str) -> RuleSpec:
     raise KeyError(f"unknown rule {rule!r}; `nki-assist rules` lists them")
 
 
-def _docs_roots() -> list[Path]:
-    here = Path(__file__).resolve().parent.parent
-    return [here.parent / "docs" / "rules", here / "_data" / "docs" / "rules"]
+def page(spec: RuleSpec) -> str:
+    """The docs page of a rule: title, one generated metadata line, then the spec's `doc`."""
+    note = f"; {spec.category_note}" if spec.category_note else ""
+    head = (f"# {spec.name} ({spec.id})\n\n"
+            f"Category: `{spec.category}` ({spec.criterion}{note}) · default severity: `{spec.severity.value}` · "
+            f"source: {spec.source}\n")
+    body = spec.doc or f"## What it finds\n{spec.summary}\n"
+    return head + "\n" + body
 
 
 def docs_text(rule: str) -> str:
-    """The rule's docs page (markdown); falls back to its summary when the page is not shipped."""
-    spec = get(rule)
-    for root in _docs_roots():
-        page = root / f"{spec.name}.md"
-        if page.is_file():
-            return page.read_text(encoding="utf-8")
-    return f"# {spec.id} {spec.name}\n\n{spec.summary}\n"
+    """The rule's docs page (markdown), generated from its spec (docs/rules/<name>.md is the same text)."""
+    return page(get(rule))

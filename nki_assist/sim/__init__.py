@@ -22,6 +22,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     instruction that produced them first (a second, sanitized run; `sanitize=True` sanitizes from the start,
     `sanitize=False` never).
     """
+    # deferred: `import nki_assist.sim` stays light (the toolchain names the runner; the child runs it)
     from .runner import run_kernel as _run
 
     return _run(path, kernel, args, kwargs, target=target, precise=precise,

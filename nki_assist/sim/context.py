@@ -21,6 +21,7 @@ from ..findings import Finding
 from ..hardware import Target
 from ..rules.registry import get as get_rule
 from .dtypes import Rounder
+from .errors import UnsupportedAPI  # noqa: F401 (part of this module's interface)
 
 # The running kernel's context. A ContextVar, not a module global, so two runs in one process (threads,
 # a nested run from a test) each see their own.
@@ -49,15 +50,6 @@ class StrictStop(BaseException):
     def __init__(self, finding: Finding):
         super().__init__(finding.message)
         self.finding = finding
-
-
-class UnsupportedAPI(Exception):
-    """A kernel used an NKI (or other) API the simulator does not implement."""
-
-    def __init__(self, api: str, detail: str = "", *, limit: bool = False):
-        super().__init__(f"{api} is not supported by the built-in simulator" + (f": {detail}" if detail else ""))
-        self.api = api
-        self.limit = limit  # valid NKI the simulator does not model (SIM117), not an API NKI lacks (SIM115)
 
 
 @dataclass

@@ -20,6 +20,9 @@ from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
 from .tensor import ON_CHIP, SimShapeError, Tensor, allocate, bind_site, commit_pending, read, tile_mask, write
 
+from .tensor import box
+from .indexing import Idx
+
 F32 = np.float32
 
 
@@ -164,7 +167,6 @@ def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
     if not st.dt.low_precision or not ctx.precise:
         return
     if any(s is st or s is getattr(st, "alias", None) for s in src_storages):
-        from .tensor import box
 
         key = (st.seq, box(dst))  # the same region updated again: a running sum, not a one-off add
         n = ctx.acc_counts.get(key, 0) + 1
@@ -511,7 +513,6 @@ def memset(value, *, dst=None, shape=None, dtype=None, mask=None, engine="vector
 
 def iota_expr(expr, dtype, mask=None, dst=None) -> Tensor:
     ctx, line, depth = ctx_site()
-    from .indexing import Idx
 
     if not isinstance(expr, Idx):
         raise UnsupportedAPI("nisa.iota with a non-nl.arange expression")

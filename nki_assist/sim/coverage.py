@@ -24,6 +24,8 @@ import numpy as np
 from ..contracts.provenance import Overlap, StoreRecord, iteration_text
 from ..rules.registry import get as get_rule
 
+from ..findings import RelatedLocation, Severity
+
 
 @dataclass
 class Diagnosis:
@@ -383,7 +385,6 @@ def _report_overlaps(ctx, st, src, name, records, overlaps) -> None:
 
 
 def _add(ctx, rule, line, message, evidence, related, category, fix=None, severity=None) -> None:
-    from ..findings import RelatedLocation, Severity
 
     rel = [RelatedLocation(file=ctx.display_file, line=ln, message=m) for ln, m in related if ln]
     f = get_rule(rule).finding(message, file=ctx.display_file, line=line, evidence=evidence, source="simulation",

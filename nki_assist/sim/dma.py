@@ -10,10 +10,11 @@ import numpy as np
 from . import mathops, provenance, unwritten
 from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx_site, is_tensor, new_tile, opname,
                    read, tile_mask, write)
+from .dma_geometry import geometry
 from .dtypes import resolve
 
 F32 = np.float32
-from .dma_geometry import geometry
+
 
 # -- DMA -------------------------------------------------------------------------------------------
 def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,

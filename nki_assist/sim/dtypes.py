@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from .errors import UnsupportedAPI
+
 F32 = np.dtype(np.float32)
 
 
@@ -75,8 +77,6 @@ def resolve(x) -> DType:
         pass
     name = None
     if type(x).__name__ == "Stub":  # e.g. jnp.float32 / torch.bfloat16 from a missing package
-        from .context import UnsupportedAPI
-
         raise UnsupportedAPI(getattr(x, "_name", repr(x)), "used as a dtype")
     if isinstance(x, str):
         name = _ALIASES.get(x, x)

@@ -17,7 +17,7 @@ from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
 from .indexing import DynSlice, Idx, MGrid
-from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, release, write
+from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, register_assign, release, write
 
 F32 = np.float32
 
@@ -633,3 +633,6 @@ for _n, _name in [("iadd", "add"), ("isub", "subtract"), ("imul", "multiply"), (
 Tensor.__neg__ = _neg
 Tensor.broadcast_to = lambda self, shape: broadcast_to(self, shape)
 Tensor.__invert__ = lambda self: invert(self)
+
+
+register_assign(assign)

@@ -26,6 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from ..contracts.provenance import Fault, OutputProvenance, Overlap, Provenance, StoreRecord
+from .views import resolve
 
 MAX_RECORDS = 200_000  # stores recorded per output (a per-row store loop over a huge tensor stops here)
 MAX_FAULTS = 64
@@ -237,8 +238,6 @@ def stored_nonfinite(storages) -> bool:
 # -- sanitizer -------------------------------------------------------------------------------------
 def peek(t) -> tuple[np.ndarray, np.ndarray | None]:
     """Values of a view without any check, and the mask of its written positions (None: all written)."""
-    from .tensor import resolve
-
     st = t.st
     key, inner, ok = resolve(t)
     if t.fancy is not None:

@@ -14,15 +14,16 @@ import types
 import numpy as np
 
 from ..contracts.runs import RunResult
-from ..findings import Severity
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
 from . import context, coverage, provenance
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
-from .shims import Installed, Kernel, Stub
-from .tensor import SimShapeError, Storage, Tensor, allocate, box
+from .shims import Installed, Kernel, run_grid
+from .tensor import SimShapeError, Tensor, allocate, box, commit_pending
+
+from ..rules.registry import get
 
 _JIT_NAMES = ("jit", "nki_jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace")
 _module_counter = itertools.count(1)
@@ -89,27 +90,6 @@ def _to_tensor(ctx: SimContext, value, name: str):
     return value
 
 
-def run_grid(fn, grid, args, kwargs):
-    """Run every program of a launch grid in order; shared_hbm tensors are shared across programs."""
-    ctx = context.current()
-    if isinstance(grid, int) or not isinstance(grid, (tuple, list)):
-        grid = (grid,)
-    grid = tuple(int(g) if not isinstance(g, Stub) else 1 for g in grid)
-    saved = (ctx.grid, ctx.pid)
-    ctx.grid = grid
-    ret = None
-    try:
-        for pid in itertools.product(*[range(g) for g in grid]):
-            ctx.pid = pid
-            ctx.shared_cursor = 0
-            r = fn(*args, **(kwargs or {}))
-            if ret is None:
-                ret = r
-    finally:
-        ctx.grid, ctx.pid = saved
-    return ret
-
-
 # Documented NKI APIs (nki-facts §2.3-§2.4, ISA function list, and APIs AWS's public nki-samples use)
 # that the simulator does not model.
 NOT_MODELLED = frozenset({
@@ -165,7 +145,6 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     except SyntaxError as e:
         res = _error_result("kernel-error", f"{path}:{e.lineno}: syntax error: {e.msg}", started)
         res.error_line = e.lineno
-        from ..rules.registry import get
 
         res.findings.append(get("SIM114").finding(f"the kernel file does not parse: {e.msg}", file=path,
                                                   line=e.lineno or None, source="simulation"))
@@ -213,8 +192,6 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                     ret = run_grid(fn, tuple(grid), targs, tkw)
                 else:
                     ret = fn(*targs, **tkw)
-                from .tensor import commit_pending
-
                 commit_pending(ctx)
             except StrictStop as e:
                 status, error, error_line = "kernel-error", f"stopped at the first violation: {e}", e.finding.line

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import inspect
+import itertools
 import os
 import sys
 import types
@@ -96,8 +97,6 @@ class Kernel:
         fn = self.fn
 
         def launch(*args, **kwargs):
-            from .runner import run_grid
-
             return run_grid(fn, grid, args, kwargs)
 
         return launch
@@ -264,3 +263,24 @@ class Installed:
 
 
 __all__ = ["Installed", "Kernel", "Stub", "UnsupportedAPI", "context"]
+
+
+def run_grid(fn, grid, args, kwargs):
+    """Run every program of a launch grid in order; shared_hbm tensors are shared across programs."""
+    ctx = context.current()
+    if isinstance(grid, int) or not isinstance(grid, (tuple, list)):
+        grid = (grid,)
+    grid = tuple(int(g) if not isinstance(g, Stub) else 1 for g in grid)
+    saved = (ctx.grid, ctx.pid)
+    ctx.grid = grid
+    ret = None
+    try:
+        for pid in itertools.product(*[range(g) for g in grid]):
+            ctx.pid = pid
+            ctx.shared_cursor = 0
+            r = fn(*args, **(kwargs or {}))
+            if ret is None:
+                ret = r
+    finally:
+        ctx.grid, ctx.pid = saved
+    return ret

@@ -20,6 +20,10 @@ from ..findings import Severity
 from . import context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
+from .views import resolve
+
+from .dtypes import exposed
+from .indexing import mask_for
 
 ON_CHIP = ("sbuf", "psum")
 
@@ -264,6 +268,15 @@ _WHOLE: dict = {}  # shape -> desc of a whole-storage view
 _WHOLE_RES = (Ellipsis, None, True)
 
 
+# `t[...] = value` is an instruction (copy, memset, or an op result landing in t); language.py, which
+# models those, registers it here so this module does not import the layer above it.
+_ASSIGN: list = [None]
+
+
+def register_assign(fn) -> None:
+    _ASSIGN[0] = fn
+
+
 class Tensor:
     """A view of a storage (what kernels hold: HBM arguments, tiles, slices of them)."""
 
@@ -290,7 +303,6 @@ class Tensor:
     # -- metadata ----------------------------------------------------------------------------------
     @property
     def dtype(self):
-        from .dtypes import exposed
 
         return exposed(self.st.dt.name)
 
@@ -332,12 +344,10 @@ class Tensor:
         return index(self, key)
 
     def __setitem__(self, key, value) -> None:
-        from .language import assign
-
         dst = index(self, key)
         if value is dst or (isinstance(value, Tensor) and value.origin == ("iadd-done", dst.st)):
             return  # `t[i] += x` already wrote through the view
-        assign(dst, value)
+        _ASSIGN[0](dst, value)
 
     def reshape(self, *shape, **kw) -> "Tensor":
         if not shape and "shape" in kw:  # t.reshape(shape=(...))
@@ -479,51 +489,6 @@ def _fancy_index(t: Tensor, key, dims) -> Tensor:
         else:
             full.append(np.broadcast_to(np.int64(e), shape))
     return Tensor(t.st, None, fancy=tuple(full), shape=tuple(shape))
-
-
-def resolve(t: Tensor):
-    """(numpy key into storage, inner slices of the view that are in bounds or None, whole view valid)."""
-    r = t._res
-    if r is not None:
-        return r
-    st_shape = t.st.shape
-    key = []
-    inner = []
-    ok = True
-    empty = False
-    if t.fancy is not None:
-        valid = np.ones(t.shape, bool)
-        clipped = []
-        for a, S in zip(t.fancy, st_shape):
-            valid &= (a >= 0) & (a < S)
-            clipped.append(np.clip(a, 0, max(S - 1, 0)))
-        ok = bool(valid.all())
-        r = (tuple(clipped), valid, ok)
-        t._res = r
-        return r
-    for e, S in zip(t.desc, st_shape):
-        if type(e) is tuple:
-            start, step, n = e
-            i0 = -(start // step) if start < 0 else 0  # first i with start + step*i >= 0
-            last_ok = (S - 1 - start) // step if S - 1 >= start else -1
-            i1 = min(n, last_ok + 1)
-            if i1 <= i0:
-                i0 = i1 = 0
-                empty = n > 0
-            if i0 != 0 or i1 != n:
-                ok = False
-            key.append(slice(start + step * i0, start + step * (i1 - 1) + 1, step) if i1 > i0 else slice(0, 0))
-            inner.append(slice(i0, i1))
-        else:
-            if not 0 <= e < S:
-                ok = False
-                empty = True
-                key.append(0)
-            else:
-                key.append(e)
-    r = (tuple(key), None if empty else tuple(inner), ok)
-    t._res = r
-    return r
 
 
 # -- access ----------------------------------------------------------------------------------------
@@ -807,7 +772,6 @@ def tile_mask(mask, shape):
     """Legacy mask (Mask / None) -> boolean array of the operand shape."""
     if mask is None:
         return None
-    from .indexing import mask_for
 
     if not isinstance(mask, (Mask, np.ndarray, bool, np.bool_)):
         raise context.UnsupportedAPI("mask= built from something other than nl.arange/affine predicates")

@@ -12,7 +12,7 @@ import numpy as np
 from . import mathops, provenance, unwritten
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
-from .tensor import resolve as resolve_view
+from .views import resolve as resolve_view
 from ..findings import Severity
 from .dtypes import DType
 

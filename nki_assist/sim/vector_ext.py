@@ -16,6 +16,8 @@ from .core import (_fit, ctx_site, emit, fvals, is_tensor, on_chip_operand, oper
                    tile_mask)
 from .tensor import write
 
+from .core import SimShapeError
+
 F32 = np.float32
 
 
@@ -57,7 +59,6 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, *, dst=None, reverse0=Fa
     P = a.shape[0]
     a2, b2 = a.reshape(P, -1), b.reshape(P, -1)
     if a2.shape != b2.shape:
-        from .core import SimShapeError
 
         raise SimShapeError(f"tensor_tensor_scan: data0 {list(a.shape)} and data1 {list(b.shape)} differ in "
                             "elements per partition")

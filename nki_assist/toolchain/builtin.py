@@ -13,6 +13,8 @@ from ..rules import registry
 from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result, relabel
 from .sandbox import run_in_child
 
+from ..hardware import get_target
+
 # The child process imports the runner by name; the name is derived from the import so the dependency
 # on the simulator is explicit (and a rename breaks here, not at run time).
 DEFAULT_RUNNER = f"{sim.__name__}:{sim.run_kernel.__name__}"
@@ -25,7 +27,6 @@ def child_run(runner: str, path: str, kernel: str | None, args: list, kwargs: di
     """Executed inside the child: import the runner and call it."""
     import importlib
 
-    from ..hardware import get_target
 
     mod, fn = runner.split(":")
     run_kernel = getattr(importlib.import_module(mod), fn)

@@ -25,6 +25,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from .procs import descendants, kill_all
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 NPROC_MARGIN = 16  # tasks (processes + threads) the worker may add for a non-root user
@@ -170,7 +172,6 @@ def _reap_all() -> None:
 
 def _supervise(job: Path, worker: int) -> int:
     """Wait for the worker, kill whatever it left behind, record how it ended."""
-    from .procs import descendants, kill_all
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_IGN)  # signals aimed at "the parent" by user code

@@ -9,6 +9,7 @@ from nki_assist.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
 from nki_assist.rules import cuda_rules
 from nki_assist.rules.cuda_rules import run_cuda_rules
+from nki_assist.rules.runner import Check
 from nki_assist.rules.registry import all_rules
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -100,8 +101,8 @@ def test_one_crashing_rule_does_not_lose_the_others(monkeypatch):
     def boom(cf, target):
         raise RuntimeError("synthetic failure")
 
-    rules = [(rid, boom if rid == "CUDA101" else fn) for rid, fn in cuda_rules.RULES]
-    monkeypatch.setattr(cuda_rules, "RULES", rules)
+    checks = [Check(c.rules, boom) if "CUDA101" in c.rules else c for c in cuda_rules.CHECKS.checks]
+    monkeypatch.setattr(cuda_rules.CHECKS, "checks", checks)
     path = FIX / "rules" / "CUDA101" / "pos_tree_max_loop.cu"
     text = path.read_text() + "\n__global__ void f(float* y) { y[threadIdx.x] = __expf(1.0f); }\n"
     findings = run_cuda_rules(parse_cuda(text, "x.cu"), TRN2)

@@ -7,6 +7,7 @@ import pytest
 from nki_assist.hardware import get_target
 from nki_assist.parse.nki import parse_nki
 from nki_assist.rules import nki_common
+from nki_assist.rules.runner import Check
 from nki_assist.rules.nki_rules import run_nki_rules
 
 NEW = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
@@ -59,10 +60,7 @@ def test_a_crashing_check_does_not_lose_other_findings(monkeypatch):
         raise ZeroDivisionError("synthetic")
         yield  # pragma: no cover
 
-    monkeypatch.setattr(nki_common, "CHECKS", [("NKI999", boom)] + list(nki_common.CHECKS))
-    import nki_assist.rules.nki_rules as engine
-
-    monkeypatch.setattr(engine, "CHECKS", nki_common.CHECKS)
+    monkeypatch.setattr(nki_common.CHECKS, "checks", [Check(("NKI999",), boom)] + nki_common.CHECKS.checks)
     findings = run_nki_rules(parse_nki(PSUM_WIDE, "kern.py"), get_target("trn2"))
     notes = [f for f in findings if f.rule == "NKI001"]
     assert len(notes) == 1 and notes[0].severity.value == "info" and "NKI999" in notes[0].message

@@ -12,106 +12,646 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RULES = [
     RuleSpec("NKI001", "nki-syntax-error", "unsupported-construct", E,
              "Part of the file cannot be parsed (or a check could not analyse it); facts there are missing.",
-             fix="Fix the syntax error; the checks skip the code that does not parse."),
+             fix="Fix the syntax error; the checks skip the code that does not parse.",
+             doc="""\
+## What it finds
+Code the tree-sitter parser cannot parse (a missing bracket, a stray operator). The finding sits on the first broken line. The rest of the file still gets checked. The same id, at `info` severity, also reports a check that crashed on this file: the other checks still ran.
+
+## Why it matters on Trainium
+The NKI compiler rejects the file outright, and every fact nki-assist extracts from the broken region (allocations, loops, shapes) is missing. So capacity and correctness checks are silent there, and that silence is not evidence that the code is fine.
+
+## Example
+```python
+y = nl.multiply(x, 2.0 +)   # NKI001: cannot parse
+```
+
+## Fix
+Fix the syntax error. Once the file parses, the other checks cover the whole file again.
+"""),
     # memory hierarchy
     RuleSpec("NKI101", "partition-dim-exceeds-limit", "partition-limit", E,
              "An SBUF/PSUM tile puts more than 128 rows on the partition axis.",
-             fix="Tile the partition axis into blocks of nl.tile_size.pmax (128) rows."),
+             fix="Tile the partition axis into blocks of nl.tile_size.pmax (128) rows.",
+             doc="""\
+## What it finds
+An SBUF or PSUM tile, explicitly allocated or the result of `nl.load`, whose partition dimension is larger than `nl.tile_size.pmax` (128). The first dimension counts, or the one marked with `nl.par_dim`. Shapes are constant-folded (`2 * nl.tile_size.pmax` is 256).
+
+## Why it matters on Trainium
+SBUF and PSUM have 128 partitions on trn1, trn2 and trn3. A tile cannot span more than that, and the compiler stops with `Size of partition dimension 256 exceeds architecture limitation of 128`.
+
+## Example
+```python
+big = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)   # 256 > 128 partitions
+```
+
+## Fix
+Tile the partition axis: loop over `M // 128` blocks, or keep a Python list of `(128, F)` tiles.
+"""),
     RuleSpec("NKI102", "sbuf-over-budget", "sbuf-budget", E,
              "Simultaneously live SBUF tiles (block dims included) exceed the target's bytes per partition.",
-             fix="Shrink the block dims or free sizes, or allocate tiles inside the loop that uses them."),
+             fix="Shrink the block dims or free sizes, or allocate tiles inside the loop that uses them.",
+             doc="""\
+## What it finds
+The SBUF tiles that are live at the same time need more bytes per partition than the target has. Each tile costs block dims x free dims x dtype size. A tile is live in the loop body that allocates it and in every loop nested inside that body; tiles in sibling loops do not add up. The budget is the usable SBUF per partition (trn2: 224 KiB minus the compiler's 16.3 KiB reserve = 212,728 B).
+
+## Why it matters on Trainium
+SBUF is software-managed and has no cache behind it. When live tiles exceed it, the compiler spills to HBM (slow) or fails with an allocation error (`[GCA046] Some infinite-cost nodes remain`).
+
+## Example
+```python
+stage = nl.ndarray((K // BK, nl.par_dim(BK), N), dtype=nl.bfloat16, buffer=nl.sbuf)
+# K=4096, BK=32, N=2048 -> 128 blocks x 2048 x 2 B = 524288 B per partition > 212728 B
+```
+
+## Fix
+Shrink block counts or free sizes, stream the data through a smaller tile inside the loop, or allocate a tile in the loop scope where it is used.
+"""),
     RuleSpec("NKI103", "psum-tile-exceeds-bank", "psum-bank-overflow", E,
              "A PSUM tile needs more than one 2 KiB bank per partition (more than 512 fp32).",
-             fix="Split the free dimension into 512-wide fp32 blocks, one PSUM bank each."),
+             fix="Split the free dimension into 512-wide fp32 blocks, one PSUM bank each.",
+             doc="""\
+## What it finds
+A PSUM tile whose free size needs more than one 2 KiB bank per partition, that is more than 512 float32 elements. On trn3 a matmul can write across all 8 banks, so there the limit is the full 16 KiB.
+
+## Why it matters on Trainium
+Each Tensor Engine accumulation group writes into one 2 KiB PSUM bank per partition. A wider tile cannot be a single matmul destination on trn1/trn2, and the compiler either rejects it or splits it in ways that break `+=` accumulation.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
+# PSUM tile [128, 1024] float32 needs 4096 B per partition; a PSUM bank holds 2048 B.
+```
+
+## Fix
+Split N into 512-wide blocks (`nl.tile_size.psum_bank_fmax`), with one PSUM tile and one matmul chain per block.
+"""),
     RuleSpec("NKI104", "too-many-psum-banks", "psum-bank-overflow", E,
              "PSUM tiles live at the same time need more than the 8 banks a partition has.",
-             fix="Evict PSUM results to SBUF sooner, or allocate fewer accumulators per loop scope."),
+             fix="Evict PSUM results to SBUF sooner, or allocate fewer accumulators per loop scope.",
+             doc="""\
+## What it finds
+PSUM tiles live at the same time that together need more than the 8 banks a partition has. Each tile needs ceil(free bytes / 2048) banks per block, block dims included. Liveness follows loop scopes, as for SBUF.
+
+## Why it matters on Trainium
+PSUM is 16 KiB per partition in 8 banks, so at most 8 accumulation groups can be in flight. Going past that forces the compiler to serialise and evict, or to fail allocation.
+
+## Example
+```python
+acc_a = nl.zeros((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)   # 4 banks
+acc_b = nl.zeros((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)   # 4 banks
+extra = nl.zeros((nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.psum)      # 9th bank
+```
+
+## Fix
+Evict finished accumulators to SBUF (`nisa.tensor_copy`) before starting new ones, or move accumulators into the loop scope that uses them.
+"""),
     RuleSpec("NKI105", "matmul-tile-limit", "matmul-tile-limit", E,
              "A matmul's contraction, stationary free or moving free size exceeds the TensorE limits.",
-             fix="Tile K and M to 128 and the moving free size to 512 (gemm_moving_fmax)."),
+             fix="Tile K and M to 128 and the moving free size to 512 (gemm_moving_fmax).",
+             doc="""\
+## What it finds
+An `nl.matmul` or `nisa.nc_matmul` whose resolved operand shapes exceed the Tensor Engine limits: contraction K (partition axis) > 128, stationary free size M > 128, moving free size N > 512 (trn3: 4096 for an fp32 destination, 8192 for bf16).
+
+## Why it matters on Trainium
+The PE array is 128x128, and one matmul instruction writes one PSUM bank (512 fp32) on trn1/trn2. Larger tiles are compile errors.
+
+## Example
+```python
+st = nl.ndarray((nl.par_dim(128), 256), dtype=nl.bfloat16, buffer=nl.sbuf)
+res = nisa.nc_matmul(st, mv)   # stationary free M=256 > 128
+```
+
+## Fix
+Tile M to 128 (`gemm_stationary_fmax`), N to 512 (`gemm_moving_fmax`) and K to 128, with a loop over K accumulating into PSUM.
+"""),
     RuleSpec("NKI106", "matmul-operand-placement", "buffer-placement", E,
              "A matmul reads an operand from HBM or PSUM, or writes its result outside PSUM.",
-             fix="Load operands into SBUF with nl.load / nisa.dma_copy and give the matmul a PSUM destination."),
+             fix="Load operands into SBUF with nl.load / nisa.dma_copy and give the matmul a PSUM destination.",
+             doc="""\
+## What it finds
+A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels) are whatever tiles the caller passes, so they are not taken to be HBM inputs.
+
+## Why it matters on Trainium
+The Tensor Engine reads only SBUF and writes only PSUM. Legacy NKI reports `err_unsupported_memory`; new NKI rejects the instruction.
+
+## Example
+```python
+res = nl.matmul(lhsT[0:128, 0:128], b, transpose_x=True)   # lhsT is an HBM kernel input
+```
+
+## Fix
+Load the operand into SBUF first (`nl.load` or `nisa.dma_copy`), copy PSUM results to SBUF with `nisa.tensor_copy`, and give matmuls a `buffer=nl.psum` destination.
+"""),
     RuleSpec("NKI107", "dma-from-psum", "buffer-placement", E,
              "New NKI: a DMA or nl.store reads directly from a PSUM tile, which 0.3+ rejects.",
-             fix="Copy the PSUM tile to SBUF with nisa.tensor_copy (or nl.copy) and store from SBUF."),
+             fix="Copy the PSUM tile to SBUF with nisa.tensor_copy (or nl.copy) and store from SBUF.",
+             doc="""\
+## What it finds
+In new NKI (`import nki`), `nisa.dma_copy`, `nisa.dma_transpose` or `nl.store` whose source tile is in PSUM.
+
+## Why it matters on Trainium
+Since NKI 0.3, DMA has no PSUM source and `nl.store` cannot take PSUM. The legacy habit of storing a matmul result straight to HBM no longer compiles.
+
+## Example
+```python
+nisa.nc_matmul(dst=ps, stationary=st, moving=mv)
+nisa.dma_copy(dst=out[0:128, 0:512], src=ps)   # PSUM source
+```
+
+## Fix
+Evict through SBUF: `nisa.tensor_copy(dst=sb, src=ps)`, then `nisa.dma_copy(dst=out[...], src=sb)`.
+"""),
     RuleSpec("NKI108", "small-dma-in-loop", "small-dma", W,
              "A DMA inside a loop moves under 2 KiB per partition or uses fewer than 128 partitions.",
-             fix="Move bigger tiles per transfer: 128 partitions and at least 2 KiB (ideally 4 KiB+) each."),
+             fix="Move bigger tiles per transfer: 128 partitions and at least 2 KiB (ideally 4 KiB+) each.",
+             doc="""\
+## What it finds
+A load, store or `dma_copy` inside a loop whose transfer is known to move fewer than 2 KiB per partition, or to touch fewer than 128 partitions. With an unknown dtype, the rule fires only when even float32 would stay under 2 KiB. A full-partition column (`[128, 1]`: a bias, scale or row statistic per tile) is reported as info: it is as wide as that data gets per tile, and only batching several tiles' values into one `[128, n]` DMA (a layout change) would help. So is a single row (`[1, n]` with enough bytes: a bias or gamma row broadcast across partitions) and a full-partition Tensor Engine operand tile.
+
+The transfer's shape is what the index really selects. For index grids (`x[t * 128 + i_p, i_f]` with `i_p = nl.arange(128)[:, None]`, `i_f = nl.arange(C)[None, :]`, `nl.mgrid[...]` and its `.p`/`.x` attributes, expressions over several aranges such as `i_a * 16 + i_b`) the shape is the broadcast of the grids (`[128, C]`, `[128, 4, 16]`), so the bytes per partition are the grid's free extent times the dtype size. An arange whose extent is not a constant (`nl.arange(x.shape[1])`) leaves the size unknown: no finding, never a per-element size. Names bound to `nl.ds(start, size)` keep `size`.
+
+## Why it matters on Trainium
+Each DMA pays a fixed ~1.3 us of descriptor and semaphore latency. Below 2 KiB per partition that overhead dominates, and with fewer than 128 partitions most of the 16 DMA engines sit idle. In a hot loop this easily costs more than the compute.
+
+## Example
+```python
+for i in nl.affine_range(8):
+    x = nl.load(a[i * 16:(i + 1) * 16, 0:4096])   # 16 of 128 partitions
+```
+
+## Fix
+Move whole tiles: 128 partitions and at least 2 KiB (ideally 4 KiB or more) per partition, coalescing adjacent small transfers.
+"""),
     RuleSpec("NKI109", "loop-invariant-load", "redundant-dma", W,
              "A load inside a loop reads the same HBM region on every iteration of the innermost loop.",
-             fix="Hoist the load out of the loop (or up to the loop whose variable it depends on)."),
+             fix="Hoist the load out of the loop (or up to the loop whose variable it depends on).",
+             doc="""\
+## What it finds
+A load from HBM inside a loop whose source region does not depend on the innermost loop's variable, or on anything reassigned in that loop, so each iteration loads the same bytes again.
+
+The finding counts the waste from the source alone, for any sizes: the loops from the innermost outward
+that the region does not depend on can all be hoisted over, so the load runs `prod(all trips)` times for
+`prod(trips of the other loops)` distinct regions, and
+
+    redundant reads = prod(trips of the loops it depends on) * (prod(trips of the hoistable loops) - 1)
+
+Evidence: `redundant_reads_expr` (the formula over the loops' trip expressions, e.g.
+`(R // 128) * ((C // 512) * 2 - 1)`), `loads_expr`, `independent_loops` (variable, header line, trip),
+`hoist_above_line`, and the numbers `loads`, `distinct_loads`, `redundant_reads` (plus
+`elements_per_load`, `redundant_bytes` when shape and dtype are known) when every trip count is a
+constant. In a review, when the cost model (PERF101) measured redundant bytes on the same load line for
+the spec's sizes, the finding records it in `confirmed_by` (loaded vs unique bytes of that line) and both
+findings form one review item.
+
+## Why it matters on Trainium
+HBM bandwidth is the scarce resource of most NKI kernels (about 360 GB/s per core on trn2). Reloading an invariant tile multiplies HBM traffic by the trip count, and the profiler reports it as `hbm_reload_bytes`.
+
+## Example
+```python
+for i in nl.affine_range(4):
+    for j in nl.affine_range(4):
+        row = nl.load(a[i * 128:(i + 1) * 128, 0:512])   # independent of j: 12 of 16 loads (= 4 * (4 - 1))
+```
+
+## Fix
+Hoist the load to the loop whose variable it uses (here, just inside the `i` loop) and reuse the tile.
+"""),
     RuleSpec("NKI110", "kernel-output-not-shared-hbm", "buffer-placement", E,
              "A kernel returns a tensor that is not in HBM (shared_hbm in new NKI).",
-             fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it."),
+             fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it.",
+             doc="""\
+## What it finds
+A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core.
+
+## Why it matters on Trainium
+Kernel outputs go back to the framework through HBM. Since NKI 0.3, outputs must be in `shared_hbm` so both cores of an LNC=2 logical core see them. Returning an SBUF tile is an error in every dialect.
+
+## Example
+```python
+out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.hbm)
+...
+return out   # new NKI: must be nl.shared_hbm
+```
+
+## Fix
+Allocate the output with `buffer=nl.shared_hbm` and store or `dma_copy` the result into it.
+"""),
     RuleSpec("NKI111", "sliding-window-reloaded", "redundant-dma", I,
              "A load steps its offset by less than its extent over a loop that selects no output element (the "
              "taps of a convolution or stencil): correct overlapping windows, each reloaded from HBM.",
              fix="Load one halo tile (window extent plus the taps' total shift) per output tile and give each tap "
-                 "a shifted SBUF slice of it."),
+                 "a shifted SBUF slice of it.",
+             doc="""\
+## What it finds
+A load inside a loop whose offset steps by less than the loaded extent, where the loop variable selects
+no element of the kernel output: the taps of a convolution or a stencil, each reading the input window
+shifted by one tap. The windows overlap on purpose, so this is not an indexing error (MIG110 stays
+silent on such loads); the finding reports what the overlap costs: every tap's window is a separate
+HBM transfer of mostly the same bytes.
+
+## Why it matters on Trainium
+HBM-to-SBUF DMA is usually the bottleneck of a convolution written as shifted matmuls. With `KW` taps
+the loop above moves each input element `KW` times; the shifted copies can come from SBUF instead,
+where a free-axis slice of a tile is just an access-pattern offset for the engine reading it.
+
+## Example
+```python
+for n in range(L // 512):
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for t in range(3):                                    # taps: no output element depends on t
+        xw = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xw, src=x[0:128, n * 512 + t:n * 512 + t + 512])   # 511 of 512 columns shared
+        nisa.nc_matmul(dst=acc, stationary=w_sb[0:128, t * 128:(t + 1) * 128], moving=xw)
+```
+
+## Fix
+Load one halo tile per output tile, before the tap loop: the window extent plus the total shift of the
+taps (here 512 + 2 = 514 columns), and give tap `t` the shifted SBUF slice `halo[:, t:t + 512]` as its
+operand. One DMA replaces `KW`, and the matmuls (or vector ops) are unchanged.
+"""),
     # migration correctness
     RuleSpec("NKI201", "affine-range-carried-dependency", "loop-carried-dependency", E,
              "Legacy NKI: an nl.affine_range iteration reads a tensor an earlier iteration wrote "
              "(other than `psum += matmul`).",
-             fix="Use nl.sequential_range for the loop, or accumulate in PSUM with `acc += nl.matmul(...)`."),
+             fix="Use nl.sequential_range for the loop, or accumulate in PSUM with `acc += nl.matmul(...)`.",
+             doc="""\
+## What it finds
+Legacy NKI only: inside `nl.affine_range`, a tensor defined before the loop is read and written at the same location by every iteration: `acc[...] = nl.add(acc, x)` (an error). `acc += x` (also `-=`, `*=`) outside PSUM is an associative reduction, so the iteration order does not change the result (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF this way), but maintainers report `+=` on SBUF as unreliable in the compiler: a warning. The documented `psum += nl.matmul(...)` accumulation (also into a direct `ncc.psum.mod_alloc(...)` allocation) is allowed. So are writes indexed by the loop variable, tensors freshly created inside the loop, and trace-time Python numbers (an address counter `addr += size` is unrolled by the tracer, not carried on the device).
+
+## Why it matters on Trainium
+`affine_range` declares the iterations independent, so the compiler may reorder or pipeline them. With a real carried dependency the result is wrong, or the compile fails (`[TEN404] ... Can only handle single store`), and the simulator may not show it.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+for k in nl.affine_range(8):
+    acc += nl.load(a[k * 128:(k + 1) * 128, 0:512])
+```
+
+## Fix
+Use `nl.sequential_range` for loops with a carried dependency, or accumulate matmuls in a PSUM tile with `+=`.
+"""),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", W,
              "A kernel parameter is never read.",
-             fix="Use the input (a missing epilogue such as bias?) or remove it from the signature."),
+             fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
+             doc="""\
+## What it finds
+A kernel parameter that the kernel body never reads.
+
+## Why it matters on Trainium
+In a CUDA port this usually means part of the computation was dropped (a bias, a scale, a residual), and the results differ from the CUDA kernel only for inputs where that argument matters.
+
+## Example
+```python
+def gemm_bias(lhsT, rhs, bias):   # bias is never loaded
+```
+
+## Fix
+Apply the input the way the CUDA kernel does, or remove it from the signature and the call sites.
+"""),
     RuleSpec("NKI203", "floor-div-trip-count-unguarded", "missing-boundary-mask", W,
              "A loop runs `N // T` iterations with no assert that T divides N and no mask or clamp for the tail.",
-             fix="Add `assert N % T == 0`, or iterate ceil(N / T) tiles and clamp the last one (min()/mask=)."),
+             fix="Add `assert N % T == 0`, or iterate ceil(N / T) tiles and clamp the last one (min()/mask=).",
+             doc="""\
+## What it finds
+A loop whose trip count floor-divides by a tile size (`M // 128`, directly or through a name bound to it) when no assert proves divisibility (`assert M % 128 == 0`), and the loop has no mask, `min()` clamp or `if` guard for the tail, and no store after the loop completes the same output (a separate tail tile; NKI207 checks where it starts). An assert on a derived size counts (`L = LX - 128; assert L % 512 == 0`). With constant operands that do not divide, the rule fires as an error and states how many elements are dropped.
+
+The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause.
+
+## Why it matters on Trainium
+The CUDA kernel guards its tail threads with `if (row < M)`. The floored NKI loop silently skips the last `M % 128` rows: output is correct for aligned test sizes and uninitialised for everything else.
+
+## Example
+```python
+M, N = a.shape
+for i in nl.affine_range(M // 128):   # M % 128 rows are never processed
+```
+
+## Fix
+Assert the precondition (`assert M % 128 == 0`), or iterate `(M + 127) // 128` tiles and clamp the last one (`min(128, M - i * 128)` in new NKI, `mask=` in legacy NKI).
+"""),
     RuleSpec("NKI207", "tail-tile-offset", "indexing-error", E,
              "A floored main loop is completed by a partial tile after it, but that tile starts at a different "
              "offset than where the loop stopped (e.g. R // 128 instead of (R // 128) * 128).",
-             fix="Start the partial tile at tile * (N // tile) (= N - N % tile), the first row the loop did not cover."),
+             fix="Start the partial tile at tile * (N // tile) (= N - N % tile), the first row the loop did not cover.",
+             doc="""\
+## What it finds
+A kernel that tiles an axis with a floored loop (`for t in range(R // 128)`, storing rows
+`t * 128 ... (t + 1) * 128`) and completes it with one partial tile after the loop, where that partial
+tile starts at a different offset than where the loop stopped. The usual slip is the tile *count*
+`R // 128` used as the first *row*, instead of `(R // 128) * 128` (= `R - R % 128`).
+
+## Why it matters on Trainium
+Shapes are static at trace time, so a separate tail tile is a common and correct way to handle a ragged
+size without masks. Started at the wrong row it rewrites rows the main loop already produced (with the
+wrong inputs) and leaves the last `R % 128` rows of the output unwritten: garbage in HBM, and NaN in the
+simulator, only on sizes that are not a multiple of the tile.
+
+## Example
+```python
+full = R // P
+for t in range(full):
+    nisa.dma_copy(dst=out[t * P:(t + 1) * P, 0:D], src=...)
+rem = R - full * P
+if rem > 0:
+    r0 = R // P                      # a tile count, not a row
+    nisa.dma_copy(dst=out[r0:r0 + rem, 0:D], src=...)
+```
+
+## Fix
+Start the partial tile at `full * P` (or `R - rem`), the first row the loop did not cover, and read the
+inputs at the same offset. NKI203 and MIG101 stay silent on a floored loop that such a tail tile
+completes; the numerics (a ragged size in the port spec) confirm the tail either way.
+"""),
     RuleSpec("NKI206", "shape-special-cased", "output-mismatch", E,
              "The kernel computes only when a shape equals literal values (`if R == 256 and D == 1024`) and "
              "otherwise returns an input or writes no output.",
              fix="Compute for any shape (tile loops over the symbolic sizes, masked/clamped tail), or assert the "
-                 "supported shapes so other shapes fail loudly."),
+                 "supported shapes so other shapes fail loudly.",
+             doc="""\
+## What it finds
+An `if` whose test compares shape values of kernel inputs (names bound from `x.shape`, or `x.shape[i]`
+itself) with literal numbers — `R == 256 and D == 1024`, `x.shape == (256, 1024)`, or the negated form
+`R != 256 or D != 1024` — where the path for the literal shape computes and the path for every other shape
+computes nothing: it returns a kernel input unchanged, returns a tensor it never wrote, or writes no
+output at all. A two-way test only: an `if`/`elif` dispatch, tests such as `K % 128 == 0`, a path that
+still computes (a generic fallback) or one that raises/asserts are not reported.
+
+## Why it matters on Trainium
+A kernel tuned (or faked) for the one shape its author tested passes that test and silently returns
+garbage for every other shape; nothing fails, the numbers are just wrong. NKI specialises kernels per
+input shape at trace time, so a shape test costs nothing at run time — the problem is only what happens
+on the other branch.
+
+## Example
+```python
+R, D = gate.shape
+if R == 256 and D == 1024:          # the tested shape
+    ...                              # the real computation
+    return out
+return gate                          # any other shape: the input, unchanged
+```
+
+## Fix
+Compute for any shape (loop over `R // 128` tiles with a clamped or masked tail, tile the free axis over
+`D`), or, if only some shapes are supported, say so with `assert R % 128 == 0, "..."` so other shapes
+fail loudly instead of returning a wrong value.
+"""),
     # hardware utilization
     RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", W,
              "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
-             fix="Grow K and M tiles to 128 (pack several small problems along the partition axis)."),
+             fix="Grow K and M tiles to 128 (pack several small problems along the partition axis).",
+             doc="""\
+## What it finds
+A matmul whose resolved contraction size K or stationary free size M is below 128.
+
+## Why it matters on Trainium
+The Tensor Engine is a 128x128 systolic array: K fills its rows and M its columns. A 64x32 tile does 12.5% of the possible work per instruction for the same fixed cost.
+
+## Example
+```python
+a = nl.load(lhsT[0:64, 0:128])
+res = nl.matmul(a, b, transpose_x=True)   # K=64
+```
+
+## Fix
+Grow tiles to K=128 and M=128, pack independent small problems along the partition axis, or map the short side to the moving operand.
+"""),
     RuleSpec("NKI303", "row-tile-below-128-partitions", "partition-underutilized", W,
              "A loop walks the rows of the data in blocks of fewer than 128, so every instruction and DMA on "
              "those tiles uses only that many of the 128 partitions (lanes).",
              fix="Tile 128 rows per iteration (nl.tile_size.pmax) and handle the ragged tail; a row count "
-                 "copied from a CUDA block shape does not carry over."),
+                 "copied from a CUDA block shape does not carry over.",
+             doc="""\
+## What it finds
+An SBUF tile with fewer than 128 rows on the partition axis, allocated inside a loop that walks a
+dimension of the data in steps of that same row count (`for t in range(R // 64)` with `(64, D)` tiles).
+The kernel processes the data 64 (or 32, ...) rows per instruction although 128 lanes exist. The
+typical cause is a CUDA block shape (`blockDim.y = 64`) carried over into the port.
+
+## Why it matters on Trainium
+Vector, Scalar and GpSimd instructions run one partition per lane and cost the same whether 64 or all
+128 partitions take part; DMA transfers spread over the 16 engines by partition. A 64-row tile therefore
+halves the throughput of every instruction and DMA on it (a 32-row tile quarters it), and doubles the
+instruction count and its fixed costs (nki-facts §1.4, PERF Opt #5b).
+
+## Example
+```python
+ROWS = 64  # rows per CUDA block
+for t in range(R // ROWS):
+    xt = nl.ndarray((ROWS, D), dtype=nl.float32, buffer=nl.sbuf)   # 64 of 128 lanes
+```
+
+## Fix
+Tile 128 rows per iteration (`nl.tile_size.pmax`) and handle the ragged tail (clamped slices in new
+NKI, `mask=` in legacy NKI). When a dimension really is 64 wide, pack two 64-row blocks into one
+128-partition instruction.
+"""),
     RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", W,
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
-             fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32."),
+             fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32.",
+             doc="""\
+## What it finds
+A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`).
+
+## Why it matters on Trainium
+fp32 matmuls run at a quarter of the bf16 rate (trn2: 19.7 vs 78.6 TFLOPS per core). PSUM accumulates in fp32 either way, so bf16 operands usually keep accuracy.
+
+## Example
+```python
+st = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+nisa.nc_matmul(dst=ps, stationary=st, moving=mv)
+```
+
+## Fix
+Cast the operands to bfloat16 (or fp8 with scaling) when loading them; keep the PSUM accumulator in float32.
+"""),
     # numerical accuracy
     RuleSpec("NKI401", "low-precision-sbuf-accumulator", "low-precision-accumulation", W,
              "A bf16/fp16/fp8 SBUF tile accumulates a sum across loop iterations.",
-             fix="Accumulate in a float32 tile (or in PSUM) and cast once after the loop."),
+             fix="Accumulate in a float32 tile (or in PSUM) and cast once after the loop.",
+             doc="""\
+## What it finds
+A bfloat16/float16/fp8 SBUF tile that is defined before a loop and accumulates a sum in it (`acc += x`, `nisa.tensor_tensor(dst=acc, data1=acc, ..., op=nl.add)`).
+
+## Why it matters on Trainium
+Vector and Scalar engines compute in fp32 but round the result to the destination dtype on every write. A bf16 running sum keeps 8 significant bits: after a few hundred additions, small terms stop changing it at all. CUDA kernels typically accumulate in fp32 registers.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+for k in nl.sequential_range(16):
+    acc += nl.load(a[k * 128:(k + 1) * 128, 0:512])
+```
+
+## Fix
+Accumulate in a float32 tile (or in PSUM) and convert to bf16 once after the loop.
+"""),
     RuleSpec("NKI402", "exp-without-max-subtraction", "overflow-risk", W,
              "exp() of data with no preceding max reduction: large inputs overflow to inf.",
-             fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max))."),
+             fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max)).",
+             doc="""\
+## What it finds
+`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument.
+
+## Why it matters on Trainium
+exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.
+
+## Example
+```python
+e = nl.exp(x)   # no row max subtracted
+```
+
+## Fix
+Subtract the row max first: `m = nl.max(x, axis=1)`, then `nl.exp(nl.subtract(x, m))`, or fold it into `nisa.activation(op=nl.exp, data=x, bias=-m)`.
+"""),
     RuleSpec("NKI403", "variance-cancellation", "catastrophic-cancellation", W,
              "Variance computed as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std (bf16 and fp32).",
-             fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32."),
+             fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32.",
+             doc="""\
+## What it finds
+A subtraction of the form E[x^2] - E[x]^2: a reduction of squared values (`tensor_reduce`/`nl.sum`/`nl.mean` of a square, or the `reduce_res=` of `activation(_reduce)(op=nl.square, reduce_op=nl.add)`) minus the square of a reduction, as an expression, `nl.subtract` or `tensor_tensor(op=nl.subtract)`. Confidence is high for bf16/fp16/fp8 operands and medium for float32 or unknown dtypes.
+
+## Why it matters on Trainium
+When the mean is large compared with the spread, the two terms are nearly equal and the subtraction cancels almost all significant bits. The relative error of the difference is about eps * (1 + mean^2/var): in bf16 every bit is gone once |mean|/std reaches ~16, in float32 once it reaches ~4096 (layer-norm inputs with a large DC offset get there). The variance can then come out zero or negative, and rsqrt gives inf/NaN. CUDA layer norms use Welford or a centred second pass for this reason, so a port that switches to the one-pass form loses accuracy the original had.
+
+## Example
+```python
+mean = nl.mean(x, axis=1)
+ex2 = nl.mean(nl.square(x), axis=1)
+var = ex2 - mean * mean
+```
+
+## Fix
+Use `nisa.bn_stats`/`bn_aggr`, or subtract the mean first and average `(x - mean)^2` in float32.
+"""),
     RuleSpec("NKI404", "activation-valid-range", "activation-approximation", W,
              "A ScalarE activation with a documented valid input range (sin, arctan, log, sqrt, rsqrt, "
              "reciprocal) gets input that is not range-reduced or guarded.",
-             fix="Range-reduce or clamp the input first, or use the nl.* form that range-reduces (nl.sin)."),
+             fix="Range-reduce or clamp the input first, or use the nl.* form that range-reduces (nl.sin).",
+             doc="""\
+## What it finds
+`nisa.activation` with a function whose ScalarE approximation has a documented valid input range: sin [-pi, pi], arctan [-pi/2, pi/2] (warning), and log, sqrt, rsqrt, reciprocal (info).
+
+## Why it matters on Trainium
+ScalarE evaluates these functions with piece-wise polynomials. Outside the valid range the output is simply wrong: `activation(op=nl.sin)` on 9.0 returns about 27.65. The CUDA `sinf` range-reduces, so the port diverges only for large inputs.
+
+## Example
+```python
+s = nisa.activation(op=nl.sin, data=x)   # no range reduction
+```
+
+## Fix
+Range-reduce or clamp the input first, or use `nl.sin`, which adds range reduction.
+"""),
     RuleSpec("NKI405", "fp8-variant-unsupported", "fp8-range", E,
              "float8_e4m3fn (OCP, max 448) is used on a target whose TensorE supports only float8_e4m3 (max 240).",
-             fix="Use nl.float8_e4m3 with a scale that keeps values within 240, or target trn3."),
+             fix="Use nl.float8_e4m3 with a scale that keeps values within 240, or target trn3.",
+             doc="""\
+## What it finds
+`float8_e4m3fn` (OCP fp8, max 448) used for a tile or a load on a target whose Tensor Engine supports only Neuron's `float8_e4m3` (max 240): trn1 and trn2.
+
+## Why it matters on Trainium
+The two fp8 formats differ in range and special values. trn1/trn2 reject e4m3fn matmul operands, and values quantised for a 448 range overflow a 240 range.
+
+## Example
+```python
+st = nl.ndarray((128, 128), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)   # trn2
+```
+
+## Fix
+Use `nl.float8_e4m3` with a scale that keeps values within 240, or target trn3.
+"""),
     # dialect / API version
     RuleSpec("NKI501", "removed-api-in-new-nki", "deprecated-api", E,
              "New-dialect file uses an API removed or renamed after NKI 0.1 (mask=, nl.arange, psum_fmax, ...).",
-             fix="Use the replacement named in the message (see the NKI migration guide)."),
+             fix="Use the replacement named in the message (see the NKI migration guide).",
+             doc="""\
+## What it finds
+In a new-dialect file (`import nki`): APIs and keyword arguments removed or renamed after NKI 0.1. These are `mask=`, `nl.arange`/`nl.mgrid`, `nl.tile_size.psum_fmax` (now `psum_bank_fmax`), `tensor_copy_dynamic_src/dst`, `dst_rmw_op=`, `nki.jit(platform_target=)`, `nki.simulate_kernel`/`baremetal`/`benchmark`/`profile`, and `nl.dynamic_range` (deprecated in 0.6).
+
+## Why it matters on Trainium
+The new compiler rejects these outright. Kernels half-ported from legacy samples fail to compile, or (for masks) lose their tail handling when the mask is just deleted.
+
+## Example
+```python
+x = nl.load(a[0:128, 0:512], mask=(i_p < M))   # mask= removed in 0.2
+```
+
+## Fix
+Use the replacement named in the message: `min()`-clamped slices instead of masks, slices or `.ap()` instead of `nl.arange`, `psum_bank_fmax`, `nisa.dma_compute`, `nki.simulate`, `nl.fori_loop`.
+"""),
     RuleSpec("NKI502", "deprecated-loop-iterator", "deprecated-api", I,
              "New NKI: nl.affine_range / sequential_range / static_range are deprecated aliases of range.",
-             fix="Write `for i in range(n)` (or nl.fori_loop for a runtime loop)."),
+             fix="Write `for i in range(n)` (or nl.fori_loop for a runtime loop).",
+             doc="""\
+## What it finds
+In new NKI, loops over `nl.affine_range`, `nl.sequential_range` or `nl.static_range`.
+
+## Why it matters on Trainium
+New NKI unrolls every Python loop at specialization; these iterators are deprecated aliases of `range`. Their legacy meanings (parallel vs carried) no longer apply, which misleads readers porting legacy reasoning.
+
+## Example
+```python
+for i in nl.affine_range(4):   # same as range(4) in new NKI
+```
+
+## Fix
+Write `range(...)`, or `nl.fori_loop` for a loop that must stay a runtime loop.
+"""),
     RuleSpec("NKI503", "new-api-in-legacy-nki", "deprecated-api", E,
              "Legacy (neuronxcc.nki) file uses an API that only exists in new NKI (fori_loop, dma_compute, ...).",
-             fix="Port the file to `import nki` or use the legacy equivalent named in the message."),
+             fix="Port the file to `import nki` or use the legacy equivalent named in the message.",
+             doc="""\
+## What it finds
+In a legacy (`neuronxcc.nki`) file: APIs that exist only in new NKI. These are `nl.fori_loop`/`while_loop`, `nisa.dma_compute`, `nisa.register_*`, `nki.simulate`, `nl.tile_size.psum_bank_fmax`, MX/topk/exponential ISA calls, and `accumulate=` on `nc_matmul`.
+
+## Why it matters on Trainium
+The legacy toolchain has none of these names, so the kernel fails at import or trace time. This usually means a file mixes code copied from the new docs into a legacy kernel.
+
+## Example
+```python
+nisa.nc_matmul(ps, st, mv, accumulate=True)   # legacy: ps += nisa.nc_matmul(st, mv)
+```
+
+## Fix
+Use the legacy equivalent named in the message, or port the whole file to `import nki`.
+"""),
     RuleSpec("NKI504", "mixed-nki-namespaces", "deprecated-api", E,
              "The file imports both neuronxcc.nki and nki; NKI 0.4+ rejects neuronxcc.nki inside kernels.",
-             fix="Import only `nki` (nki.language, nki.isa) and port the legacy calls."),
+             fix="Import only `nki` (nki.language, nki.isa) and port the legacy calls.",
+             doc="""\
+## What it finds
+A file that imports both the legacy `neuronxcc.nki` namespace and the new `nki` namespace.
+
+## Why it matters on Trainium
+Since NKI 0.4, using `neuronxcc.nki` inside a kernel is a compile error, and all kernels in one model must use the same NKI version. Mixed files are half-migrated and break on current toolchains.
+
+## Example
+```python
+import nki.isa as nisa
+import neuronxcc.nki.language as nl   # legacy namespace
+```
+
+## Fix
+Import only `nki`, `nki.language` and `nki.isa`, and port the legacy calls (see NKI501).
+"""),
     RuleSpec("NKI505", "block-dimension-in-new-nki", "deprecated-api", E,
              "New NKI: a tile has dimensions before its partition dim (block dims), removed in NKI 0.2.",
-             fix="Make the partition dim leftmost and keep a Python list of tiles instead of block dims."),
+             fix="Make the partition dim leftmost and keep a Python list of tiles instead of block dims.",
+             doc="""\
+## What it finds
+In new NKI: an SBUF/PSUM allocation with dimensions before its `nl.par_dim` partition dimension (legacy block dimensions).
+
+## Why it matters on Trainium
+NKI 0.2 removed block dimensions: the partition dimension must be leftmost. The allocation no longer compiles, and indexing `buf[i]` means something different.
+
+## Example
+```python
+buf = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+```
+
+## Fix
+Allocate a Python list of `(128, 512)` tiles (one per block), or fold the block into the free dimension.
+"""),
 ]
