@@ -27,6 +27,7 @@ from typing import Any
 
 from .findings import Finding, Severity
 from .numerics.attribution import ragged_sizes, unwritten_elements
+from .numerics.registry import TRAINIUM, TRAINIUM_FP32
 
 TAIL_ROOT = "unhandled-ragged-tail"
 _FP32 = ("float32", "fp32", "tfloat32")
@@ -52,11 +53,11 @@ class SizeEvidence:
 def size_evidence(res) -> list[SizeEvidence]:
     out = []
     for sr in res.sizes:
-        run = sr.runs.get("trainium")
-        ags = [a for a in sr.agreement("trainium") if a is not None]
+        run = sr.runs.get(TRAINIUM.name)
+        ags = [a for a in sr.agreement(TRAINIUM.name) if a is not None]
         ran = bool(sr.reference.ok and run is not None and run.status == "ok" and ags)
         out.append(SizeEvidence(
-            sr.size, dict(sr.bindings), ran, ran and all(a.passed for a in ags) and sr.passed("trainium-fp32") is not False,
+            sr.size, dict(sr.bindings), ran, ran and all(a.passed for a in ags) and sr.passed(TRAINIUM_FP32.name) is not False,
             sum(a.mismatches for a in ags), sum(a.elements for a in ags), unwritten_elements(sr)))
     return out
 
@@ -247,7 +248,7 @@ class _Reconciler:
     def layout_limited_dma(self, f: Finding, perf_size: str | None) -> Finding | None:
         thr = f.evidence.get("threshold_bytes")
         sr = next((x for x in self.res.sizes if x.size == perf_size), None) if perf_size else None
-        run = sr.runs.get("trainium") if sr is not None else None
+        run = sr.runs.get(TRAINIUM.name) if sr is not None else None
         if not thr or run is None or not run.trace or self.spec is None:
             return f
         tensors = self._hbm_tensors(sr.bindings, run)

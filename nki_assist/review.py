@@ -35,6 +35,7 @@ from .numerics.plots import error_plot
 from .numerics.portrun import peaks_summary
 from . import perf
 from .feedback import draft_assessment
+from .numerics.registry import TRAINIUM
 
 Progress = Callable[[str, float], None]
 
@@ -258,7 +259,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         reduction_symbol=res.reduction_symbol, growth=[f.to_json() for f in fits],
         tolerance={"rtol": spec.tolerance.rtol, "atol": spec.tolerance.atol},
         notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3))
-    review.resources = {s.size: _peaks(s.runs.get("trainium"), target) for s in res.sizes}
+    review.resources = {s.size: _peaks(s.runs.get(TRAINIUM.name), target) for s in res.sizes}
     if opts.plots:
 
         png = error_plot(res)
@@ -280,14 +281,14 @@ def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
         if sr is None:
             out.append(f"size {name!r} did not run" + (" (cancelled)" if res.cancelled else ""))
             continue
-        trn = sr.runs.get("trainium")
+        trn = sr.runs.get(TRAINIUM.name)
         if not spec.reference_function:
             why = "the spec has no reference"
         elif not sr.reference.ok:
             why = f"reference {sr.reference.status}"
         elif trn is None or trn.status != "ok":
             why = f"kernel run ended with status {trn.status}" if trn else "kernel not run"
-        elif sr.passed("trainium") is None:
+        elif sr.passed(TRAINIUM.name) is None:
             why = "output count or shape differs from the reference"
         else:
             continue
@@ -319,12 +320,12 @@ def _peaks(run, target: Target) -> dict[str, Any] | None:
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                  nki_disp: str) -> list[Finding]:
 
-    ran = [s for s in res.sizes if (r := s.runs.get("trainium")) is not None and r.status == "ok" and r.trace]
+    ran = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
     if not ran:
         review.notes.append("performance: no size ran to completion with a trace; no estimate")
         return []
     sr = max(ran, key=lambda s: spec.input_bytes(spec.size(s.size)))
-    run = sr.runs["trainium"]
+    run = sr.runs[TRAINIUM.name]
     out_bytes = sum(o.nbytes for o in run.outputs)
     est = perf.estimate(run, target, min_input_bytes=spec.input_bytes(spec.size(sr.size)), min_output_bytes=out_bytes)
     findings = perf.perf_findings(est, run, target, file=nki_disp)

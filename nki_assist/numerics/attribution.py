@@ -17,6 +17,7 @@ from ..tolerance import Agreement
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
 from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
 from .scenarios import NumericsResult, SizeResult
+from .registry import GPU_MODEL, TRAINIUM, TRAINIUM_FP32
 
 PRECISION_CATEGORIES = ("catastrophic-cancellation", "low-precision-accumulation", "dtype-mismatch", "overflow-risk",
                         "fp8-range")
@@ -50,9 +51,9 @@ def ragged_sizes(res: NumericsResult) -> set[str]:
 
 
 def _fails(sr: SizeResult) -> bool:
-    run = sr.runs.get("trainium")
-    return ((run is not None and run.status != "ok") or sr.passed("trainium") is False
-            or sr.passed("trainium-fp32") is False)
+    run = sr.runs.get(TRAINIUM.name)
+    return ((run is not None and run.status != "ok") or sr.passed(TRAINIUM.name) is False
+            or sr.passed(TRAINIUM_FP32.name) is False)
 
 
 def _anchor(findings: Iterable[Finding], categories: tuple[str, ...], nki_path: str) -> Finding | None:
@@ -73,7 +74,7 @@ def _without_tail(categories: tuple[str, ...]) -> tuple[str, ...]:
 
 def unwritten_elements(sr: SizeResult) -> int:
     """Output elements the trainium run never stored (SIM112 of that run)."""
-    run = sr.runs.get("trainium")
+    run = sr.runs.get(TRAINIUM.name)
     return sum(int(f.evidence.get("unwritten_elements") or 0) for f in (run.findings if run else [])
                if f.rule == "SIM112")
 
@@ -114,7 +115,7 @@ def _place(anchor: Finding | None, nki_path: str, kernel_line: int | None) -> di
 
 def growth_fits(res: NumericsResult) -> list[GrowthFit]:
     fits = []
-    for scenario in ("trainium", "trainium-fp32"):
+    for scenario in (TRAINIUM.name, TRAINIUM_FP32.name):
         lengths, errors = [], []
         for sr in res.sizes:
             ag = _worst(sr.agreement(scenario))
@@ -153,8 +154,8 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         ragged = set()
     aligned_fail_fp32 = []
     for sr in res.sizes:
-        trn, fp32 = sr.passed("trainium"), sr.passed("trainium-fp32")
-        trn_run = sr.runs.get("trainium")
+        trn, fp32 = sr.passed(TRAINIUM.name), sr.passed(TRAINIUM_FP32.name)
+        trn_run = sr.runs.get(TRAINIUM.name)
         if not sr.reference.ok:
             continue
         crashed = trn_run is not None and trn_run.status != "ok"
@@ -162,10 +163,10 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             continue  # handled below, together with the aligned sizes
         if trn is False and fp32 is True:
             anchor = _anchor(prior, PRECISION_CATEGORIES, nki_path)
-            ag = _worst(sr.agreement("trainium"))
-            ag32 = _worst(sr.agreement("trainium-fp32"))
+            ag = _worst(sr.agreement(TRAINIUM.name))
+            ag32 = _worst(sr.agreement(TRAINIUM_FP32.name))
             what = f"`{anchor.evidence.get('name') or anchor.name}` ({anchor.category}, line {anchor.line})" if anchor else "a low-precision intermediate"
-            loc = _traced(sr, "trainium", ag, nki_path, cuda_store)
+            loc = _traced(sr, TRAINIUM.name, ag, nki_path, cuda_store)
             out.append(registry.get("NUM101").finding(
                 f"Size {sr.size}: fails the tolerance with real storage dtypes (max abs {ag.max_abs:.3g}, "
                 f"{ag.mismatch_fraction:.1%} of elements out) but passes with fp32 storage (max abs "
@@ -178,9 +179,9 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
                 **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
         elif fp32 is False:
             aligned_fail_fp32.append(sr)
-        nan_trn = _worst(sr.agreement("trainium"))
+        nan_trn = _worst(sr.agreement(TRAINIUM.name))
         if nan_trn is not None and (nan_trn.nan_actual or nan_trn.inf_actual) and not (nan_trn.nan_expected or nan_trn.inf_expected):
-            origin = nonfinite_location([sr.runs.get("trainium")], nki_path)
+            origin = nonfinite_location([sr.runs.get(TRAINIUM.name)], nki_path)
             unwritten = unwritten_elements(sr)
             if origin.line:  # the sanitizer traced the first instruction that produced them
                 anchor = _anchor(prior, ("overflow-risk",), nki_path)
@@ -210,7 +211,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
                 **place(origin, _place(anchor, nki_path, kernel_line), kernel_line, nki_path, prefer=True)))
     if aligned_fail_fp32:
         sr = aligned_fail_fp32[0]
-        ag = _worst(sr.agreement("trainium-fp32"))
+        ag = _worst(sr.agreement(TRAINIUM_FP32.name))
         # The cause must fit the sizes that fail: a failure on a size with no partial tile is never a tail rule,
         # and a non-finite output is first an overflow or an unwritten region.
         cats = ALGORITHM_CATEGORIES
@@ -220,7 +221,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             cats = _nonfinite_order(ag, sr) + tuple(c for c in cats if c not in NONFINITE_CATEGORIES)
         anchor = _anchor(prior, cats, nki_path)
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
-        loc = _traced(sr, "trainium-fp32", ag, nki_path, cuda_store)
+        loc = _traced(sr, TRAINIUM_FP32.name, ag, nki_path, cuda_store)
         if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:
             anchor = None  # a store wrote the first wrong element: a skipped tail is not why
         out.append(registry.get("NUM102").finding(
@@ -254,8 +255,8 @@ def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
         return []
     anchor = _anchor(prior, ("missing-boundary-mask", "indexing-error"), nki_path)
     sr = rag_fail[0]
-    run = sr.runs.get("trainium")
-    ag = _worst(sr.agreement("trainium-fp32")) or _worst(sr.agreement("trainium"))
+    run = sr.runs.get(TRAINIUM.name)
+    ag = _worst(sr.agreement(TRAINIUM_FP32.name)) or _worst(sr.agreement(TRAINIUM.name))
     how = (f"the kernel stops with {run.status} ({(run.error or '').strip()[:120]})" if run is not None and run.status != "ok"
            else f"{ag.mismatch_fraction:.1%} of elements are wrong (max abs {ag.max_abs:.3g})" if ag else "it fails")
     odd = _ragged_symbols(res, sr)
@@ -277,12 +278,12 @@ def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
 
 def _growth(res, prior, nki_path, kernel_line) -> list[Finding]:
     fits = {f.scenario: f for f in growth_fits(res)}
-    trn = fits.get("trainium")
+    trn = fits.get(TRAINIUM.name)
     res.notes.extend(f"growth fit {f.scenario}: slope {f.slope:.2f} over {res.reduction_symbol}={list(f.lengths)}"
                      for f in fits.values())
     if trn is None or trn.slope < LOW_PRECISION_SLOPE:
         return []
-    fp = fits.get("trainium-fp32")
+    fp = fits.get(TRAINIUM_FP32.name)
     # The fp32-storage run growing as fast means the algorithm itself grows this way -- unless its
     # errors are mere fp32 roundoff, orders of magnitude below the real-dtype run's.
     fp_negligible = fp is not None and fp.errors[-1] < 0.01 * trn.errors[-1]
@@ -319,9 +320,9 @@ def _nice(x: float) -> float:
 def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
     worst = None
     for sr in res.sizes:
-        if sr.passed("trainium") is not True:
+        if sr.passed(TRAINIUM.name) is not True:
             continue
-        ag = _worst(sr.agreement("trainium", "gpu-model"))
+        ag = _worst(sr.agreement(TRAINIUM.name, GPU_MODEL.name))
         if ag is not None and (worst is None or ag.max_rel > worst[1].max_rel):
             worst = (sr, ag)
     if worst is None or worst[1].max_abs == 0:

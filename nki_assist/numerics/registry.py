@@ -40,9 +40,17 @@ GPU_MODEL = Scenario(
     reported_by=("NUM106",))
 
 SCENARIOS: tuple[Scenario, ...] = (TRAINIUM, TRAINIUM_FP32, TRAINIUM_SR, GPU_MODEL)
-BY_NAME = {s.name: s for s in SCENARIOS}
+REFERENCE = "reference"  # what every scenario is compared with first: the spec's NumPy reference, in float64
 
 
 def kernel_scenarios(**options: bool) -> list[Scenario]:
     """The kernel runs to do, in order, given the run options (`stochastic=True` adds trainium-sr)."""
     return [s for s in SCENARIOS if s.is_kernel_run and (s.enabled_by is None or options.get(s.enabled_by))]
+
+
+def get(name: str) -> Scenario:
+    """The scenario called `name` (looked up at call time, so a test or plug-in may extend SCENARIOS)."""
+    for s in SCENARIOS:
+        if s.name == name:
+            return s
+    raise KeyError(f"unknown numerics scenario {name!r}")

@@ -34,9 +34,9 @@ from .portrun import golden_outputs
 from ..hardware import get_target
 from .refchild import child_call
 from ..toolchain.builtin import BuiltinBackend
+from .registry import GPU_MODEL, REFERENCE, TRAINIUM, kernel_scenarios
+from .registry import get as scenario
 
-KERNEL_SCENARIOS = {"trainium": dict(precise=True), "trainium-fp32": dict(precise=False),
-                    "trainium-sr": dict(precise=True, stochastic_rounding=True)}
 GPU_PRECISIONS = ("float32", "float16", "tf32", "float64")
 
 Progress = Callable[[str, float], None]
@@ -55,10 +55,10 @@ class SizeResult:
     agreements: dict[tuple[str, str], list[Agreement | None]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def agreement(self, scenario: str, against: str = "reference") -> list[Agreement | None]:
+    def agreement(self, scenario: str, against: str = REFERENCE) -> list[Agreement | None]:
         return self.agreements.get((scenario, against), [])
 
-    def passed(self, scenario: str, against: str = "reference") -> bool | None:
+    def passed(self, scenario: str, against: str = REFERENCE) -> bool | None:
         """True/False when compared; None when the scenario did not produce comparable outputs."""
         ags = self.agreement(scenario, against)
         if not ags or any(a is None for a in ags):
@@ -137,9 +137,9 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
     """Run every scenario on every selected size; never raises for anything user code does."""
     t0 = time.perf_counter()
     chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
-    scen = ["trainium", "trainium-fp32"] + (["trainium-sr"] if stochastic else [])
+    scen = [s.name for s in kernel_scenarios(stochastic=stochastic)]
     rtol, atol = spec.tolerance.rtol, spec.tolerance.atol
-    result = NumericsResult([], ["reference", *scen, "gpu-model"], gpu_precision, None)
+    result = NumericsResult([], [REFERENCE, *scen, GPU_MODEL.name], gpu_precision, None)
     steps = len(chosen) * (len(scen) + 2)
     step = 0
 
@@ -182,7 +182,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         else:
             args, golden = make_inputs(spec, size, budget), _golden(spec, size, budget)
         batch = batches.get(size.name)
-        ref = batch.get("reference") if batch else None
+        ref = batch.get(REFERENCE) if batch else None
         if ref is None:
             ref = run_reference(spec, args, size_name=size.name, timeout_s=timeout_s, memory_mb=memory_mb)
         result.findings.extend(ref.findings)
@@ -192,16 +192,16 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             run = (batch or {}).get(name)
             if run is None:  # slow path: its own child, with the backend's full error reporting
                 run = backend.run(str(spec.nki_path), spec.kernel_name, args, target=target, timeout_s=timeout_s,
-                                  memory_mb=memory_mb, grid=spec.grid, trace=(name == "trainium"),
-                                  **KERNEL_SCENARIOS[name])
+                                  memory_mb=memory_mb, grid=spec.grid, trace=scenario(name).traced,
+                                  **scenario(name).kernel_options)
             sr.runs[name] = run
-            if name == "trainium":  # violations are the same in every scenario; report them once
+            if scenario(name).traced:  # violations are the same in every scenario; report them once
                 result.findings.extend(run.findings)
             tick(f"{size.name}: {name}")
         if golden is not None:
             sr.gpu_model, sr.gpu_model_source = golden, "golden"
-        elif batch and batch.get("gpu-model") is not None:  # the batch models the GPU only without golden
-            sr.gpu_model, sr.gpu_model_source = batch["gpu-model"], f"reference@{gpu_precision}"
+        elif batch and batch.get(GPU_MODEL.name) is not None:  # the batch models the GPU only without golden
+            sr.gpu_model, sr.gpu_model_source = batch[GPU_MODEL.name], f"reference@{gpu_precision}"
         elif ref.ok:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
@@ -219,18 +219,18 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         if ref.ok:
             for name, run in sr.runs.items():
                 if run.status == "ok" and run.outputs:
-                    sr.agreements[(name, "reference")] = _compare_all(run.outputs, ref.outputs, rtol, atol)
+                    sr.agreements[(name, REFERENCE)] = _compare_all(run.outputs, ref.outputs, rtol, atol)
             if sr.gpu_model is not None:
-                sr.agreements[("gpu-model", "reference")] = _compare_all(sr.gpu_model, ref.outputs, rtol, atol)
+                sr.agreements[(GPU_MODEL.name, REFERENCE)] = _compare_all(sr.gpu_model, ref.outputs, rtol, atol)
             if result.reduction_symbol is None:
                 result.reduction_symbol = reduction_symbol(spec, [o.shape for o in ref.outputs], size)
-        trn = sr.runs.get("trainium")
+        trn = sr.runs.get(TRAINIUM.name)
         if ref.ok and trn is not None and trn.status == "ok":
             mismatch = arity_finding(len(trn.outputs), len(ref.outputs), spec, size.name)
             if mismatch is not None:
                 result.findings.append(mismatch)
         if sr.gpu_model is not None and trn is not None and trn.status == "ok":
-            sr.agreements[("trainium", "gpu-model")] = _compare_all(trn.outputs, sr.gpu_model, rtol, atol)
+            sr.agreements[(TRAINIUM.name, GPU_MODEL.name)] = _compare_all(trn.outputs, sr.gpu_model, rtol, atol)
         if result.reduction_symbol:
             sr.reduction_length = size.bindings.get(result.reduction_symbol)
         result.sizes.append(sr)
@@ -262,7 +262,7 @@ def matrix_rows(res: NumericsResult) -> list[dict[str, Any]]:
                 rows.append(row)
         for name, run in sr.runs.items():
             if run.status != "ok":
-                rows.append({"size": sr.size, "scenario": name, "against": "reference", "output": None,
+                rows.append({"size": sr.size, "scenario": name, "against": REFERENCE, "output": None,
                              "passed": False, "note": f"{run.status}: {run.error or ''}".strip()})
     return rows
 
@@ -294,7 +294,7 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
             except Exception:
                 out[name] = None
         gpu_args = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
-        for key, a in (("reference", upcast(args)), ("gpu-model", gpu_args)):
+        for key, a in ((REFERENCE, upcast(args)), (GPU_MODEL.name, gpu_args)):
             if ref_path is None or a is None:
                 continue
             try:
@@ -311,7 +311,7 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
 
     if not isinstance(backend, BuiltinBackend) or not jobs:
         return None
-    scenarios = {n: dict(KERNEL_SCENARIOS[n], trace=(n == "trainium")) for n in scen}
+    scenarios = {n: dict(scenario(n).kernel_options, trace=scenario(n).traced) for n in scen}
     options = {"target": target.name, "seed": 0, "lenient": True, "grid": spec.grid, "max_trace": 2_000_000}
     ref_path = os.path.abspath(spec.reference_path) if spec.reference_path else None
     kpath = os.path.abspath(spec.nki_path)
@@ -331,10 +331,10 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
             if value.get(name) is not None:
                 value[name].backend = backend.name
                 relabel(value[name], kpath, str(spec.nki_path))
-        if value.get("reference") is not None:
-            outs = value["reference"]
+        if value.get(REFERENCE) is not None:
+            outs = value[REFERENCE]
             if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
-                value["reference"] = None  # NaN/Inf: the slow path attaches the TC105 note
+                value[REFERENCE] = None  # NaN/Inf: the slow path attaches the TC105 note
             else:
-                value["reference"] = ReferenceResult("ok", outputs=outs)
+                value[REFERENCE] = ReferenceResult("ok", outputs=outs)
     return out.value

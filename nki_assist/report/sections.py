@@ -17,10 +17,11 @@ from ..findings import Finding
 from ..schema import Review
 
 from ..feedback.view import table
+from ..numerics.registry import REFERENCE, SCENARIOS
 
 SIG = 3  # significant digits of every number in these sections
 BAR_WIDTH = 20
-SCENARIO_ORDER = ["trainium", "trainium-fp32", "trainium-sr", "gpu-model"]
+SCENARIO_ORDER = [s.name for s in SCENARIOS]  # the registry's order
 PLOT_CAPTIONS = {"numerics.png": "Error vs size per scenario (vs the float64 reference)",
                  "roofline.png": "Roofline position (estimate)",
                  "engines.png": "Busy time per engine and DMA"}
@@ -226,7 +227,7 @@ def _matrix_grid(rows: list[dict[str, Any]], sizes: list[str]) -> Grid:
     pairs: list[tuple[str, str]] = []
     for r in rows:
         key = (str(r.get("size")), r.get("output"))
-        pair = (str(r.get("scenario")), str(r.get("against", "reference")))
+        pair = (str(r.get("scenario")), str(r.get("against", REFERENCE)))
         if r.get("output") is None:  # a failed run: applies to every output of the size
             for k in [k for k in cells if k[0] == key[0]] or [key]:
                 cells.setdefault(k, {}).setdefault(pair, r)
@@ -234,9 +235,9 @@ def _matrix_grid(rows: list[dict[str, Any]], sizes: list[str]) -> Grid:
             cells.setdefault(key, {})[pair] = r
         if pair not in pairs:
             pairs.append(pair)
-    vs_ref = sorted({p for p in pairs if p[1] == "reference"},
+    vs_ref = sorted({p for p in pairs if p[1] == REFERENCE},
                     key=lambda p: (SCENARIO_ORDER.index(p[0]) if p[0] in SCENARIO_ORDER else 99, p[0]))
-    gaps = [p for p in pairs if p[1] != "reference"]
+    gaps = [p for p in pairs if p[1] != REFERENCE]
     cols = vs_ref + gaps
     order = {s: i for i, s in enumerate(sizes)}
     keys = sorted(cells, key=lambda k: (order.get(k[0], len(order)), k[0], k[1] if k[1] is not None else -1))
