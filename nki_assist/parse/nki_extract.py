@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .. import nki_api
 from ..hardware import DTYPE_BYTES
 from . import consts
 from .consts import Env, Folder, Lin, ParDim, Tup
@@ -30,26 +31,8 @@ LOOP_KINDS = {
     "nl.affine_range": "affine_range", "nl.sequential_range": "sequential_range",
     "nl.static_range": "static_range", "nl.dynamic_range": "dynamic_range", "range": "range",
 }
-# argument roles: (returns-style, dst-style)
-ROLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "nl.load": (("src",), ("dst", "src")),
-    "nl.store": (("dst", "value"), ("dst", "value")),
-    "nisa.dma_copy": (("dst", "src"), ("dst", "src")),
-    "nl.load_transpose2d": (("src",), ("dst", "src")),
-    "nisa.dma_transpose": (("src",), ("dst", "src")),
-    "nl.matmul": (("x", "y"), ("dst", "x", "y")),
-    "nisa.nc_matmul": (("stationary", "moving"), ("dst", "stationary", "moving")),
-    "nisa.activation": (("op", "data"), ("dst", "op", "data")),
-    "nisa.activation_reduce": (("op", "data"), ("dst", "op", "data")),
-    "nisa.tensor_tensor": (("data1", "data2", "op"), ("dst", "data1", "data2", "op")),
-    "nisa.tensor_scalar": (("data", "op0", "operand0"), ("dst", "data", "op0", "operand0")),
-    "nisa.tensor_reduce": (("op", "data", "axis"), ("dst", "op", "data", "axis")),
-    "nisa.tensor_copy": (("src",), ("dst", "src")),
-    "nisa.nc_transpose": (("data",), ("dst", "data")),
-    "nisa.memset": (("shape", "value", "dtype"), ("dst", "value")),
-    "nisa.exponential": (("data",), ("dst", "data")),
-    "nl.copy": (("x",), ("dst", "x")),
-}
+# argument roles: (returns-style, dst-style), from the API catalogue
+ROLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = nki_api.roles()
 _DEFAULT_ROLES = (("x", "y", "z"), ("dst", "data", "data2"))
 _REDUCE_APIS = {"nl.mean", "nl.sum", "nl.average"}
 _DATA_ROLES = ("data", "x", "src", "data1")

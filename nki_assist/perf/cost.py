@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import nki_api
 from ..contracts.runs import TraceEntry
 from ..hardware import DTYPE_BYTES, Target
 
@@ -20,11 +21,8 @@ DMA_OPS_TRANSPOSE = ("dma_transpose", "load_transpose2d")
 # Not documented for v3/v4, so 0 there. Kept here until hardware.Target carries it.
 _ACCESS_SETUP_CYCLES = {"NeuronCore-v2": 60}
 
-# Ops whose VectorE cost is ~N (one input) rather than ~2N (LISA cost table).
-_ONE_PASS_OPS = {
-    "tensor_copy", "copy", "tensor_scalar", "activation", "exp", "bn_stats", "transpose",
-    "nc_transpose", "select", "iota", "affine_select", "memset", "tensor_reduce",
-}
+# Ops whose VectorE cost is ~N (one input) rather than ~2N (LISA cost table); from the API catalogue.
+_ONE_PASS_OPS = nki_api.one_pass_ops()
 
 
 def access_setup_cycles(target: Target) -> int:
