@@ -1,16 +1,14 @@
-"""The CUDA walker: one pass over the tree-sitter tree, dispatching on node type."""
+"""The CUDA walker core: one pass over the tree-sitter tree, dispatching each node type to the collector that
+records its facts (parse/cuda_facts/: decls, statements, branches, loops, calls, shared, assign)."""
 
 from __future__ import annotations
 
 import re
 
-
 from .cuda_consts import FunctionMacro, Number, fold
+from .cuda_facts import assign, branches, calls, decls, loops, shared, statements
 from .cuda_model import CudaFile, CudaSyntaxError
-from .cuda_state import MAX_DEPTH, _SKIP, _KernelState
-from .cuda_decls import _DeclMixin
-from .cuda_code import _CodeMixin
-
+from .cuda_state import _SKIP, MAX_DEPTH, _KernelState
 
 # Expression nodes whose subtree holds no fact unless its text has one of these tokens.
 _PRUNABLE = frozenset({"binary_expression", "parenthesized_expression", "unary_expression", "cast_expression",
@@ -19,7 +17,7 @@ _PRUNABLE = frozenset({"binary_expression", "parenthesized_expression", "unary_e
 _INTERESTING = re.compile(rb"[(\[=?]|Idx|Dim|\+\+|--|asm")
 
 
-class _Walker(_DeclMixin, _CodeMixin):
+class _Walker:
     def __init__(self, src: bytes, out: CudaFile, has_error: bool):
         self.src = src
         self.out = out
@@ -122,23 +120,23 @@ class _Walker(_DeclMixin, _CodeMixin):
 
 
 _HANDLERS = {
-    "preproc_def": _Walker._preproc_def,
-    "preproc_function_def": _Walker._preproc_function_def,
-    "template_declaration": _Walker._template_declaration,
-    "function_definition": _Walker._function_definition,
-    "declaration": _Walker._declaration,
-    "expression_statement": _Walker._statement,
-    "return_statement": _Walker._statement,
-    "for_statement": _Walker._loop,
-    "while_statement": _Walker._loop,
-    "do_statement": _Walker._loop,
-    "for_range_loop": _Walker._loop,
-    "if_statement": _Walker._if,
-    "conditional_expression": _Walker._conditional,
-    "field_expression": _Walker._field_expression,
-    "call_expression": _Walker._call,
-    "gnu_asm_expression": _Walker._gnu_asm,
-    "subscript_expression": _Walker._subscript,
-    "update_expression": _Walker._update_expression,
-    "assignment_expression": _Walker._assignment,
+    "preproc_def": decls.preproc_def,
+    "preproc_function_def": decls.preproc_function_def,
+    "template_declaration": decls.template_declaration,
+    "function_definition": decls.function_definition,
+    "declaration": decls.declaration,
+    "expression_statement": statements.statement,
+    "return_statement": statements.statement,
+    "for_statement": loops.loop,
+    "while_statement": loops.loop,
+    "do_statement": loops.loop,
+    "for_range_loop": loops.loop,
+    "if_statement": branches.if_statement,
+    "conditional_expression": branches.conditional,
+    "field_expression": statements.field_expression,
+    "call_expression": calls.call,
+    "gnu_asm_expression": calls.gnu_asm,
+    "subscript_expression": shared.subscript,
+    "update_expression": assign.update_expression,
+    "assignment_expression": assign.assignment,
 }
