@@ -123,6 +123,29 @@ def check_options(settings: Settings, config):
     return options
 
 
+_CACHES: dict[str, Any] = {}  # uri -> ParseCache: the work an edit of that document can reuse
+_CACHES_LOCK = threading.Lock()
+
+
+def _cache_for(uri: str):
+    try:
+        # deferred: the server answers `initialize` before the engine is imported (start-up time)
+        from nki_assist.parse.reuse import ParseCache
+    except ImportError:
+        return None
+    with _CACHES_LOCK:
+        cache = _CACHES.get(uri)
+        if cache is None:
+            cache = _CACHES[uri] = ParseCache()
+        return cache
+
+
+def forget(uri: str) -> None:
+    """The document closed: drop its reusable parse work."""
+    with _CACHES_LOCK:
+        _CACHES.pop(uri, None)
+
+
 def _run_check(path: str, text: str, options, result: Analysis) -> None:
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
     from nki_assist import check
@@ -131,7 +154,7 @@ def _run_check(path: str, text: str, options, result: Analysis) -> None:
     if not hasattr(check, "check_text"):  # the minimal engine API
         result.findings = list(check.check_source(path, text, options))
         return
-    outcome = check.check_text(path, text, options)
+    outcome = check.check_text(path, text, options, cache=_cache_for(result.uri))
     result.findings = list(outcome.findings)
     if result.language == "nki":
         result.nki_file = getattr(outcome, "parsed", None)  # reused for hover and lens: no second parse

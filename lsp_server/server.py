@@ -274,6 +274,7 @@ def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> 
     if parse is not None:
         parse.cancel()
     ls.store.clear(uri)
+    engine.forget(uri)
     ls.schedule_release()
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from .autofix import attach_fixes
 from .config import DEFAULT_MAX_FILE_BYTES
 from .findings import Finding, Severity
-
 from .hardware import DEFAULT_TARGET
 from .rules.registry import all_rules
 from .rules.registry import get
@@ -180,7 +179,6 @@ def file_ignores(path: str, options: CheckOptions) -> list[str]:
 
 @lru_cache(maxsize=64)
 def _severity_overrides(items: tuple[tuple[str, str], ...]) -> dict[str, Severity]:
-
     out = {}
     for rule, level in items:
         try:
@@ -201,13 +199,13 @@ def language_of(path: str) -> str | None:
     return None
 
 
-def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Finding], dict | None, Any]:
+def _run_front_end(path: str, text: str, language: str, target, cache=None) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
-        nki_file = parse_nki(text, path)
+        nki_file = parse_nki(text, path, cache=cache)
         return list(run_nki_rules(nki_file, target)), None, nki_file
     # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
     from .parse.cuda import parse_cuda
@@ -222,8 +220,11 @@ def _run_front_end(path: str, text: str, language: str, target) -> tuple[list[Fi
     return list(run_cuda_rules(cuda_file, target)), facts, cuda_file
 
 
-def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
-    """Check one file's text; the result says whether it was checked, skipped or failed, and why."""
+def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
+    """Check one file's text; the result says whether it was checked, skipped or failed, and why.
+
+    `cache` (a `parse.reuse.ParseCache`, one per document) makes repeated checks of an edited NKI
+    file incremental; the findings are those of a cold check."""
     language = language_of(path)
     if language is None:
         return FileResult(path, None, "skipped", "not an NKI (.py) or CUDA (.cu, .cuh) file")
@@ -232,7 +233,6 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
                   "not checked")
         return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
     try:
-
         target = get_target(options.target)
     except ValueError as exc:
         return FileResult(path, language, "error", str(exc))
@@ -247,7 +247,7 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
     try:
-        raw, facts, parsed = _run_front_end(path, text, language, target)
+        raw, facts, parsed = _run_front_end(path, text, language, target, cache)
     except Exception as exc:  # a front-end or rule bug must not take the whole run down
         reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
         return FileResult(path, language, "error", reason)
@@ -258,12 +258,10 @@ def check_text(path: str, text: str, options: CheckOptions) -> FileResult:
 
 def _post_process(path: str, text: str, language: str, raw: list[Finding],
                   options: CheckOptions) -> tuple[list[Finding], list[Finding]]:
-
     ignore = list(options.ignore) + file_ignores(path, options)
 
     def enabled(rule_id: str, name: str = "") -> bool:
         if not name:
-
             try:
                 name = get(rule_id).name
             except KeyError:

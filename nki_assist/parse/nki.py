@@ -16,6 +16,7 @@ from ..hardware import Target, get_target
 from . import consts
 from .consts import Env, Folder, Lin
 from .nki_extract import KERNEL_DECORATORS, Extractor, canonical_api
+from .reuse import ParseCache
 from .nki_model import (  # noqa: F401  (re-exported)
     ALLOC_APIS, DMA_APIS, MATMUL_APIS, Allocation, ApiRef, Assert, Assignment, Call, Loop, Matmul,
     NkiFile, NkiKernel, Operand, Param, Return, Subtraction,
@@ -49,10 +50,23 @@ def _parser():
     return Parser(Language(tsp.language()))
 
 
-def parse_nki(text: str, path: str) -> NkiFile:
-    """Parse `text` (the contents of `path`) into facts; never raises on bad code."""
+def parse_nki(text: str, path: str, cache: ParseCache | None = None) -> NkiFile:
+    """Parse `text` (the contents of `path`) into facts; never raises on bad code.
+
+    With a `cache` (one per document, as the language server keeps), the tree is reparsed
+    incrementally and unchanged functions keep their facts; the result equals a cold parse."""
     src = text.encode("utf-8", "replace")
-    tree = _parser().parse(src)
+    if cache is not None and not cache.lock.acquire(blocking=False):
+        cache = None  # another parse of this document is using it: this one runs cold
+    try:
+        return _parse(text, path, src, cache)
+    finally:
+        if cache is not None:
+            cache.lock.release()
+
+
+def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFile:
+    tree = cache.parse(_parser(), src) if cache is not None else _parser().parse(src)
     root = tree.root_node
     nf = NkiFile(path=path, dialect="unknown", line_count=text.count("\n") + (0 if text.endswith("\n") else 1),
                  lines=text.split("\n"))
@@ -67,6 +81,8 @@ def parse_nki(text: str, path: str) -> NkiFile:
     pieces = [(root, ex)] if not root.has_error else _segments(text, imports, module_env)
     facts: dict[str, NkiKernel] = {}
     jit_wrapped: set[str] = set()
+    # Facts are reused only from a clean parse: a syntax error reparses segments on their own.
+    context = _module_context(root, src) if cache is not None and not root.has_error else None
     for proot, pex in pieces:
         if proot.has_error:
             nf.syntax_errors += _syntax_errors(proot, pex)
@@ -74,10 +90,17 @@ def parse_nki(text: str, path: str) -> NkiFile:
         jit_wrapped |= wrapped
         for fn, deco in functions:
             try:
-                k = pex.function(fn, deco)
+                if context is None:
+                    k = pex.function(fn, deco)
+                else:
+                    key = (src[fn.start_byte:fn.end_byte], fn.start_point, deco, context)
+                    k = cache.facts(key, pex.function, fn, deco)
+                    k.decorator, k.helper = deco, False  # set again below from the whole file
             except RecursionError:
                 continue
             facts.setdefault(k.name, k)
+    if cache is not None:
+        cache.finish()
     nf.syntax_errors.sort()
     for name in jit_wrapped:
         if name in facts and facts[name].decorator is None:
@@ -88,6 +111,16 @@ def parse_nki(text: str, path: str) -> NkiFile:
                 facts[callee].helper = True
     nf.kernels = _select_kernels(facts)
     return nf
+
+
+# comments cannot change a fact; definitions are keyed by their own text
+_NOT_CONTEXT = ("function_definition", "decorated_definition", "class_definition", "comment")
+
+
+def _module_context(root, src: bytes) -> bytes:
+    """Everything a function's facts may depend on outside its own text: the module-level statements
+    other than definitions (imports, constants, `kernel = nki.jit(fn)`)."""
+    return b"\n".join(src[st.start_byte:st.end_byte] for st in root.named_children if st.type not in _NOT_CONTEXT)
 
 
 _SEGMENT_START = re.compile(r"^(?:@|def\s|async\s+def\s|class\s|[A-Za-z_][\w.]*\s*(?:=|\(|,|:)|import\s|from\s|if\s|for\s|with\s|try:)")
@@ -316,6 +349,13 @@ def kernel_resources(kernel: NkiKernel, target: Target | str | None = None) -> d
     """Static estimate of on-chip memory from the kernel's allocations and their loop scopes."""
     if not isinstance(target, Target):
         target = get_target(target)
+    try:
+        return kernel.memo(("resources", target), lambda: _kernel_resources(kernel, target))
+    except TypeError:  # an unhashable custom target
+        return _kernel_resources(kernel, target)
+
+
+def _kernel_resources(kernel: NkiKernel, target: Target) -> dict[str, Any]:
     sbuf = [a for a in kernel.allocations if a.buffer == "sbuf"]
     psum = [a for a in kernel.allocations if a.buffer == "psum"]
     sbuf_peak, sbuf_live = _scope_peak(sbuf, lambda a: a.bytes_per_partition)

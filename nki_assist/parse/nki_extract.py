@@ -114,6 +114,11 @@ class Extractor:
         self._scan_assigns(body, ctx.assigns)
         ctx.multi = {n for n, p in ctx.assigns.items() if len(p) > 1}
         self._block(body, ctx)
+        base = fn.start_byte  # byte offsets become relative to the `def`: facts do not move with the text above
+        for lp in k.loops:
+            lp.start_byte, lp.end_byte = lp.start_byte - base, lp.end_byte - base
+        for a in k.assignments:
+            a.start_byte -= base
         k.shape_branches = shape_branches(body, self.text, {p.name for p in k.params})
         k.divisors = ctx.env.divisors
         k.upper_bounds = ctx.env.upper

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Hashable
 
 Shape = tuple  # of int | str (symbol text)
 
@@ -33,7 +33,7 @@ class Loop:
     col: int
     end_line: int
     id: int = 0
-    start_byte: int = 0
+    start_byte: int = 0  # byte offsets from the kernel's `def` (order within the kernel, not file positions)
     end_byte: int = 0
     # `num // den` parts of the trip expression whose numerator is symbolic or not divisible
     floor_divs: list[tuple[str, Any, int, bool]] = field(default_factory=list)  # (num, num_value, den, proven)
@@ -152,7 +152,7 @@ class Assignment:
     value_kind: str | None  # add | sub | mul | matmul | alloc | load | other
     value_api: str | None
     value_text: str
-    start_byte: int = 0
+    start_byte: int = 0  # from the kernel's `def`, like Loop.start_byte
     scalar: bool = False  # a trace-time Python number (e.g. an address counter), not a tensor
 
 
@@ -240,6 +240,18 @@ class NkiKernel:
             if lp.id == loop_id:
                 return lp
         return None
+
+    def memo(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per kernel. For values derived from this kernel's extracted facts
+        only (never `helper`/`decorator`, which the file sets): facts do not change after extraction,
+        and a kernel the parse cache reuses keeps its derived values between edits. Callers must
+        not mutate what it returns."""
+        memo = self.__dict__.setdefault("_memo", {})
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = make()
+            return value
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..parse import consts
@@ -54,6 +55,7 @@ class _Eval:
         self.k = k
         self.env = getattr(k, "_env", None)
         self.aranges: dict[str, int | None] = {}
+        self.axes_memo: dict[str, list | None] = {}  # operand text -> axes()
         self.loop_vars = {lp.var for lp in k.loops if lp.var}
         for a in k.assignments:
             if a.op == "=" and "arange" in a.value_text:
@@ -119,10 +121,18 @@ class _Eval:
         return None
 
 
-def _arange_size(text: str, ev: _Eval) -> int | None:
+@lru_cache(maxsize=4096)
+def _expression(text: str) -> ast.AST | None:
+    """The parsed expression (texts repeat across kernels and edits; callers only read the nodes)."""
     try:
-        tree = ast.parse(text.strip(), mode="eval").body
+        return ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
+        return None
+
+
+def _arange_size(text: str, ev: _Eval) -> int | None:
+    tree = _expression(text)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("arange") and node.args:
@@ -137,18 +147,28 @@ def _arange_size(text: str, ev: _Eval) -> int | None:
 
 def subscript_elements(text: str) -> list[ast.AST] | None:
     """The index expressions of `name[...]`, one per axis; None when the text is not a subscript."""
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
+    elts = _subscript_elements(text)
+    return None if elts is None else list(elts)
+
+
+def _subscript_elements(text: str) -> tuple[ast.AST, ...] | None:
+    node = _expression(text)
     if not isinstance(node, ast.Subscript):
         return None
-    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return tuple(node.slice.elts) if isinstance(node.slice, ast.Tuple) else (node.slice,)
 
 
 def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
     """Per-axis offsets of `name[...]`; None when the text is not a subscript."""
-    elts = subscript_elements(text)
+    try:
+        found = ev.axes_memo[text]
+    except KeyError:
+        found = ev.axes_memo[text] = _axes(text, ev)
+    return None if found is None else list(found)
+
+
+def _axes(text: str, ev: _Eval) -> list[Axis | None] | None:
+    elts = _subscript_elements(text)
     if elts is None:
         return None
     out: list[Axis | None] = []
@@ -348,4 +368,4 @@ def output_axes(k: NkiKernel, store: Call | None, ev: _Eval) -> list[Axis | None
 
 
 def evaluator(k: NkiKernel) -> _Eval:
-    return _Eval(k)
+    return k.memo("evaluator", lambda: _Eval(k))

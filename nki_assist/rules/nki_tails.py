@@ -102,6 +102,10 @@ def _offset_variable(lo: ast.AST | None, env, aranges: set[str]) -> str | None:
 
 def tail_blocks(k: NkiKernel) -> list[TailBlock]:
     """Floored loops whose output tiles are completed by a store after the loop."""
+    return k.memo("tail_blocks", lambda: _tail_blocks(k))
+
+
+def _tail_blocks(k: NkiKernel) -> list[TailBlock]:
     env = getattr(k, "_env", None)
     aranges = {a.name for a in k.assignments if a.op == "=" and "arange" in a.value_text}
     stores = _output_stores(k)

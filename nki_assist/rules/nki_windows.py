@@ -19,7 +19,8 @@ def sliding_window_reloads(nf: NkiFile, t: Target):
     for k in nf.kernels:
         ev = evaluator(k)
         seen = set()
-        for w in sliding_windows(k, ev, output_axes(k, output_store(k), ev)):
+        windows = k.memo("sliding_windows", lambda: sliding_windows(k, ev, output_axes(k, output_store(k), ev)))
+        for w in windows:
             if (w["line"], w["loop_var"]) in seen:
                 continue
             seen.add((w["line"], w["loop_var"]))

@@ -160,7 +160,7 @@ def test_hover_and_lens_reuse_the_checks_parse(monkeypatch):
 
     calls = []
     real = nki_parser.parse_nki
-    monkeypatch.setattr(nki_parser, "parse_nki", lambda text, path: calls.append(path) or real(text, path))
+    monkeypatch.setattr(nki_parser, "parse_nki", lambda text, path, **kw: calls.append(path) or real(text, path, **kw))
     text = ("import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
             "    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n    return a\n")
     analysis = engine.analyze("file:///w/k.py", "/w/k.py", "python", 1, text, Settings())

@@ -1,0 +1,201 @@
+"""Incremental checking (parse.reuse.ParseCache) gives exactly the cold result after any edits.
+
+The language server keeps one ParseCache per document: tree-sitter reparses incrementally and
+functions whose text, position, decorator and module context are unchanged keep their facts (and the
+values rules derive from them). These tests compare that path with a cold check after random edit
+sequences on our own fixture kernels, and pin down what is reused.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.check_bench import generate
+from nki_assist.check import CheckOptions, check_text
+from nki_assist.parse.nki import is_nki_source, parse_nki
+from nki_assist.parse.reuse import ParseCache, text_edit
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures" / "rules").glob("*/*.py")
+                  if is_nki_source(p.read_text(encoding="utf-8")))
+GENERATED = generate(200)  # 11 kernels cycling through the 4 templates
+CORPUS = [("generated.py", GENERATED)] + [(p.name, p.read_text(encoding="utf-8")) for p in FIXTURES]
+OPTIONS = CheckOptions()
+
+HELPER = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+def scale(t):
+    return nl.multiply(t, 2.0)
+
+
+@nki.jit
+def kernel(a):
+    out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a[0:128, 0:512])
+    nl.store(out[0:128, 0:512], value=scale(t))
+    return out
+'''
+CORPUS.append(("helper.py", HELPER))
+
+# Pieces an edit may insert: whitespace, syntax that breaks and mends, NKI calls, numbers, a new kernel.
+PALETTE = [" ", "\n", "#", "(", ")", ":", ",", "1", "128", "64", "    ", "nl.", "x", "\n\n",
+           "    t = nl.load(a[0:128, 0:512])\n", "    assert K % 128 == 0\n",
+           "\n@nki.jit\ndef extra(a):\n    return a\n", "TILE = 256\n", "for i in nl.affine_range(4):\n"]
+
+
+def _apply(text: str, edit: tuple) -> str:
+    kind, where, arg = edit
+    if not text:
+        return text + (arg if isinstance(arg, str) else "")
+    if kind == "insert":
+        pos = int(where * len(text))
+        return text[:pos] + arg + text[pos:]
+    if kind == "delete":
+        pos = int(where * len(text))
+        return text[:pos] + text[pos + arg:]
+    lines = text.split("\n")
+    i = int(where * len(lines)) % len(lines)
+    if kind == "copy-line":  # one line over another: moves code between kernels and scopes
+        lines[i] = lines[int(arg * len(lines)) % len(lines)]
+        return "\n".join(lines)
+    if kind == "number":  # retype a number on a line: tile sizes, trip counts, constants
+        lines[i] = re.sub(r"\b\d+\b", str(arg), lines[i], count=1)
+        return "\n".join(lines)
+    raise AssertionError(kind)
+
+
+fraction = st.floats(min_value=0, max_value=0.999, allow_nan=False)
+edits = st.one_of(
+    st.tuples(st.just("insert"), fraction, st.sampled_from(PALETTE)),
+    st.tuples(st.just("delete"), fraction, st.integers(min_value=1, max_value=40)),
+    st.tuples(st.just("copy-line"), fraction, fraction),
+    st.tuples(st.just("number"), fraction, st.sampled_from([0, 1, 2, 3, 64, 100, 128, 512, 4096])),
+)
+
+
+def _result(outcome):
+    return ([f.model_dump() for f in outcome.findings], [f.model_dump() for f in outcome.suppressed],
+            outcome.status, outcome.reason)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(start=st.sampled_from(range(len(CORPUS))), steps=st.lists(edits, min_size=1, max_size=8))
+def test_incremental_check_equals_cold_check_after_random_edits(start, steps):
+    name, text = CORPUS[start]
+    cache = ParseCache()
+    check_text(name, text, OPTIONS, cache=cache)
+    for step in steps:
+        text = _apply(text, step)
+        warm = check_text(name, text, OPTIONS, cache=cache)
+        cold = check_text(name, text, OPTIONS)
+        assert _result(warm) == _result(cold), step
+        assert warm.parsed == cold.parsed, step  # every fact, not only the ones a rule reported
+
+
+def test_the_edit_found_between_two_texts_rebuilds_the_new_text():
+    rng = random.Random(7)
+    base = GENERATED.encode()
+    for _ in range(300):
+        a = bytearray(base[:rng.randrange(50, 400)])
+        b = bytearray(a)
+        for _ in range(rng.randrange(1, 4)):
+            pos = rng.randrange(len(b) + 1)
+            if rng.random() < 0.5:
+                b[pos:pos] = rng.choice([b"x", b"\n", b"  \n", b"abc"])
+            else:
+                del b[pos:pos + rng.randrange(1, 6)]
+        e = text_edit(bytes(a), bytes(b))
+        if a == b:
+            assert e is None
+            continue
+        s, oe, ne = e["start_byte"], e["old_end_byte"], e["new_end_byte"]
+        assert bytes(a[:s]) + bytes(b[s:ne]) + bytes(a[oe:]) == bytes(b)
+        assert e["start_point"] == (a[:s].count(b"\n"), s - (a[:s].rfind(b"\n") + 1))
+        assert e["new_end_point"][0] == b[:ne].count(b"\n")
+
+
+def _kernel_edit(text: str, kernel: str, old: str, new: str) -> str:
+    start = text.index(f"def {kernel}(")
+    at = text.index(old, start)
+    return text[:at] + new + text[at + len(old):]
+
+
+def test_an_edit_inside_one_kernel_re_extracts_only_that_kernel():
+    """Also when it changes the byte length of the kernel (facts of the kernels below do not move)."""
+    text = generate(150)  # 8 kernels
+    cache = ParseCache()
+    first = parse_nki(text, "g.py", cache=cache)
+    assert cache.misses == len(first.kernels) == 8 and cache.hits == 0
+    edited = _kernel_edit(text, "softmax_2", "nl.exp(shifted)", "nl.exp(shifted_more)")
+    second = parse_nki(edited, "g.py", cache=cache)
+    assert (cache.misses, cache.hits) == (9, 7)
+    assert cache.reparses == 1  # incremental: the old tree was edited and reused
+    assert second == parse_nki(edited, "g.py")
+    # The other kernels are the very objects of the first parse; the edited one is new.
+    same = [a is b for a, b in zip(first.kernels, second.kernels)]
+    assert same.count(False) == 1 and not same[[k.name for k in second.kernels].index("softmax_2")]
+
+
+def test_a_module_constant_edit_re_extracts_every_kernel():
+    text = generate(150)
+    cache = ParseCache()
+    parse_nki(text, "g.py", cache=cache)
+    parse_nki(text.replace("TILE_F = 512", "TILE_F = 256"), "g.py", cache=cache)
+    assert (cache.misses, cache.hits) == (16, 0)
+    # A comment at module level is not context: nothing is re-extracted.
+    parse_nki(text.replace("TILE_F = 512", "TILE_F = 256") + "# trailing note\n", "g.py", cache=cache)
+    assert (cache.misses, cache.hits) == (16, 8)
+
+
+def test_the_cache_holds_only_the_current_version():
+    text = generate(150)
+    cache = ParseCache()
+    for i in range(30):  # 30 different versions of one kernel
+        parse_nki(_kernel_edit(text, "matmul_0", "TILE_K = nl.tile_size.pmax", f"TILE_K = {i + 1}"), "g.py",
+                  cache=cache)
+    assert len(cache._facts) == 8
+
+
+def test_a_syntax_error_parses_cold_and_matches():
+    text = generate(200)
+    cache = ParseCache()
+    parse_nki(text, "g.py", cache=cache)
+    broken = _kernel_edit(text, "add_relu_1", "rows, cols = a_tensor.shape", "rows, cols = a_tensor.shape(")
+    warm = parse_nki(broken, "g.py", cache=cache)
+    assert warm.syntax_errors and warm == parse_nki(broken, "g.py")
+    fixed = parse_nki(text, "g.py", cache=cache)
+    assert not fixed.syntax_errors and fixed == parse_nki(text, "g.py")
+
+
+def test_a_busy_cache_is_not_waited_for():
+    cache = ParseCache()
+    with cache.lock:  # another thread's parse of this document is in flight
+        result = parse_nki(GENERATED, "g.py", cache=cache)
+    assert result == parse_nki(GENERATED, "g.py") and cache.misses == 0
+
+
+def test_helper_and_decorator_status_follow_the_rest_of_the_file():
+    """`helper` and a `nki.jit(fn)` decorator come from other code: a reused function gets them anew."""
+    cache = ParseCache()
+    jitted = HELPER.replace("def scale", "@nki.jit\ndef scale")
+    versions = [HELPER, HELPER.replace("value=scale(t)", "value=t"), HELPER,
+                HELPER + "\nscaled = nki.jit(scale)\n", HELPER,
+                jitted, jitted.replace("value=scale(t)", "value=t")]
+    seen = []
+    for text in versions:
+        warm, cold = parse_nki(text, "h.py", cache=cache), parse_nki(text, "h.py")
+        assert warm == cold
+        seen.append(tuple((k.name, k.helper, k.decorator) for k in warm.kernels))
+    assert seen[0] == (("scale", True, None), ("kernel", False, "nki.jit"))
+    assert seen[1] == (("kernel", False, "nki.jit"),)  # no caller: `scale` is no kernel of the file
+    assert seen[3][0] == ("scale", True, "nki.jit") and seen[4] == seen[0]
+    # A decorated `scale` stays a kernel when nothing calls it any more: it is no longer a helper.
+    assert seen[5][0] == ("scale", True, "nki.jit") and seen[6][0] == ("scale", False, "nki.jit")
+    assert cache.hits == 3  # `scale` reused in versions 1, 2 and 6 (3 and 4 change the module context)
