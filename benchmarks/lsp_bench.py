@@ -1,17 +1,22 @@
-"""Language server: diagnostics latency for a 1,000-line NKI file, and server memory after 100 edits.
+"""Language server: edit-to-diagnostics latency and memory, as editors run it (`python -m nki_assist lsp`, stdio).
 
-The server runs as editors run it (`python -m nki_assist lsp`, stdio). Latency is measured from
-sending `didChange` to receiving `publishDiagnostics` for that version, with the debounce set to
-0 ms (so it is the time after the debounce fires: parse + rules + conversion + IPC; each edit is sent
-once the previous version's hover/lens parse finished, as after a typing pause), and
-once more with the default 300 ms debounce for reference. Target (design.md): < 100 ms after the
-debounce. RSS is read from /proc after 100 edits, each analysed.
+Latency is from sending `didChange` to receiving `publishDiagnostics` for that version, with the
+debounce set to 0 ms (so it is the time after the debounce fires: parse + rules + conversion + IPC);
+each edit is sent once the previous version's hover/lens stage finished, as after a typing pause.
+
+- A 20-kernel file (generated, ~360 lines): 1,000 one-line edits inside kernel 10, alternating two
+  values; p50/p95, and the server's RSS after open and every 100 edits (target: within 1.5x).
+- The 1,003-line file (56 kernels): retyping a module constant that 42 kernels read (they are all
+  re-extracted: the bad case), retyping a line inside one kernel, and the latter with the default
+  300 ms debounce for reference.
+Targets (issue 14 / design.md): p50 < 100 ms and p95 < 250 ms after the debounce.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
 import statistics
 import sys
 import time
@@ -21,15 +26,21 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 HERE = Path(__file__).resolve().parent
-EDITS = 100
+EDITS = 100  # per kind of edit on the 1,003-line file
+KERNEL_EDITS = 1000  # on the 20-kernel file; memory is read every 100
 DEFAULT_DEBOUNCE_EDITS = 10
 
 
-def _generate() -> str:
+def _generator():
     spec = importlib.util.spec_from_file_location("benchmarks.check_bench", HERE / "check_bench.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.generate(1000)
+    return module.generate
+
+
+def _twenty_kernels(generate) -> str:
+    text = generate(1000)
+    return text[:[m.start() for m in re.finditer(r"^@nki\.jit", text, re.M)][20]]
 
 
 def _rss_kib(pid: int) -> dict[str, int]:
@@ -49,130 +60,182 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-async def _session(text: str) -> dict:
-    client = LanguageClient("lsp-bench", "1")
-    config = {"diagnostics": {"debounceMs": 0}}
-    received: dict[int, float] = {}
-    counts: dict[int, int] = {}
-    arrived = asyncio.Event()
-    parsed = asyncio.Event()  # the server asks for a code-lens refresh when its hover/lens parse is done
+class _Client:
+    """A pygls client that records when each version's diagnostics arrive."""
 
-    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def lens_refresh(params):
-        parsed.set()
+    def __init__(self) -> None:
+        self.client = LanguageClient("lsp-bench", "1")
+        self.config = {"diagnostics": {"debounceMs": 0}}
+        self.received: dict[int, float] = {}
+        self.counts: dict[int, int] = {}
+        self.arrived = asyncio.Event()
+        self.parsed = asyncio.Event()  # the server asks for a code-lens refresh when its hover/lens parse is done
+        client = self.client
 
-    @client.feature(types.WORKSPACE_CONFIGURATION)
-    def configuration(params: types.ConfigurationParams):
-        return [config for _ in params.items]
+        @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def lens_refresh(params):
+            self.parsed.set()
 
-    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def register(params):
-        return None
+        @client.feature(types.WORKSPACE_CONFIGURATION)
+        def configuration(params: types.ConfigurationParams):
+            return [self.config for _ in params.items]
 
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def publish(params: types.PublishDiagnosticsParams):
-        if params.version is not None:
-            received[params.version] = time.perf_counter()
-            counts[params.version] = len(params.diagnostics)
-            arrived.set()
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params):
+            return None
 
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def log(params):
-        return None
+        @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def publish(params: types.PublishDiagnosticsParams):
+            if params.version is not None:
+                self.received[params.version] = time.perf_counter()
+                self.counts[params.version] = len(params.diagnostics)
+                self.arrived.set()
 
-    await client.start_io(sys.executable, "-m", "nki_assist", "lsp")
-    pid = client._server.pid  # noqa: SLF001 - the subprocess pygls started
-    caps = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
-        configuration=True, did_change_configuration=types.DidChangeConfigurationClientCapabilities(
-            dynamic_registration=True), code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
-    await client.initialize_async(types.InitializeParams(capabilities=caps, process_id=None))
-    client.initialized(types.InitializedParams())
-    await asyncio.sleep(0.3)  # settings round trip
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def log(params):
+            return None
 
-    uri = "file:///bench/generated_nki.py"
+    async def start(self) -> int:
+        await self.client.start_io(sys.executable, "-m", "nki_assist", "lsp")
+        caps = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
+            configuration=True, did_change_configuration=types.DidChangeConfigurationClientCapabilities(
+                dynamic_registration=True),
+            code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
+        await self.client.initialize_async(types.InitializeParams(capabilities=caps, process_id=None))
+        self.client.initialized(types.InitializedParams())
+        await asyncio.sleep(0.3)  # settings round trip
+        return self.client._server.pid  # noqa: SLF001 - the subprocess pygls started
 
-    async def wait_version(version: int, timeout: float = 30.0) -> float:
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+    async def wait_version(self, version: int, timeout: float = 30.0) -> float:
         deadline = time.perf_counter() + timeout
-        while version not in received:
-            arrived.clear()
+        while version not in self.received:
+            self.arrived.clear()
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise TimeoutError(f"no diagnostics for version {version}")
             try:
-                await asyncio.wait_for(arrived.wait(), remaining)
+                await asyncio.wait_for(self.arrived.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
-        return received[version]
+        return self.received[version]
 
-    started = time.perf_counter()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=uri, language_id="python", version=1, text=text)))
-    first = (await wait_version(1)) - started
-
-    async def settle() -> None:
+    async def settle(self) -> None:
         """A user pauses before the debounce fires: let the hover/lens parse of the last version end."""
         try:
-            await asyncio.wait_for(parsed.wait(), 10)
+            await asyncio.wait_for(self.parsed.wait(), 10)
         except asyncio.TimeoutError:
             pass
-        parsed.clear()
+        self.parsed.clear()
 
-    await settle()
-    rss_open = _rss_kib(pid)
+    def open(self, uri: str, text: str) -> None:
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri, language_id="python", version=1, text=text)))
 
-    lines = text.splitlines()
-    target_line = next(i for i, line in enumerate(lines) if line.startswith("TILE_F = "))
-    latencies = []
-    version = 1
-    for i in range(EDITS):  # retype the TILE_F constant: a one-line incremental edit
-        version += 1
-        new = f"TILE_F = {512 if i % 2 else 256}"
-        sent = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
+    def change_line(self, uri: str, version: int, line: int, old: str, new: str) -> None:
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
             content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=target_line, character=0),
-                                  end=types.Position(line=target_line, character=len(lines[target_line]))),
+                range=types.Range(start=types.Position(line=line, character=0),
+                                  end=types.Position(line=line, character=len(old))),
                 text=new)]))
-        lines[target_line] = new
-        latencies.append(((await wait_version(version)) - sent) * 1000)
-        await settle()
-    rss_after = _rss_kib(pid)
 
-    config["diagnostics"]["debounceMs"] = 300
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    await asyncio.sleep(0.5)
-    with_debounce = []
-    for i in range(DEFAULT_DEBOUNCE_EDITS):
+
+def _edit_line(lines: list[str], anchor: str, needle: str) -> int:
+    """The first line containing `needle` after the line starting with `anchor`."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(anchor))
+    return next(i for i in range(start, len(lines)) if needle in lines[i])
+
+
+async def _edits(c: _Client, uri: str, lines: list[str], line: int, variants: tuple[str, str], count: int,
+                 version: int, pid: int | None = None, rss_every: int = 0) -> tuple[list[float], int, list[int]]:
+    """`count` one-line edits alternating `variants` on `line`, each after the previous settled."""
+    latencies, rss = [], []
+    for i in range(count):
         version += 1
+        new = variants[i % 2]
         sent = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text + f"# {i}\n")]))
-        with_debounce.append(((await wait_version(version)) - sent) * 1000)
-        await settle()
+        c.change_line(uri, version, line, lines[line], new)
+        lines[line] = new
+        latencies.append(((await c.wait_version(version)) - sent) * 1000)
+        await c.settle()
+        if rss_every and pid and (i + 1) % rss_every == 0:
+            rss.append(_rss_kib(pid).get("VmRSS", 0))
+    return latencies, version, rss
 
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+
+async def _kernel_session(text: str) -> dict:
+    """A 20-kernel file: edits inside one kernel (the case the per-kernel reuse is for), and memory."""
+    c = _Client()
+    pid = await c.start()
+    uri = "file:///bench/twenty_kernels.py"
+    started = time.perf_counter()
+    c.open(uri, text)
+    first = (await c.wait_version(1)) - started
+    await c.settle()
+    rss_open = _rss_kib(pid).get("VmRSS", 0)
+    lines = text.splitlines()
+    line = _edit_line(lines, "def add_relu_9(", "F = ")  # the tile width of kernel 10 of 20
+    variants = (lines[line].split("=")[0] + "= 384", lines[line])  # retype the kernel's tile width
+    latencies, version, rss = await _edits(c, uri, lines, line, variants, KERNEL_EDITS, 1, pid, rss_every=100)
+    await c.stop()
     return {
-        "lines": len(text.splitlines()),
-        "diagnostics": counts.get(version, 0),
-        "first_diagnostics_ms": round(first * 1000, 1),
-        "latency_after_debounce_median_ms": round(statistics.median(latencies), 1),
-        "latency_after_debounce_p95_ms": round(_p95(latencies), 1),
-        "latency_with_300ms_debounce_median_ms": round(statistics.median(with_debounce), 1),
-        "edits": EDITS,
-        "rss_after_open_mib": round(rss_open.get("VmRSS", 0) / 1024, 1),
-        "rss_after_100_edits_mib": round(rss_after.get("VmRSS", 0) / 1024, 1),
-        "rss_peak_mib": round(rss_after.get("VmHWM", 0) / 1024, 1),
+        "kernel_file_lines": len(text.splitlines()),
+        "kernel_file_kernels": text.count("@nki.jit"),
+        "kernel_file_diagnostics": c.counts.get(version, 0),
+        "kernel_file_first_diagnostics_ms": round(first * 1000, 1),
+        "kernel_edit_latency_median_ms": round(statistics.median(latencies), 1),
+        "kernel_edit_latency_p95_ms": round(_p95(latencies), 1),
+        "kernel_edits": KERNEL_EDITS,
+        "rss_after_open_mib": round(rss_open / 1024, 1),
+        f"rss_after_{KERNEL_EDITS}_edits_mib": round(rss[-1] / 1024, 1) if rss else 0.0,
+        "rss_max_during_edits_mib": round(max(rss) / 1024, 1) if rss else 0.0,
+        f"rss_ratio_after_{KERNEL_EDITS}_edits": round(rss[-1] / rss_open, 2) if rss and rss_open else 0.0,
+    }
+
+
+async def _module_session(text: str) -> dict:
+    """The 1,003-line file: retyping a module constant most kernels read, then a line inside one kernel,
+    then that with the default 300 ms debounce for reference."""
+    c = _Client()
+    await c.start()
+    uri = "file:///bench/generated_nki.py"
+    started = time.perf_counter()
+    c.open(uri, text)
+    first = (await c.wait_version(1)) - started
+    await c.settle()
+    lines = text.splitlines()
+    line = next(i for i, ln in enumerate(lines) if ln.startswith("TILE_P = "))  # read by 42 of the 56 kernels
+    latencies, version, _ = await _edits(c, uri, lines, line, ("TILE_P = 64", "TILE_P = 128"), EDITS, 1)
+    kline = _edit_line(lines, "def softmax_30(", "nl.exp(")
+    variants = (lines[kline].replace("(shifted)", "(tile)"), lines[kline])
+    kernel_latencies, version, _ = await _edits(c, uri, lines, kline, variants, EDITS, version)
+
+    c.config["diagnostics"]["debounceMs"] = 300
+    c.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await asyncio.sleep(0.5)
+    with_debounce, version, _ = await _edits(c, uri, lines, kline, variants, DEFAULT_DEBOUNCE_EDITS, version)
+    await c.stop()
+    return {
+        "big_file_lines": len(text.splitlines()),
+        "big_file_first_diagnostics_ms": round(first * 1000, 1),
+        "big_file_constant_edit_median_ms": round(statistics.median(latencies), 1),
+        "big_file_constant_edit_p95_ms": round(_p95(latencies), 1),
+        "big_file_kernel_edit_median_ms": round(statistics.median(kernel_latencies), 1),
+        "big_file_kernel_edit_p95_ms": round(_p95(kernel_latencies), 1),
+        "big_file_kernel_edit_with_300ms_debounce_median_ms": round(statistics.median(with_debounce), 1),
     }
 
 
 def run() -> dict:
-    return asyncio.run(_session(_generate()))
+    generate = _generator()
+    return {**asyncio.run(_kernel_session(_twenty_kernels(generate))), **asyncio.run(_module_session(generate(1000)))}
 
 
 if __name__ == "__main__":
     for key, value in run().items():
-        print(f"{key:42s} {value}")
+        print(f"{key:52s} {value}")

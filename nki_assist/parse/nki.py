@@ -82,7 +82,7 @@ def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFil
     facts: dict[str, NkiKernel] = {}
     jit_wrapped: set[str] = set()
     # Facts are reused only from a clean parse: a syntax error reparses segments on their own.
-    context = _module_context(root, src) if cache is not None and not root.has_error else None
+    context = _module_context(imports, module_env) if cache is not None and not root.has_error else None
     for proot, pex in pieces:
         if proot.has_error:
             nf.syntax_errors += _syntax_errors(proot, pex)
@@ -93,7 +93,8 @@ def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFil
                 if context is None:
                     k = pex.function(fn, deco)
                 else:
-                    key = (src[fn.start_byte:fn.end_byte], fn.start_point, deco, context)
+                    fn_src = src[fn.start_byte:fn.end_byte]
+                    key = (fn_src, fn.start_point, deco, context, _constants_read(fn_src, module_env))
                     k = cache.facts(key, pex.function, fn, deco)
                     k.decorator, k.helper = deco, False  # set again below from the whole file
             except RecursionError:
@@ -113,14 +114,19 @@ def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFil
     return nf
 
 
-# comments cannot change a fact; definitions are keyed by their own text
-_NOT_CONTEXT = ("function_definition", "decorated_definition", "class_definition", "comment")
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _module_context(root, src: bytes) -> bytes:
-    """Everything a function's facts may depend on outside its own text: the module-level statements
-    other than definitions (imports, constants, `kernel = nki.jit(fn)`)."""
-    return b"\n".join(src[st.start_byte:st.end_byte] for st in root.named_children if st.type not in _NOT_CONTEXT)
+def _module_context(imports: dict[str, str], env: Env) -> tuple:
+    """What every function's facts may depend on outside its own text, besides the constants it reads."""
+    return tuple(sorted(imports.items())), repr(env.floordivs), repr(env.divisors), repr(env.upper)
+
+
+def _constants_read(fn_src: bytes, env: Env) -> tuple:
+    """The module constants a function's text names, with their values: editing a constant re-extracts
+    only the functions that read it (a name in a comment or string counts too, which only costs reuse)."""
+    names = {m.decode() for m in _IDENTIFIER.findall(fn_src)} & env.values.keys()
+    return tuple((n, repr(env.values[n])) for n in sorted(names))
 
 
 _SEGMENT_START = re.compile(r"^(?:@|def\s|async\s+def\s|class\s|[A-Za-z_][\w.]*\s*(?:=|\(|,|:)|import\s|from\s|if\s|for\s|with\s|try:)")

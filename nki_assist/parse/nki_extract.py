@@ -39,6 +39,7 @@ class Extractor:
         self._api_memo: dict[str, str | None] = {}  # dotted -> api (imports are final before any lookup)
         self._head_memo: dict[tuple[int, int], tuple[str | None, str | None]] = {}  # call -> (dotted, api)
         self._args_memo: dict[tuple[int, int], tuple[list, dict]] = {}  # call -> (positional, keyword nodes)
+        self._kwarg_of: dict[tuple[int, int], object] = {}  # keyword value -> its `name=value` node
         # calls that are a whole expression statement, marked when the statement is visited
         # (Node.parent is slow in tree-sitter: it searches down from the root)
         self._bare_calls: set[tuple[int, int]] = set()
@@ -367,15 +368,13 @@ class Extractor:
                 text = self.text
                 for c in args.named_children:
                     if c.type == "keyword_argument":
-                        kw[text(c.child_by_field_name("name"))] = c.child_by_field_name("value")
+                        value = kw[text(c.child_by_field_name("name"))] = c.child_by_field_name("value")
+                        if value is not None:  # Node.parent searches from the root: remember it here
+                            self._kwarg_of[(value.start_byte, value.end_byte)] = c
                     else:
                         pos.append(c)
             got = self._args_memo[key] = (pos, kw)
         return got
-
-
-
-
 
     # ---- expressions -------------------------------------------------------------------------------
     def _scan(self, node, ctx: _Ctx, names: set[str], target: str | None) -> None:

@@ -2,8 +2,8 @@
 
 The language server checks a file on every edit. Most edits touch one kernel, so `ParseCache` lets the
 front end (1) reparse incrementally (`tree.edit` + `parse(src, old_tree)`: tree-sitter re-reads only the
-changed region) and (2) reuse the facts of every function whose text, position, decorator and module
-context (imports and module-level constants) are unchanged. A function's facts depend on nothing else,
+changed region) and (2) reuse the facts of every function whose text, position, decorator, imports and
+the values of the module constants it names are unchanged. A function's facts depend on nothing else,
 so a reused fact is the fact a cold parse would make; tests/nki/test_incremental.py checks that with
 random edits. The `check` CLI never passes a cache: every run is cold.
 """

@@ -369,3 +369,8 @@ def output_axes(k: NkiKernel, store: Call | None, ev: _Eval) -> list[Axis | None
 
 def evaluator(k: NkiKernel) -> _Eval:
     return k.memo("evaluator", lambda: _Eval(k))
+
+
+def clear_caches() -> None:
+    """Forget the per-text expression cache (benchmarks measuring a cold check call this)."""
+    _expression.cache_clear()
