@@ -138,3 +138,42 @@ async def test_fix_all_applies_every_safe_fix_and_only_when_asked(client):
     await wait_diagnostics(client, uri, lambda d: d and d[0].range.start.character == unsafe.range.start.character + 1)
     stale = await actions(only=[types.CodeActionKind.QuickFix], diagnostics=[unsafe])  # v1's diagnostic
     assert [a.title for a in stale] == ["Disable NKI501 for this line"]  # the rename no longer matches the text
+
+
+def _key(diags):
+    return sorted((d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character,
+                   d.message) for d in diags)
+
+
+async def test_incremental_edits_publish_what_a_fresh_open_publishes(client):
+    """The server reuses parse work between versions of a document (parse.reuse.ParseCache): after
+    range edits inside a kernel, of a module constant and deleting a line, its diagnostics are those
+    of the final text opened fresh."""
+    from benchmarks.check_bench import generate
+
+    text = generate(100)  # 5 kernels reading the module constants TILE_P / TILE_F
+    uri = (client.root / "edited_nki.py").as_uri()
+    open_doc(client, uri, text)
+    await wait_diagnostics(client, uri, lambda d: len(d) > 0)
+    lines = text.split("\n")
+
+    def change(version: int, line: int, new: str) -> None:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=line, character=0),
+                                  end=types.Position(line=line, character=len(lines[line]))), text=new)]))
+        lines[line] = new
+
+    exp = next(i for i, ln in enumerate(lines) if "nl.exp(shifted)" in ln)
+    change(2, exp, lines[exp].replace("(shifted)", "(tile)"))
+    tile_p = lines.index("TILE_P = 128")
+    change(3, tile_p, "TILE_P = 64")
+    scale = next(i for i, ln in enumerate(lines) if "nl.multiply(s, scale)" in ln)
+    change(4, scale, "")
+    final = "\n".join(lines)
+    fresh = (client.root / "fresh_nki.py").as_uri()
+    open_doc(client, fresh, final)
+    cold = _key(await wait_diagnostics(client, fresh, lambda d: len(d) > 0))
+    assert any(c[0] == "NKI202" and "scale" in c[-1] for c in cold)  # the deleted line's input is now unread
+    await wait_diagnostics(client, uri, lambda d: _key(d) == cold)
