@@ -289,11 +289,6 @@ class Extractor:
             ctx.kernel.used_names |= names
         return names
 
-
-
-
-
-
     # ---- assignments -----------------------------------------------------------------------------
 
     def _dep_loops(self, names: set[str], ctx: _Ctx) -> frozenset[int]:
@@ -334,12 +329,6 @@ class Extractor:
         if d is None:
             return None
         return self.api_of(d) or d
-
-
-
-
-
-
 
     # ---- tiles, shapes, regions ----------------------------------------------------------------------
 
