@@ -44,8 +44,9 @@ def kernel(a):
 '''
 CORPUS.append(("helper.py", HELPER))
 
-# Pieces an edit may insert: whitespace, syntax that breaks and mends, NKI calls, numbers, a new kernel.
-PALETTE = [" ", "\n", "#", "(", ")", ":", ",", "1", "128", "64", "    ", "nl.", "x", "\n\n",
+# Pieces an edit may insert: whitespace, syntax that breaks and mends, non-ASCII text (byte vs character
+# columns), NKI calls, numbers, a new kernel.
+PALETTE = [" ", "\n", "#", "(", ")", ":", ",", "1", "128", "64", "    ", "nl.", "x", "\n\n", "# é😀\n", "ü",
            "    t = nl.load(a[0:128, 0:512])\n", "    assert K % 128 == 0\n",
            "\n@nki.jit\ndef extra(a):\n    return a\n", "TILE = 256\n", "for i in nl.affine_range(4):\n"]
 
