@@ -79,6 +79,16 @@ def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFil
     # A syntax error can swallow the rest of the file into one ERROR node; then each top-level
     # segment is parsed on its own (same line numbers) so the code that parses still yields facts.
     pieces = [(root, ex)] if not root.has_error else _segments(text, imports, module_env)
+    try:
+        return _extract(nf, root, ex, pieces, src, imports, module_env, cache)
+    finally:
+        for _, pex in pieces:
+            pex.close()
+        ex.close()
+
+
+def _extract(nf: NkiFile, root, ex: Extractor, pieces, src: bytes, imports: dict[str, str], module_env: Env,
+             cache: ParseCache | None) -> NkiFile:
     facts: dict[str, NkiKernel] = {}
     jit_wrapped: set[str] = set()
     # Facts are reused only from a clean parse: a syntax error reparses segments on their own.

@@ -52,7 +52,6 @@ def _lin_add(a: _Lin, b: _Lin, sign: int = 1) -> _Lin:
 
 class _Eval:
     def __init__(self, k: NkiKernel):
-        self.k = k
         self.env = getattr(k, "_env", None)
         self.aranges: dict[str, int | None] = {}
         self.axes_memo: dict[str, list | None] = {}  # operand text -> axes()
