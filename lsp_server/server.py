@@ -239,6 +239,10 @@ def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> None:
+    try:
+        ls.executor.submit(engine.warm_up)  # imports the engine while the client is still opening files
+    except RuntimeError:  # the pool is shut down: the server is exiting
+        pass
     caps = ls.client_capabilities.workspace
     if caps and caps.did_change_configuration and caps.did_change_configuration.dynamic_registration:
         try:

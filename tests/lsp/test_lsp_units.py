@@ -167,3 +167,21 @@ def test_hover_and_lens_reuse_the_checks_parse(monkeypatch):
     engine.parse_for_editor(analysis, "/w/k.py", text)
     assert len(calls) == 1
     assert analysis.resources["k"]["psum_banks"] == 1
+
+
+def test_warm_up_checks_a_tiny_kernel_and_never_raises(monkeypatch):
+    import nki_assist.check as check
+
+    seen = []
+    real = check.check_text
+    monkeypatch.setattr(check, "check_text", lambda path, text, options, **kw: seen.append(
+        real(path, text, options, **kw)) or seen[-1])
+    assert engine.warm_up() >= 0
+    (result,) = seen
+    assert result.status == "checked" and result.language == "nki" and result.findings == []
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("engine exploded")
+
+    monkeypatch.setattr(check, "check_text", broken)
+    assert engine.warm_up() >= 0  # a broken engine is reported when a real file is checked, not here
