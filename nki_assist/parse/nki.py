@@ -365,10 +365,7 @@ def kernel_resources(kernel: NkiKernel, target: Target | str | None = None) -> d
     """Static estimate of on-chip memory from the kernel's allocations and their loop scopes."""
     if not isinstance(target, Target):
         target = get_target(target)
-    try:
-        return kernel.memo(("resources", target), lambda: _kernel_resources(kernel, target))
-    except TypeError:  # an unhashable custom target
-        return _kernel_resources(kernel, target)
+    return kernel.memo(("resources", target), lambda: _kernel_resources(kernel, target))
 
 
 def _kernel_resources(kernel: NkiKernel, target: Target) -> dict[str, Any]:

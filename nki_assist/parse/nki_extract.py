@@ -363,7 +363,7 @@ class Extractor:
                 for c in args.named_children:
                     if c.type == "keyword_argument":
                         value = kw[text(c.child_by_field_name("name"))] = c.child_by_field_name("value")
-                        if value is not None:  # Node.parent searches from the root: remember it here
+                        if value is not None:  # for nki_call: Node.parent searches from the root
                             self._kwarg_of[(value.start_byte, value.end_byte)] = c
                     else:
                         pos.append(c)

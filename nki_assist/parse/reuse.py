@@ -71,9 +71,9 @@ class ParseCache:
 
         A tree with syntax errors is parsed again from scratch: error recovery may depend on the old
         tree, and a cold check must see the same errors."""
-        edit = text_edit(self._src, src) if self._tree is not None and self._src is not None else None
-        if self._tree is not None and self._src == src:
-            tree = self._tree
+        edit = text_edit(self._src, src) if self._tree is not None else None
+        if self._tree is not None and edit is None:
+            tree = self._tree  # the same text
         elif edit is not None:
             self._tree.edit(**edit)
             tree = parser.parse(src, self._tree)
@@ -102,8 +102,3 @@ class ParseCache:
     def finish(self) -> None:
         """Keep only what the parse just made or used: memory follows the document, not its history."""
         self._facts, self._next = self._next, {}
-
-    def reset(self) -> None:
-        """Forget everything (the next parse is cold)."""
-        self._src = self._tree = None
-        self._facts, self._next = {}, {}

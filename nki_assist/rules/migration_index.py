@@ -146,15 +146,10 @@ def _arange_size(text: str, ev: _Eval) -> int | None:
 
 def subscript_elements(text: str) -> list[ast.AST] | None:
     """The index expressions of `name[...]`, one per axis; None when the text is not a subscript."""
-    elts = _subscript_elements(text)
-    return None if elts is None else list(elts)
-
-
-def _subscript_elements(text: str) -> tuple[ast.AST, ...] | None:
     node = _expression(text)
     if not isinstance(node, ast.Subscript):
         return None
-    return tuple(node.slice.elts) if isinstance(node.slice, ast.Tuple) else (node.slice,)
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
 def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
@@ -167,7 +162,7 @@ def axes(text: str, ev: _Eval) -> list[Axis | None] | None:
 
 
 def _axes(text: str, ev: _Eval) -> list[Axis | None] | None:
-    elts = _subscript_elements(text)
+    elts = subscript_elements(text)
     if elts is None:
         return None
     out: list[Axis | None] = []

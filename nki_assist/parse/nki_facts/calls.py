@@ -29,7 +29,7 @@ def nki_call(ex, node, api: str, args, ctx: _Ctx, inner: set[str], target: str |
     for k, v in kw.items():
         if k not in _CHECKED_KWARGS:
             continue
-        kl, kc, kel, kec = ex.pos(ex._kwarg_of.get((v.start_byte, v.end_byte)) or v.parent)
+        kl, kc, kel, kec = ex.pos(ex._kwarg_of[(v.start_byte, v.end_byte)])
         ctx.kernel.api_refs.append(ApiRef(api, kl, kc, kel, kec, kwarg=k))
         if k == "mask":
             ctx.kernel.guard_lines.add(line)
