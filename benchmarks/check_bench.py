@@ -127,6 +127,17 @@ def generate(lines: int = LINES) -> str:
     return "".join(parts)
 
 
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def edit_line(lines: list[str], anchor: str, needle: str) -> int:
+    """The first line containing `needle` at or after the line starting with `anchor` (a kernel's `def`)."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(anchor))
+    return next(i for i in range(start, len(lines)) if needle in lines[i])
+
+
 def _median_ms(fn, repeat: int) -> tuple[float, float]:
     times = []
     for _ in range(repeat):
@@ -168,8 +179,7 @@ def _incremental(text: str, options) -> tuple[float, float]:
     cache = ParseCache()
     check_text("bench_kernels.py", text, options, cache=cache)
     lines = text.split("\n")
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("def softmax_30("))
-    line = next(i for i in range(start, len(lines)) if "nl.exp(" in lines[i])
+    line = edit_line(lines, "def softmax_30(", "nl.exp(")
     variants = (lines[line].replace("(shifted)", "(tile)"), lines[line])
     times = []
     for i in range(REPEAT * 3):
@@ -178,8 +188,7 @@ def _incremental(text: str, options) -> tuple[float, float]:
         t0 = time.perf_counter()
         check_text("bench_kernels.py", edited, options, cache=cache)
         times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+    return statistics.median(times), p95(times)
 
 
 def run() -> dict:

@@ -31,11 +31,15 @@ KERNEL_EDITS = 1000  # on the 20-kernel file; memory is read every 100
 DEFAULT_DEBOUNCE_EDITS = 10
 
 
-def _generator():
+def _check_bench():
+    """benchmarks/check_bench.py: the generated kernel file and the helpers both benchmarks use."""
     spec = importlib.util.spec_from_file_location("benchmarks.check_bench", HERE / "check_bench.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.generate
+    return module
+
+
+CB = _check_bench()
 
 
 def _twenty_kernels(generate) -> str:
@@ -53,11 +57,6 @@ def _rss_kib(pid: int) -> dict[str, int]:
     except OSError:
         pass
     return out
-
-
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 class _Client:
@@ -145,12 +144,6 @@ class _Client:
                 text=new)]))
 
 
-def _edit_line(lines: list[str], anchor: str, needle: str) -> int:
-    """The first line containing `needle` after the line starting with `anchor`."""
-    start = next(i for i, line in enumerate(lines) if line.startswith(anchor))
-    return next(i for i in range(start, len(lines)) if needle in lines[i])
-
-
 async def _edits(c: _Client, uri: str, lines: list[str], line: int, variants: tuple[str, str], count: int,
                  version: int, pid: int | None = None, rss_every: int = 0) -> tuple[list[float], int, list[int]]:
     """`count` one-line edits alternating `variants` on `line`, each after the previous settled."""
@@ -179,7 +172,7 @@ async def _kernel_session(text: str) -> dict:
     await c.settle()
     rss_open = _rss_kib(pid).get("VmRSS", 0)
     lines = text.splitlines()
-    line = _edit_line(lines, "def add_relu_9(", "F = ")  # the tile width of kernel 10 of 20
+    line = CB.edit_line(lines, "def add_relu_9(", "F = ")  # the tile width of kernel 10 of 20
     variants = (lines[line].split("=")[0] + "= 384", lines[line])  # retype the kernel's tile width
     latencies, version, rss = await _edits(c, uri, lines, line, variants, KERNEL_EDITS, 1, pid, rss_every=100)
     await c.stop()
@@ -189,7 +182,7 @@ async def _kernel_session(text: str) -> dict:
         "kernel_file_diagnostics": c.counts.get(version, 0),
         "kernel_file_first_diagnostics_ms": round(first * 1000, 1),
         "kernel_edit_latency_median_ms": round(statistics.median(latencies), 1),
-        "kernel_edit_latency_p95_ms": round(_p95(latencies), 1),
+        "kernel_edit_latency_p95_ms": round(CB.p95(latencies), 1),
         "kernel_edits": KERNEL_EDITS,
         "rss_after_open_mib": round(rss_open / 1024, 1),
         f"rss_after_{KERNEL_EDITS}_edits_mib": round(rss[-1] / 1024, 1) if rss else 0.0,
@@ -211,7 +204,7 @@ async def _module_session(text: str) -> dict:
     lines = text.splitlines()
     line = next(i for i, ln in enumerate(lines) if ln.startswith("TILE_P = "))  # read by 42 of the 56 kernels
     latencies, version, _ = await _edits(c, uri, lines, line, ("TILE_P = 64", "TILE_P = 128"), EDITS, 1)
-    kline = _edit_line(lines, "def softmax_30(", "nl.exp(")
+    kline = CB.edit_line(lines, "def softmax_30(", "nl.exp(")
     variants = (lines[kline].replace("(shifted)", "(tile)"), lines[kline])
     kernel_latencies, version, _ = await _edits(c, uri, lines, kline, variants, EDITS, version)
 
@@ -224,16 +217,16 @@ async def _module_session(text: str) -> dict:
         "big_file_lines": len(text.splitlines()),
         "big_file_first_diagnostics_ms": round(first * 1000, 1),
         "big_file_constant_edit_median_ms": round(statistics.median(latencies), 1),
-        "big_file_constant_edit_p95_ms": round(_p95(latencies), 1),
+        "big_file_constant_edit_p95_ms": round(CB.p95(latencies), 1),
         "big_file_kernel_edit_median_ms": round(statistics.median(kernel_latencies), 1),
-        "big_file_kernel_edit_p95_ms": round(_p95(kernel_latencies), 1),
+        "big_file_kernel_edit_p95_ms": round(CB.p95(kernel_latencies), 1),
         "big_file_kernel_edit_with_300ms_debounce_median_ms": round(statistics.median(with_debounce), 1),
     }
 
 
 def run() -> dict:
-    generate = _generator()
-    return {**asyncio.run(_kernel_session(_twenty_kernels(generate))), **asyncio.run(_module_session(generate(1000)))}
+    return {**asyncio.run(_kernel_session(_twenty_kernels(CB.generate))),
+            **asyncio.run(_module_session(CB.generate(1000)))}
 
 
 if __name__ == "__main__":
