@@ -20,11 +20,25 @@ _NESTED = ("function_definition", "class_definition", "decorated_definition", "l
 
 def shape_branches(body, text: Callable, params: set[str]) -> list[ShapeBranch]:
     """ShapeBranch facts of a kernel body (nested function definitions are not entered)."""
-    syms: dict[str, str] = {}
-    _shape_symbols(body, text, params, syms)
+    syms = _Symbols(body, text, params)
     out: list[ShapeBranch] = []
     _walk_block(body, text, params, syms, out)
     return out
+
+
+class _Symbols:
+    """The shape-symbol map, built on the first lookup: most kernels have no `if` that compares a name
+    to a literal, and building it is a query over the whole body."""
+
+    def __init__(self, body, text, params):
+        self._args: tuple | None = (body, text, params)
+        self._syms: dict[str, str] = {}
+
+    def __contains__(self, name: str) -> bool:
+        if self._args is not None:
+            _shape_symbols(*self._args, self._syms)
+            self._args = None
+        return name in self._syms
 
 
 @cache
