@@ -205,8 +205,15 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None) -> t
         from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
-        nki_file = parse_nki(text, path, cache=cache)
-        return list(run_nki_rules(nki_file, target)), None, nki_file
+        if cache is not None and not cache.lock.acquire(blocking=False):
+            cache = None  # another check of this document is running: this one runs cold
+        try:
+            # with a cache, the rules remember findings on the reused kernels: parse and rules under one lock
+            nki_file = parse_nki(text, path, cache=cache)
+            return list(run_nki_rules(nki_file, target)), None, nki_file
+        finally:
+            if cache is not None:
+                cache.lock.release()
     # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
     from .parse.cuda import parse_cuda
     from .rules.cuda_rules import run_cuda_rules

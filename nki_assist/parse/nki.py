@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from ..hardware import Target, get_target
@@ -104,7 +104,8 @@ def _extract(nf: NkiFile, root, ex: Extractor, pieces, src: bytes, imports: dict
                     k = pex.function(fn, deco)
                 else:
                     fn_src = src[fn.start_byte:fn.end_byte]
-                    key = (fn_src, fn.start_point, deco, context, _constants_read(fn_src, module_env))
+                    names = cache.derived(fn_src, partial(_names_in, fn_src))
+                    key = (fn_src, fn.start_point, deco, context, _constants_read(names, module_env))
                     k = cache.facts(key, pex.function, fn, deco)
                     k.decorator, k.helper = deco, False  # set again below from the whole file
             except RecursionError:
@@ -112,6 +113,7 @@ def _extract(nf: NkiFile, root, ex: Extractor, pieces, src: bytes, imports: dict
             facts.setdefault(k.name, k)
     if cache is not None:
         cache.finish()
+        nf.from_cache = True
     nf.syntax_errors.sort()
     for name in jit_wrapped:
         if name in facts and facts[name].decorator is None:
@@ -132,11 +134,14 @@ def _module_context(imports: dict[str, str], env: Env) -> tuple:
     return tuple(sorted(imports.items())), repr(env.floordivs), repr(env.divisors), repr(env.upper)
 
 
-def _constants_read(fn_src: bytes, env: Env) -> tuple:
+def _names_in(fn_src: bytes) -> frozenset[str]:
+    return frozenset(m.decode() for m in _IDENTIFIER.findall(fn_src))
+
+
+def _constants_read(names: frozenset[str], env: Env) -> tuple:
     """The module constants a function's text names, with their values: editing a constant re-extracts
     only the functions that read it (a name in a comment or string counts too, which only costs reuse)."""
-    names = {m.decode() for m in _IDENTIFIER.findall(fn_src)} & env.values.keys()
-    return tuple((n, repr(env.values[n])) for n in sorted(names))
+    return tuple((n, repr(env.values[n])) for n in sorted(names & env.values.keys()))
 
 
 _SEGMENT_START = re.compile(r"^(?:@|def\s|async\s+def\s|class\s|[A-Za-z_][\w.]*\s*(?:=|\(|,|:)|import\s|from\s|if\s|for\s|with\s|try:)")

@@ -243,9 +243,9 @@ class NkiKernel:
 
     def memo(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """`make()`, computed once per kernel. For values derived from this kernel's extracted facts
-        only (never `helper`/`decorator`, which the file sets): facts do not change after extraction,
-        and a kernel the parse cache reuses keeps its derived values between edits. Callers must
-        not mutate what it returns."""
+        (`helper`/`decorator`, which the file sets, and anything else from outside the kernel must be
+        in `key`): facts do not change after extraction, and a kernel the parse cache reuses keeps its
+        derived values between edits. Callers must not mutate what it returns."""
         memo = self.__dict__.setdefault("_memo", {})
         try:
             return memo[key]
@@ -265,6 +265,9 @@ class NkiFile:
     imports_full: list[str] = field(default_factory=list)  # `import neuronxcc.nki.language` module paths
     line_count: int = 0
     lines: list[str] = field(default_factory=list, repr=False)  # source lines (rules that read the text)
+    # parsed with a parse cache: kernels may be reused from the previous version, and their per-kernel
+    # rule findings with them (rules/nki_rules.py)
+    from_cache: bool = field(default=False, repr=False, compare=False)
 
     def kernel(self, name: str) -> NkiKernel | None:
         return next((k for k in self.kernels if k.name == name), None)

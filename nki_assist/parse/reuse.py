@@ -56,14 +56,18 @@ def text_edit(old: bytes, new: bytes) -> dict[str, Any] | None:
 
 
 class ParseCache:
-    """One document's reusable work. Not shared between documents; one parse at a time uses it."""
+    """One document's reusable work. Not shared between documents; one parse (or check) at a time uses it."""
 
     def __init__(self) -> None:
         self._src: bytes | None = None
         self._tree: Any = None
         self._facts: dict[Hashable, Any] = {}  # function key -> facts of the last parse
         self._next: dict[Hashable, Any] = {}  # facts of the parse in progress
-        self.lock = threading.Lock()
+        self._derived: dict[Hashable, Any] = {}  # values computed from a function's text (same lifetime)
+        self._derived_next: dict[Hashable, Any] = {}
+        # held by a parse, and by `check_text` over its parse and rules (the rules remember findings on the
+        # reused kernels): another thread finding it held runs cold instead of waiting
+        self.lock = threading.RLock()
         self.reparses = self.full_parses = self.hits = self.misses = 0
 
     def parse(self, parser, src: bytes):
@@ -85,7 +89,7 @@ class ParseCache:
             tree = parser.parse(src)
             self.full_parses += 1
         self._src, self._tree = src, tree
-        self._next = {}
+        self._next, self._derived_next = {}, {}
         return tree
 
     def facts(self, key: Hashable, make: Callable[..., Any], *args: Any) -> Any:
@@ -99,6 +103,15 @@ class ParseCache:
         self._next[key] = value
         return value
 
+    def derived(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """A value computed from text (e.g. the names a function's text reads), kept like the facts."""
+        value = self._derived.get(key)
+        if value is None:
+            value = make()
+        self._derived_next[key] = value
+        return value
+
     def finish(self) -> None:
         """Keep only what the parse just made or used: memory follows the document, not its history."""
         self._facts, self._next = self._next, {}
+        self._derived, self._derived_next = self._derived_next, {}

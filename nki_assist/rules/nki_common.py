@@ -12,7 +12,14 @@ from .runner import CheckSet
 
 # The static NKI checks, run by nki_rules.run_nki_rules; each registers with `@check("NKI1xx", ...)`.
 CHECKS = CheckSet("nki")
-check = CHECKS.register
+
+
+def check(*rule_ids: str, per_file: bool = False):
+    """Register a static NKI check. By default its findings for a kernel depend on that kernel and the
+    file's dialect only (its body: guards, then one `for k in nf.kernels:` loop, which
+    tests/rules/test_check_scope.py checks), so when the parse cache reuses a kernel its findings are
+    reused too. `per_file=True` for a check that reads the file as a whole."""
+    return CHECKS.register(*rule_ids, per_kernel=not per_file)
 
 
 def emit(rule_id: str, nf: NkiFile, line: int, col: int, end_line: int | None, end_col: int | None,

@@ -96,7 +96,7 @@ def new_api_in_legacy(nf: NkiFile, t: Target):
                            {"api": r.api, "legacy_equivalent": NEW_ONLY[r.api]})
 
 
-@check("NKI504")
+@check("NKI504", per_file=True)
 def mixed_namespaces(nf: NkiFile, t: Target):
     if nf.dialect != "transitional":
         return

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from functools import partial
+
 from ..findings import Finding, Severity
 from ..hardware import Target
-from ..parse.nki_model import NkiFile
+from ..parse.nki_model import NkiFile, NkiKernel
 from . import nki_dialect, nki_memory, nki_migration, nki_numerics, nki_tails, nki_utilization, nki_windows  # noqa: F401,E501
 from .nki_common import CHECKS, emit
-from .runner import Check, crash_message
+from .runner import Check, crash_message, findings_of
 
 __all__ = ["run_nki_rules", "rule_ids"]
 
@@ -29,4 +32,45 @@ def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
                     {"check": check.name, "rules": list(check.rules), "exception": type(exc).__name__},
                     severity=Severity.INFO, fix="Report this file to the nki-assist maintainers.", confidence="low")
 
-    return findings + CHECKS.run(nki_file, target, on_crash=crashed)
+    parts = _kernel_parts(nki_file, target) if nki_file.from_cache else None
+    return findings + CHECKS.run(nki_file, target, on_crash=crashed, parts=parts)
+
+
+def _kernel_parts(nf: NkiFile, target: Target):
+    """Per-kernel checks split into one part per kernel, each part's findings remembered on its kernel.
+
+    Only for a file from a parse cache (the language server): an edit re-runs these checks for the
+    kernels it re-extracted, and the other kernels' findings come back unchanged. A cold check runs each
+    check once over the file; the incremental tests compare the two."""
+    views: dict[int, NkiFile] = {}
+    done: list[dict] = []  # per kernel: check -> its findings (or its exception) for that kernel
+
+    def parts(check: Check):
+        if not check.per_kernel:
+            return None
+        if not done:  # once per run: the key holds the target, whose hash is not cheap
+            # what a per-kernel check reads besides the kernel's facts (tests/rules/test_check_scope.py)
+            context = ("findings", target, nf.path, nf.dialect)
+            done.extend(k.memo((*context, k.helper, k.decorator), dict) for k in nf.kernels)
+        return [partial(_kernel_part, check, k, results, nf, target, views)
+                for k, results in zip(nf.kernels, done)]
+
+    return parts
+
+
+def _kernel_part(check: Check, k: NkiKernel, results: dict, nf: NkiFile, target: Target,
+                 views: dict[int, NkiFile]) -> list[Finding]:
+    try:
+        found = results[check.fn]
+    except KeyError:
+        view = views.get(id(k))
+        if view is None:
+            view = views[id(k)] = dataclasses.replace(nf, kernels=[k])
+        try:
+            found = findings_of(check.fn(view, target))
+        except Exception as exc:  # remembered too: the crash recurs for the same kernel
+            found = exc.with_traceback(None)
+        results[check.fn] = found
+    if isinstance(found, Exception):
+        raise found
+    return found

@@ -2,7 +2,9 @@
 
 A check is a function decorated with its family's `register(*rule_ids)`; the family runs its checks in
 registration order, and a check that raises becomes one internal-error finding (built by the family's
-`on_crash`) while the other checks still report.
+`on_crash`) while the other checks still report. A family may run a check in parts (NKI: one part per
+kernel, so a kernel the parse cache reused keeps its findings); the parts' findings are concatenated in
+order, and a part that raises counts as the whole check raising.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ CheckResult = Iterable[Finding] | Finding | None
 class Check:
     rules: tuple[str, ...]  # the rule ids the check can report (the first names it in crash findings)
     fn: Callable[..., CheckResult]
+    # its findings for one kernel depend on that kernel and the file's dialect only, so it may be run
+    # per kernel (tests/rules/test_check_scope.py checks the shape of every such check)
+    per_kernel: bool = False
 
     @property
     def name(self) -> str:
@@ -35,9 +40,9 @@ class CheckSet:
         self.family = family
         self.checks: list[Check] = []
 
-    def register(self, *rule_ids: str) -> Callable[[Callable], Callable]:
+    def register(self, *rule_ids: str, per_kernel: bool = False) -> Callable[[Callable], Callable]:
         def deco(fn: Callable) -> Callable:
-            self.checks.append(Check(tuple(rule_ids), fn))
+            self.checks.append(Check(tuple(rule_ids), fn, per_kernel))
             return fn
 
         return deco
@@ -45,13 +50,18 @@ class CheckSet:
     def rule_ids(self) -> set[str]:
         return {r for c in self.checks for r in c.rules}
 
-    def run(self, *args: Any, on_crash: Callable[[Check, Exception], Finding | None]) -> list[Finding]:
+    def run(self, *args: Any, on_crash: Callable[[Check, Exception], Finding | None],
+            parts: Callable[[Check], list[Callable[[], list[Finding]]] | None] | None = None) -> list[Finding]:
+        """Every check's findings. `parts(check)`, when given and not None, is the check split into parts
+        whose findings are concatenated in order; otherwise the check runs once with `args`."""
         out: list[Finding] = []
         for check in self.checks:
             try:
-                result = check.fn(*args)
-                # A generator check raises while it is consumed: consume it here, inside the isolation.
-                found = [result] if isinstance(result, Finding) else list(result or ())
+                split = parts(check) if parts is not None else None
+                if split is None:
+                    found = findings_of(check.fn(*args))
+                else:
+                    found = [f for part in split for f in part()]
             except Exception as exc:  # one broken check must not lose the others' findings
                 log.warning("%s check %s crashed: %r", self.family, check.name, exc)
                 crash = on_crash(check, exc)
@@ -60,6 +70,11 @@ class CheckSet:
                 continue
             out.extend(found)
         return out
+
+
+def findings_of(result: CheckResult) -> list[Finding]:
+    """A check's result as a list; a generator check raises here, while it is consumed."""
+    return [result] if isinstance(result, Finding) else list(result or ())
 
 
 def crash_message(check: Check, exc: Exception) -> str:

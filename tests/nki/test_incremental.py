@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -177,6 +178,23 @@ def test_a_module_constant_edit_re_extracts_the_kernels_that_read_it():
     assert cache.misses == 22
 
 
+def test_a_kernel_edited_to_read_a_constant_follows_that_constant():
+    """The names a function reads are remembered per text: after an edit makes a kernel read TILE_F,
+    retyping TILE_F re-extracts it (remembering them per position would keep the old text's names)."""
+    text = generate(150)
+    cache = ParseCache()
+    parse_nki(text, "g.py", cache=cache)
+    reads = _kernel_edit(text, "softmax_2", "        e = nl.exp(shifted)\n",
+                         "        e = nl.exp(shifted)\n        width = TILE_F\n")
+    parse_nki(reads, "g.py", cache=cache)
+    misses = cache.misses
+    retyped = reads.replace("TILE_F = 512", "TILE_F = 256")
+    warm = parse_nki(retyped, "g.py", cache=cache)
+    assert cache.misses == misses + 1  # softmax_2 only: it is the one kernel reading TILE_F
+    assert warm == parse_nki(retyped, "g.py")
+    assert warm.kernel("softmax_2")._env.values["width"] == 256
+
+
 def test_the_cache_holds_only_the_current_version():
     text = generate(150)
     cache = ParseCache()
@@ -199,9 +217,25 @@ def test_a_syntax_error_parses_cold_and_matches():
 
 def test_a_busy_cache_is_not_waited_for():
     cache = ParseCache()
-    with cache.lock:  # another thread's parse of this document is in flight
+    held, done = threading.Event(), threading.Event()
+
+    def other_check():  # another thread's check of this document is in flight
+        with cache.lock:
+            held.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=other_check)
+    thread.start()
+    try:
+        assert held.wait(10)
         result = parse_nki(GENERATED, "g.py", cache=cache)
+        checked = check_text("generated.py", GENERATED, OPTIONS, cache=cache)
+    finally:
+        done.set()
+        thread.join()
     assert result == parse_nki(GENERATED, "g.py") and cache.misses == 0
+    assert _result(checked) == _result(check_text("generated.py", GENERATED, OPTIONS)) and cache.misses == 0
+    assert not checked.parsed.from_cache  # ran cold: no findings were remembered on shared kernels
 
 
 def test_helper_and_decorator_status_follow_the_rest_of_the_file():
@@ -222,3 +256,55 @@ def test_helper_and_decorator_status_follow_the_rest_of_the_file():
     # A decorated `scale` stays a kernel when nothing calls it any more: it is no longer a helper.
     assert seen[5][0] == ("scale", True, "nki.jit") and seen[6][0] == ("scale", False, "nki.jit")
     assert cache.hits == 7  # `scale` reused in 1-4 and 6, `kernel` in 3 and 4 (5 adds a line above both)
+
+
+PROJECT = '''import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+def project(x, w):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    out[...] = nisa.nc_matmul(x, w)
+    return out
+
+
+@nki.jit
+def caller(a, b):
+    ta = nl.load(a[0:128, 0:128])
+    tb = nl.load(b[0:128, 0:512])
+    r = project(ta, tb)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[0:128, 0:512], value=r)
+    return out
+'''
+
+
+def _rules_of(outcome, function_line: int) -> list[str]:
+    return sorted(f.rule for f in outcome.findings if f.line is not None and f.line >= function_line
+                  and f.line < function_line + 5)
+
+
+def test_reused_kernels_findings_follow_helper_and_decorator_status():
+    """A reused kernel keeps its rule findings only while what the file says of it is unchanged: whether it
+    is a helper (NKI106 trusts a helper's parameters) and its decorator (NKI110 judges only kernels)."""
+    line = PROJECT.split("\n").index("def project(x, w):") + 1
+    uncalled = PROJECT.replace("    r = project(ta, tb)\n", "    r = ta\n")
+    wrapped = PROJECT + "\nproject_kernel = nki.jit(project)\n"
+    versions = [PROJECT, wrapped, PROJECT, uncalled.replace("def project", "@nki.jit\ndef project"),
+                wrapped.replace("def project", "@nki.jit\ndef project")]
+    cache = ParseCache()
+    seen = []
+    for text in versions:
+        warm, cold = check_text("p.py", text, OPTIONS, cache=cache), check_text("p.py", text, OPTIONS)
+        assert _result(warm) == _result(cold)
+        at = line + (1 if "@nki.jit\ndef project" in text else 0)
+        seen.append(_rules_of(warm, at))
+    # a helper (called by `caller`) with no decorator: its parameters are the caller's tiles, no output rule
+    assert seen[0] == [] and seen[2] == []
+    # wrapped by nki.jit further down: the same function object, now a kernel returning an SBUF tile
+    assert seen[1] == ["NKI110"]
+    # decorated and no longer called: its parameters are HBM inputs fed to the Tensor Engine
+    assert seen[3] == ["NKI106", "NKI106", "NKI110"]
+    assert seen[4] == ["NKI110"]  # called again: a helper
+    assert cache.hits >= 3  # `project` was reused across the status changes
