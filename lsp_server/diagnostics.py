@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,6 +22,7 @@ SEVERITY = {
 }
 
 
+@cache  # the registry is fixed once loaded; this runs for every diagnostic of every publish
 def docs_url(rule: str) -> str | None:
     try:
         # deferred: the server answers `initialize` before the engine is imported (start-up time)

@@ -20,6 +20,8 @@ def _line_text(lines: Sequence[str], index: int) -> str:
 
 
 def _units(codec: PositionCodec, text: str) -> int:
+    if text.isascii():  # one code unit per character in UTF-8, UTF-16 and UTF-32 (the codec counts in Python)
+        return len(text)
     return codec.client_num_units(text)
 
 

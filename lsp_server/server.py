@@ -145,11 +145,12 @@ class NkiAssistServer(LanguageServer):
         else:
             lines = doc.lines
             codec = doc.position_codec
+            path = self.path_of(doc)
             diagnostics = []
             for finding in analysis.findings:
                 try:
-                    diagnostics.append(to_diagnostic(finding, lines, doc_path=self.path_of(doc),
-                                                     language=analysis.language, codec=codec))
+                    diagnostics.append(to_diagnostic(finding, lines, doc_path=path, language=analysis.language,
+                                                     codec=codec))
                 except Exception as exc:  # noqa: BLE001 - one malformed finding must not hide the rest
                     log.warning("cannot convert finding %r: %s", finding, exc)
         self.store.set(uri, analysis.version, diagnostics, analysis)
