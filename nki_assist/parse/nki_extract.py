@@ -252,7 +252,11 @@ class Extractor:
             self._params(st.child_by_field_name("parameters"), ctx, record=False)
             body = st.child_by_field_name("body")
             if body is not None:
-                self._block(body, ctx)
+                ctx.nested += 1
+                try:
+                    self._block(body, ctx)
+                finally:
+                    ctx.nested -= 1
         elif t == "decorated_definition":
             d = st.child_by_field_name("definition")
             if d is not None:
@@ -267,7 +271,8 @@ class Extractor:
                     rnames.append(self.text(v))
                 elif v.type in ("tuple", "expression_list", "list"):
                     rnames += [self.text(c) for c in v.named_children if c.type == "identifier"]
-            ctx.kernel.returns.append(Return(rnames, line, col, end_col))
+            if not ctx.nested:  # a closure's return hands a value to the kernel, it is no kernel output
+                ctx.kernel.returns.append(Return(rnames, line, col, end_col))
             del names
         elif t == "assert_statement":
             asserts.assert_statement(self, st, ctx)

@@ -153,7 +153,7 @@ class Assignment:
     value_api: str | None
     value_text: str
     start_byte: int = 0  # from the kernel's `def`, like Loop.start_byte
-    scalar: bool = False  # a trace-time Python number (e.g. an address counter), not a tensor
+    scalar: bool = False  # a trace-time Python value (an address counter, an index predicate), not a tensor
 
 
 @dataclass

@@ -116,8 +116,10 @@ def matmul_placement(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             c = mm.call
             for op in (mm.stationary, mm.moving):
-                if op is None or (op.is_param and k.helper):
-                    continue  # a helper's parameter is whatever tile its caller passes, not an HBM input
+                if op is None or (op.is_param and (k.helper or k.decorator is None)):
+                    # a helper's parameter is whatever tile its caller passes, not an HBM input; so is that of
+                    # a function with no kernel decorator (a building block called from another file)
+                    continue
                 buf = "hbm" if op.is_param else op.buffer
                 if buf in HBM or buf == "psum":
                     yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,

@@ -87,6 +87,7 @@ class _Ctx:
     grids: dict[str, list[tuple[int, int, Any]]] = field(default_factory=dict)
     mgrids: dict[str, list] = field(default_factory=dict)
     loop_names: dict[int, set[str]] = field(default_factory=dict)
+    nested: int = 0  # depth of nested function definitions (closures, loop bodies) being walked
 
 
 def inner_data_names(bound: dict, ex) -> set[str]:  # ex: the walker (parse/nki_extract.Extractor)

@@ -79,11 +79,34 @@ def add_write(ex, name, node, op, subscript, reads, dep, right, ctx: _Ctx, value
     scalar = (not subscript and op != "call" and name not in ctx.tiles and api is None
               and right is not None and shapes.tile_of(ex, right, ctx) is None
               and not any(n in ctx.tiles for n in reads if n != name))
+    # `mask = (nl.arange(P)[:, None] + P * i < N) & mask`: a predicate over indices and sizes the tracer builds,
+    # not a tensor, also when `mask` and the sizes are parameters (which makes them look like input tiles)
+    scalar = scalar or (not subscript and op == "=" and api is None and right is not None and _predicate(right)
+                        and not any(n in ctx.tiles and not ctx.tiles[n].param for n in reads | {name}))
     ctx.kernel.assignments.append(Assignment(
         name=name, line=line, col=col, end_line=end_line, end_col=end_col, loops=list(ctx.loops),
         op=op, subscript=subscript, reads=frozenset(reads), index_dep_loops=dep, value_kind=value_kind,
         value_api=api, value_text=ex.text(right)[:200] if right is not None else "",
         start_byte=node.start_byte, scalar=scalar))
+
+
+def _predicate(node) -> bool:
+    """A comparison, or comparisons (and names) joined by `&`/`|`/`and`/`or`, maybe chosen by `x if c else y`."""
+    t = node.type
+    if t == "comparison_operator":
+        return True
+    if t == "parenthesized_expression":
+        return bool(node.named_children) and _predicate(node.named_children[0])
+    if t == "conditional_expression":
+        parts = node.named_children
+        return len(parts) == 3 and _predicate(parts[0]) and _predicate(parts[2])
+    if t in ("binary_operator", "boolean_operator"):
+        sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        op = node.child_by_field_name("operator")
+        if op is None or op.type not in ("&", "|", "and", "or") or None in sides:
+            return False
+        return any(_predicate(s) for s in sides) and all(_predicate(s) or s.type == "identifier" for s in sides)
+    return False
 
 
 def value_kind_of(ex, node, ctx: _Ctx) -> tuple[str | None, str | None]:

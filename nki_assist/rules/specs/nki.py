@@ -129,7 +129,7 @@ Tile M to 128 (`gemm_stationary_fmax`), N to 512 (`gemm_moving_fmax`) and K to 1
              fix="Load operands into SBUF with nl.load / nisa.dma_copy and give the matmul a PSUM destination.",
              doc="""\
 ## What it finds
-A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels) are whatever tiles the caller passes, so they are not taken to be HBM inputs.
+A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels), or of a function with no kernel decorator (a building block other files call), are whatever tiles the caller passes, so they are not taken to be HBM inputs.
 
 ## Why it matters on Trainium
 The Tensor Engine reads only SBUF and writes only PSUM. Legacy NKI reports `err_unsupported_memory`; new NKI rejects the instruction.
@@ -221,7 +221,7 @@ Hoist the load to the loop whose variable it uses (here, just inside the `i` loo
              fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it.",
              doc="""\
 ## What it finds
-A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core.
+A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core. A `return` inside a function nested in the kernel (a closure handing tiles back to the kernel) is not the kernel's output.
 
 ## Why it matters on Trainium
 Kernel outputs go back to the framework through HBM. Since NKI 0.3, outputs must be in `shared_hbm` so both cores of an LNC=2 logical core see them. Returning an SBUF tile is an error in every dialect.
@@ -276,7 +276,7 @@ operand. One DMA replaces `KW`, and the matmuls (or vector ops) are unchanged.
              fix="Use nl.sequential_range for the loop, or accumulate in PSUM with `acc += nl.matmul(...)`.",
              doc="""\
 ## What it finds
-Legacy NKI only: inside `nl.affine_range`, a tensor defined before the loop is read and written at the same location by every iteration: `acc[...] = nl.add(acc, x)` (an error). `acc += x` (also `-=`, `*=`) outside PSUM is an associative reduction, so the iteration order does not change the result (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF this way), but maintainers report `+=` on SBUF as unreliable in the compiler: a warning. The documented `psum += nl.matmul(...)` accumulation (also into a direct `ncc.psum.mod_alloc(...)` allocation) is allowed. So are writes indexed by the loop variable, tensors freshly created inside the loop, and trace-time Python numbers (an address counter `addr += size` is unrolled by the tracer, not carried on the device).
+Legacy NKI only: inside `nl.affine_range`, a tensor defined before the loop is read and written at the same location by every iteration: `acc[...] = nl.add(acc, x)` (an error). `acc += x` (also `-=`, `*=`) outside PSUM is an associative reduction, so the iteration order does not change the result (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF this way), but maintainers report `+=` on SBUF as unreliable in the compiler: a warning. The documented `psum += nl.matmul(...)` accumulation (also into a direct `ncc.psum.mod_alloc(...)` allocation) is allowed. So are writes indexed by the loop variable, tensors freshly created inside the loop, and trace-time Python values: an address counter `addr += size` is unrolled by the tracer, and a predicate over indices and sizes rebound in the loop (`mask = (nl.arange(128)[:, None] + 128 * i < n) & mask`) is built by the tracer too; neither is carried on the device.
 
 ## Why it matters on Trainium
 `affine_range` declares the iterations independent, so the compiler may reorder or pipeline them. With a real carried dependency the result is wrong, or the compile fails (`[TEN404] ... Can only handle single store`), and the simulator may not show it.
