@@ -144,7 +144,8 @@ class Extractor:
             name = self.text(node)
             line, col, _, _ = self.pos(node)
             if record:
-                ctx.kernel.params.append(Param(name, line, col))
+                ctx.kernel.params.append(Param(name, line, col, splat=p.type in ("list_splat_pattern",
+                                                                              "dictionary_splat_pattern")))
                 ctx.tiles[name] = Tile(None, None, "hbm", param=True)
             ctx.env.values[name] = Lin.sym(name)  # defaults can be overridden by callers
 

@@ -21,6 +21,7 @@ class Param:
     name: str
     line: int
     col: int
+    splat: bool = False  # `*args` / `**kwargs`
 
 
 @dataclass

@@ -56,8 +56,11 @@ def unused_input(nf: NkiFile, t: Target):
     for k in nf.kernels:
         if "locals" in k.called_functions or "vars" in k.called_functions:
             continue
+        # a parameter the kernel writes into (`out[...] = ...`, `dst=out`) is an output buffer, not an unread input
+        written = {a.name for a in k.assignments if a.subscript or a.op == "call"}
         for p in k.params:
-            if p.name in k.used_names or p.name.startswith("_") or p.name in ("self", "cls"):
+            if p.name in k.used_names or p.name in written or p.splat or p.name.startswith("_") \
+                    or p.name in ("self", "cls"):
                 continue
             yield emit("NKI202", nf, p.line, p.col, p.line, p.col + len(p.name),
                        f"Input `{p.name}` of kernel `{k.name}` is never read.",

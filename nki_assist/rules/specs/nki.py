@@ -296,7 +296,7 @@ Use `nl.sequential_range` for loops with a carried dependency, or accumulate mat
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
              doc="""\
 ## What it finds
-A kernel parameter that the kernel body never reads.
+A kernel parameter that the kernel body never reads. A parameter the body writes into (`out[...] = ...`, or the `dst=` of an ISA call: an output buffer the caller passes) and `*args`/`**kwargs` are not reported.
 
 ## Why it matters on Trainium
 In a CUDA port this usually means part of the computation was dropped (a bias, a scale, a residual), and the results differ from the CUDA kernel only for inputs where that argument matters.
