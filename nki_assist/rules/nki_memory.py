@@ -13,6 +13,7 @@ from .nki_common import check, emit, loop_label, shape_str
 
 HBM = ("hbm", "shared_hbm", "private_hbm")
 KIB = 1024
+_NAME = re.compile(r"[^\W\d]\w*")
 
 
 @check("NKI101")
@@ -257,6 +258,9 @@ def loop_invariant_load(nf: NkiFile, t: Target):
                 continue
             if any(n == src.name and inner.line <= ln <= inner.end_line for n, ln in stored):
                 continue  # the loop also writes that tensor: the reload may be intended
+            index_names = set(_NAME.findall(src.text)) - {src.name}
+            if any(a.name in index_names and inner.line <= a.line <= inner.end_line for a in k.assignments):
+                continue  # the address reads a value the loop updates (`x[idx[0, 0]]` after `idx[...] += 1`)
             r = redundancy(c, src)
             outer = r["hoist_above_line"]
             count = (f"{r['redundant_reads']} of its {r['loads']} executions (= {r['redundant_reads_expr']})"

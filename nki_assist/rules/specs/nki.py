@@ -187,7 +187,7 @@ Move whole tiles: 128 partitions and at least 2 KiB (ideally 4 KiB or more) per 
              fix="Hoist the load out of the loop (or up to the loop whose variable it depends on).",
              doc="""\
 ## What it finds
-A load from HBM inside a loop whose source region does not depend on the innermost loop's variable, or on anything reassigned in that loop, so each iteration loads the same bytes again.
+A load from HBM inside a loop whose source region does not depend on the innermost loop's variable, or on anything reassigned or written in that loop (an index read from an SBUF counter the loop advances, `x[idx[0, 0]]` after `idx[...] = nl.add(idx, 1)`, moves), so each iteration loads the same bytes again.
 
 The finding counts the waste from the source alone, for any sizes: the loops from the innermost outward
 that the region does not depend on can all be hoisted over, so the load runs `prod(all trips)` times for
