@@ -59,11 +59,29 @@ def exp_overflow(nf: NkiFile, t: Target):
             arg = data.text if data else (c.args[-1] if c.args else "")
             if "-" in arg or "subtract" in arg:
                 continue
+            scale = c.kwargs.get("scale")
+            if scale is not None and _number(scale) is None:
+                # exp(data * scale) with a tensor scale: the sign of the exponent is the data's, not the code's to
+                # show (state-space models discretise with exp(delta * A), A < 0): say what to check, accuse nothing
+                yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
+                           f"`{c.api}` exponentiates `{arg}` scaled by `{scale}` with no max reduction before it in "
+                           f"`{k.name}`: safe when `{arg}` * `{scale}` stays below 88.7 (e.g. a negative scale, as in "
+                           "exp(delta * A) with A < 0); otherwise exp overflows float32 to inf.",
+                           {"api": c.api, "operand": arg, "scale": scale, "overflow_threshold_fp32": 88.72},
+                           severity=Severity.INFO, fix=_exp_fix(k, c, arg), confidence="low")
+                continue
             yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` exponentiates `{arg}` with no max reduction before it in `{k.name}`: "
                        "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
                        {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
                        fix=_exp_fix(k, c, arg), confidence="medium")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _exp_fix(k, c, arg: str) -> str:

@@ -492,7 +492,7 @@ Accumulate in a float32 tile (or in PSUM) and convert to bf16 once after the loo
              fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max)).",
              doc="""\
 ## What it finds
-`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument.
+`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check.
 
 ## Why it matters on Trainium
 exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.
