@@ -27,6 +27,7 @@ def affine_carried(nf: NkiFile, t: Target):
             # (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF under affine_range), but
             # maintainers report SBUF `+=` as unreliable in the compiler: a warning, not an error
             assoc = w.op in ("+=", "-=", "*=")
+            recopy = _recopy(k, w)
             for lp in reversed(w.loops):
                 if lp.kind != "affine_range" or lp.id in w.index_dep_loops:
                     continue
@@ -36,6 +37,17 @@ def affine_carried(nf: NkiFile, t: Target):
                 msg = (f"`{w.name}`{where} is read and written by every iteration of nl.affine_range "
                        f"{loop_label(lp)}: a loop-carried dependency, but affine_range iterations may run in "
                        "any order (legacy NKI).")
+                if recopy:
+                    yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col,
+                               f"`{w.name} = {w.value_api}({w.name}, ...)`{where} copies a tile defined before "
+                               f"nl.affine_range {loop_label(lp)} into itself on every iteration: each iteration "
+                               "yields the same values, so the order is harmless, but the copy runs once per "
+                               "iteration.",
+                               {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
+                                "buffer": alloc.buffer if alloc else None, "associative": False, "idempotent": True},
+                               severity=Severity.INFO,
+                               fix=f"Copy `{w.name}` once before the loop on line {lp.line} and use the copy inside.")
+                    break
                 if assoc:
                     msg = (f"`{w.name} {w.op} ...`{where} accumulates across iterations of nl.affine_range "
                            f"{loop_label(lp)}: an associative reduction, so the order is harmless, but `{w.op}` "
@@ -49,6 +61,15 @@ def affine_carried(nf: NkiFile, t: Target):
                                + (", or accumulate the matmul into a PSUM tile with `+=`." if w.value_kind == "matmul"
                                   else "."))
                 break
+
+
+def _recopy(k, w) -> bool:
+    """`x = nl.copy(x, dtype=...)`: a copy (or cast) of the tile into its own name, reading nothing else the
+    kernel binds, gives the same values however often and in whatever order it runs."""
+    if w.op != "=" or w.subscript or w.value_api not in ("nl.copy", "nisa.tensor_copy"):
+        return False
+    bound = {p.name for p in k.params} | {a.name for a in k.assignments}
+    return w.name in w.reads and not (w.reads - {w.name}) & bound
 
 
 @check("NKI202")

@@ -17,9 +17,6 @@ from nki_assist.parse.nki import is_nki_source
 REVIEWED = {
     ("contributed/neuron-team-kernels/transpose.py", "NKI504", 17):
         "imports legacy `neuronxcc.nki` and `nki.language.constants` in one file",
-    ("contributed/neuron-team-kernels/blockwise_mm.py", "NKI201", 708):
-        "`v_expert = nl.copy(v_expert, ...)` rebinds an SBUF tile inside affine_range; benign here only because "
-        "the copy is idempotent, which the rule cannot see",
 }
 
 
