@@ -13,7 +13,7 @@ from .nki_common import check, emit, loop_label, shape_str
 
 HBM = ("hbm", "shared_hbm", "private_hbm")
 KIB = 1024
-_NAME = re.compile(r"[^\W\d]\w*")
+_IDENT = re.compile(r"[^\W\d]\w*")  # a Python identifier (names in operand text)
 
 
 @check("NKI101")
@@ -162,8 +162,6 @@ def _dma_region(c):
     return ops[0] if ops else None
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-
 
 def _row_follows_loop(text: str | None, loops) -> bool:
     """Does the first (partition-side) index of `x[first, ...]` use an enclosing loop's variable?"""
@@ -258,7 +256,7 @@ def loop_invariant_load(nf: NkiFile, t: Target):
                 continue
             if any(n == src.name and inner.line <= ln <= inner.end_line for n, ln in stored):
                 continue  # the loop also writes that tensor: the reload may be intended
-            index_names = set(_NAME.findall(src.text)) - {src.name}
+            index_names = set(_IDENT.findall(src.text)) - {src.name}
             if any(a.name in index_names and inner.line <= a.line <= inner.end_line for a in k.assignments):
                 continue  # the address reads a value the loop updates (`x[idx[0, 0]]` after `idx[...] += 1`)
             r = redundancy(c, src)

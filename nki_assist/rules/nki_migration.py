@@ -34,32 +34,29 @@ def affine_carried(nf: NkiFile, t: Target):
                 if not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
                 where = f" in {alloc.buffer.upper()}" if alloc is not None and alloc.buffer != "unknown" else ""
+                evidence = {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
+                            "buffer": alloc.buffer if alloc else None, "associative": assoc}
+                severity = Severity.WARNING if assoc else None
                 msg = (f"`{w.name}`{where} is read and written by every iteration of nl.affine_range "
                        f"{loop_label(lp)}: a loop-carried dependency, but affine_range iterations may run in "
                        "any order (legacy NKI).")
+                fix = (f"Use nl.sequential_range for the loop on line {lp.line}"
+                       + (", or accumulate the matmul into a PSUM tile with `+=`." if w.value_kind == "matmul"
+                          else "."))
                 if recopy:
-                    yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col,
-                               f"`{w.name} = {w.value_api}({w.name}, ...)`{where} copies a tile defined before "
-                               f"nl.affine_range {loop_label(lp)} into itself on every iteration: each iteration "
-                               "yields the same values, so the order is harmless, but the copy runs once per "
-                               "iteration.",
-                               {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
-                                "buffer": alloc.buffer if alloc else None, "associative": False, "idempotent": True},
-                               severity=Severity.INFO,
-                               fix=f"Copy `{w.name}` once before the loop on line {lp.line} and use the copy inside.")
-                    break
-                if assoc:
+                    msg = (f"`{w.name} = {w.value_api}({w.name}, ...)`{where} copies a tile defined before "
+                           f"nl.affine_range {loop_label(lp)} into itself on every iteration: each iteration "
+                           "yields the same values, so the order is harmless, but the copy runs once per iteration.")
+                    evidence["idempotent"] = True
+                    severity = Severity.INFO
+                    fix = f"Copy `{w.name}` once before the loop on line {lp.line} and use the copy inside."
+                elif assoc:
                     msg = (f"`{w.name} {w.op} ...`{where} accumulates across iterations of nl.affine_range "
                            f"{loop_label(lp)}: an associative reduction, so the order is harmless, but `{w.op}` "
                            "outside PSUM is reported unreliable in the NKI compiler (TEN404); accumulate in PSUM "
                            "or use nl.sequential_range.")
-                yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col, msg,
-                           {"tensor": w.name, "loop_var": lp.var, "loop_line": lp.line, "op": w.op,
-                            "buffer": alloc.buffer if alloc else None, "associative": assoc},
-                           severity=Severity.WARNING if assoc else None,
-                           fix=f"Use nl.sequential_range for the loop on line {lp.line}"
-                               + (", or accumulate the matmul into a PSUM tile with `+=`." if w.value_kind == "matmul"
-                                  else "."))
+                yield emit("NKI201", nf, w.line, w.col, w.end_line, w.end_col, msg, evidence, severity=severity,
+                           fix=fix)
                 break
 
 
