@@ -47,7 +47,8 @@ def normalize_outputs(value: Any) -> list[np.ndarray]:
             raise TypeError(f"output {i} is None")
         arr = np.asarray(item)
         if arr.dtype == object or arr.dtype.kind not in "fiub":
-            raise TypeError(f"output {i} is {type(item).__name__} (dtype {arr.dtype}), not a numeric array")
+            kind = getattr(item, "type_name", type(item).__name__)  # wire.Opaque: a user object that stayed in the child
+            raise TypeError(f"output {i} is {kind} (dtype {arr.dtype}), not a numeric array")
         outs.append(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
     return outs
 

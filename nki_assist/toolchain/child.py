@@ -8,8 +8,9 @@ records how the worker ended in JOBDIR/exit.json.
 
 The worker arms the limits (wall time via a faulthandler watchdog that dumps every Python stack to
 JOBDIR/timeout.txt and exits even inside NumPy C code; RLIMIT_AS/CPU/FSIZE/NPROC/CORE), touches
-JOBDIR/armed, runs the task ("module:function" with pickled keyword arguments) and writes the
-result, or the exception with the innermost line of the watched user file, to JOBDIR/result.pkl.
+JOBDIR/armed, runs the task ("module:function" with keyword arguments the parent pickled) and writes the
+result, or the exception with the innermost line of the watched user file, to JOBDIR/result.json
+(+ result.npz for arrays; see wire.py: the parent only parses it).
 Never imported by the parent except for `frame_line`.
 """
 
@@ -25,6 +26,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from . import wire
 from .procs import descendants, kill_all
 
 PR_SET_PDEATHSIG = 1
@@ -98,18 +100,15 @@ def _limits(memory_mb: int, timeout_s: float) -> dict[str, int | None]:
 
 
 def _write(jobdir: Path, payload: dict) -> None:
-    tmp = jobdir / "result.tmp"
+    """The result as JSON + npz (wire.py): the parent parses it, never unpickles it."""
     try:
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:  # unpicklable or too large for the memory limit
-        data = pickle.dumps({"status": "error", "error": f"result could not be pickled: {type(exc).__name__}: {exc}",
-                             "line": None, "traceback": ""})
-    try:
-        tmp.write_bytes(data)
+        wire.write(jobdir, payload)
+    except (wire.WireError, RecursionError, TypeError, ValueError) as exc:  # a value that cannot travel back
+        wire.write(jobdir, {"status": "error", "error": f"result could not be returned: {type(exc).__name__}: "
+                            f"{str(exc)[:300]}", "line": None, "traceback": ""})
     except OSError as exc:  # RLIMIT_FSIZE: the result is larger than the file-size limit
-        tmp.write_bytes(pickle.dumps({"status": "error", "line": None, "traceback": "", "memory": True,
-                                      "error": f"result too large to return ({len(data):,} bytes: {exc.strerror})"}))
-    tmp.replace(jobdir / "result.pkl")
+        wire.write(jobdir, {"status": "error", "line": None, "traceback": "", "memory": True,
+                            "error": f"result too large to return ({exc.strerror})"})
 
 
 def _work(job: Path, task: dict, fn) -> None:

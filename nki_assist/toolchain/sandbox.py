@@ -8,7 +8,7 @@ it ends. It does not protect the file system or the network (the opt-in `strong`
 `isolation.py` adds namespaces where the platform has them).
 
 The parent never hangs and never crashes: a timeout, an allocation beyond the limit, a segfault,
-`os._exit`, a signal or an unpicklable result all come back as a `ChildOutcome` with a status, a
+`os._exit`, a signal or a result that cannot travel back all come back as a `ChildOutcome` with a status, a
 one-line error (secrets redacted) and, when it can be found, the line of the user file that ran.
 """
 
@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..redact import is_secret_name, redact
+from . import wire
 from .isolation import wrap
 from .procs import now_ticks, sweep
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
 KILL_GRACE_S = 3.0  # after the child's own watchdog should have fired and exited
+MIN_RESULT_MB = 64  # the child's file-size limit is max(memory, 64 MiB): results up to that are read
 STARTUP_LIMIT_S = 60.0  # interpreter + simulator imports before the limits are armed
 TOKEN_ENV = "NKI_ASSIST_SANDBOX_ID"  # marks every process of one run (found and killed at its end)
 PASS_ENV = "NKI_ASSIST_CHILD_ENV"  # comma list of extra variable names to pass (never secrets)
@@ -179,29 +181,37 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                 killed = _wait(proc, job / "armed", timeout_s)
             finally:  # every run ends with its whole process tree gone (Ctrl-C in the parent included)
                 leftovers = _end_run(proc, token, started)
-        out = _outcome(job, proc.returncode, killed, timeout_s, watch)
+        out = _outcome(job, proc.returncode, killed, timeout_s, watch, memory_mb)
         out.elapsed_s, out.leftovers, out.sandbox = time.perf_counter() - t0, leftovers, mode
         out.error = redact(out.error) if out.error else out.error
         out.traceback, out.stderr = redact(out.traceback), redact(out.stderr)
         return out
 
 
-def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch: str | None) -> ChildOutcome:
+def _exit_record(job: Path) -> dict[str, int] | None:
+    """The supervisor's exit.json ({"code": N} or {"signal": N}), None when absent or malformed."""
+    try:
+        raw = json.loads((job / "exit.json").read_text()[:200])
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if (isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("code", "signal")
+            and type(next(iter(raw.values()))) is int):
+        return raw
+    return None
+
+
+def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch: str | None,
+             memory_mb: int = DEFAULT_MEMORY_MB) -> ChildOutcome:
     """Read what the supervisor and the worker left in the job directory."""
     stderr = (job / "stderr.txt").read_text(errors="replace")[-4000:]
     dump = (job / "timeout.txt").read_text(errors="replace") if (job / "timeout.txt").exists() else ""
     armed = (job / "armed").exists()
-    try:
-        ended = json.loads((job / "exit.json").read_text())
-    except (OSError, ValueError):
-        ended = None  # the supervisor itself did not finish (killed by the parent, or by the user code)
-    result = job / "result.pkl"
-    if result.exists() and ended is not None:
-        try:
-            payload = pickle.loads(result.read_bytes())
-        except Exception as exc:
-            return ChildOutcome("crashed", error=f"unreadable result: {type(exc).__name__}: {exc}",
-                                stderr=stderr, in_user_code=armed)
+    ended = _exit_record(job)  # None: the supervisor did not finish (killed by the parent, or by user code)
+    if (job / "result.json").exists() and ended is not None:
+        try:  # parsed and validated, never unpickled: the worker that wrote it ran user code (wire.py)
+            payload = wire.read(job, max(memory_mb, MIN_RESULT_MB) * 2**20)
+        except wire.WireError as exc:
+            return ChildOutcome("crashed", error=f"unreadable result: {exc}", stderr=stderr, in_user_code=armed)
         status = payload["status"]
         if status == "error" and payload.get("memory"):
             status = "out-of-memory"
