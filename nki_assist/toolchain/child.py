@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 
 from . import wire
-from .procs import descendants, kill_all
+from .procs import freeze_and_kill
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -183,12 +183,8 @@ def _supervise(job: Path, worker: int) -> int:
         except ChildProcessError:
             pid, status = worker, 0
             break
-    for _ in range(20):  # orphans re-parent to us (subreaper); forks may race with the kill
-        left = descendants(os.getpid())
-        if not left:
-            break
-        kill_all(left)
-        _reap_all()
+    # Orphans re-parent to us (subreaper); stop each before the kill so a re-forking one cannot race it.
+    freeze_and_kill(root=None, token=None, since=0, children=True)
     _reap_all()
     ended = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
     (job / "exit.json").write_text(json.dumps(ended))

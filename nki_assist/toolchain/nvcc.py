@@ -24,6 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from .procs import owned
+
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
 _PROPS = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -79,12 +81,13 @@ def _resource_usage(path: str, arch: str, timeout_s: float) -> NvccResult:
         # own process group: on timeout the whole cicc/ptxas pipeline is killed, not just nvcc
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                 text=True, errors="replace", cwd=tmp, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            return NvccResult(available=True, arch=arch, command=cmd,
-                              note=f"nvcc timed out after {timeout_s:g} s")
+        with owned(proc.pid):  # not a stray for a concurrent sandbox run's sweep
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                return NvccResult(available=True, arch=arch, command=cmd,
+                                  note=f"nvcc timed out after {timeout_s:g} s")
     output = (stderr or "") + (stdout or "")
     if proc.returncode != 0:
         errors = [ln.strip() for ln in output.splitlines() if "error" in ln.lower()]

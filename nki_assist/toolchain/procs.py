@@ -1,19 +1,58 @@
 """Finding and killing the processes a sandboxed run left behind (Linux /proc; no-ops elsewhere).
 
-A run's processes are recognised three ways, so a descendant that left the process group (setsid)
-is still found: its session, its process group, or the run's token in its environment (inherited
-by every descendant unless it replaces its whole environment).
+A run's processes are recognised four ways, so a descendant that left the process group (setsid)
+and replaced its environment is still found: its session, its process group, the run's token in its
+environment, or being an orphan re-parented to nki-assist itself, which is made a child subreaper
+(`adopt_orphans`) so that no descendant escapes to init. The kill stops every member and every
+process group a member (or the zombie of one) belongs to (SIGSTOP: a stopped process cannot fork;
+a signal to a group reaches a member forked at the same moment too), rescans until nothing new
+appears, then SIGKILLs them. A process that re-forks every few milliseconds is never seen alive by
+a /proc scan, but the zombies it leaves behind name its process group.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 PROC = Path("/proc")
-SWEEP_ROUNDS = 20  # a forking process may add children between two scans
+SWEEP_ROUNDS = 20  # freeze-then-kill passes (a pass may miss a process forked during its kill)
+FREEZE_ROUNDS = 200  # scans of one freeze-then-kill pass (each stops what it finds)
+PR_SET_CHILD_SUBREAPER = 36
+
+_OWN: set[int] = set()  # children nki-assist started on purpose (sandbox runs, nvcc): never strays
+_OWN_LOCK = threading.Lock()
+_adopting = False
+
+
+def adopt_orphans() -> bool:
+    """Make this process a child subreaper (Linux): a run's orphans re-parent to it, not to init,
+    so a process that left the run's session and environment is still found. True when in effect."""
+    global _adopting
+    if not _adopting:
+        try:
+            import ctypes
+
+            _adopting = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _adopting = False
+    return _adopting
+
+
+@contextmanager
+def owned(pid: int):
+    """While the block runs, `pid` (a child nki-assist started) is not taken for a stray."""
+    with _OWN_LOCK:
+        _OWN.add(pid)
+    try:
+        yield
+    finally:
+        with _OWN_LOCK:
+            _OWN.discard(pid)
 
 
 def now_ticks() -> int:
@@ -24,17 +63,17 @@ def now_ticks() -> int:
         return 0
 
 
-def _stat(pid: int) -> tuple[int, int, int, int] | None:
-    """(ppid, pgid, sid, start ticks) of a live process; None when it is gone, a zombie or unreadable."""
+Entry = tuple[bool, int, int, int, int]  # (zombie, ppid, pgid, sid, start ticks)
+
+
+def _entry(pid: int) -> Entry | None:
     try:
         raw = (PROC / str(pid) / "stat").read_bytes()
     except OSError:
         return None
     fields = raw[raw.rfind(b")") + 2:].split()  # after "pid (comm) "; comm may contain spaces
-    if not fields or fields[0] in (b"Z", b"X"):  # dead: nothing left to kill, only to reap
-        return None
     try:
-        return int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+        return fields[0] in (b"Z", b"X"), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
     except (IndexError, ValueError):
         return None
 
@@ -53,69 +92,101 @@ def _has_token(pid: int, token: bytes) -> bool:
         return False
 
 
-def members(*, sid: int | None = None, token: str | None = None, exclude: set[int] | None = None,
-            since: int = 0) -> list[int]:
-    """Live processes in session `sid` (or process group `sid`), or carrying `token` in their
-    environment; only those started at or after `since` (ticks) can belong to a run."""
-    me = {os.getpid(), *(exclude or ())}
-    needle = token.encode() if token else None
-    found = []
-    for pid in _pids():
-        if pid in me:
-            continue
-        st = _stat(pid)
-        if st is None or st[3] < since:
-            continue
-        if sid is not None and sid in (st[1], st[2]):
-            found.append(pid)
-        elif needle is not None and _has_token(pid, needle):
-            found.append(pid)
-    return found
-
-
-def children_of(pid: int) -> list[int]:
-    """Live children of `pid`: from /proc/PID/task/*/children when the kernel has it (no scan)."""
+def _me() -> tuple[int, int, int]:
+    me = os.getpid()
     try:
-        found: list[int] = []
-        for tid in os.listdir(PROC / str(pid) / "task"):
-            found += [int(c) for c in (PROC / str(pid) / "task" / tid / "children").read_text().split()]
-        return [c for c in found if _stat(c) is not None]
-    except (OSError, ValueError):
-        return [p for p in _pids() if (st := _stat(p)) is not None and st[0] == pid]
+        return me, os.getpgid(0), os.getsid(0)
+    except OSError:
+        return me, -1, -1
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (children first-level first)."""
-    out, todo = [], [pid]
+def run_members(*, root: int | None, token: str | None, since: int,
+                children: bool = False) -> tuple[set[int], set[int]]:
+    """One scan for the processes of a run: (live pids, process groups). Members: `root`, its
+    session and process group (`root` leads both), the token carriers, and strays re-parented to
+    us (children of nki-assist outside its own session that it did not start on purpose; every
+    child with `children`), with everything below them. Zombies count for the groups they name."""
+    me, my_pgid, my_sid = _me()
+    with _OWN_LOCK:
+        own = set(_OWN) - {root}
+    table = {pid: e for pid in _pids() if (e := _entry(pid)) is not None}
+    needle = token.encode() if token else None
+    found: set[int] = set()
+    for pid, (zombie, ppid, pgid, sid, start) in table.items():
+        if pid == me or pid in own or start < since:
+            continue
+        if (pid == root or (root is not None and root in (pgid, sid)) or (ppid == me and (children or sid != my_sid))
+                or (not zombie and needle is not None and _has_token(pid, needle))):
+            found.add(pid)
+    kids: dict[int, list[int]] = {}
+    for pid, e in table.items():
+        kids.setdefault(e[1], []).append(pid)
+    todo = list(found)
     while todo:
-        kids = children_of(todo.pop())
-        out += kids
-        todo += kids
-    return out
+        for kid in kids.get(todo.pop(), ()):
+            if kid not in found and kid != me and kid not in own:
+                found.add(kid)
+                todo.append(kid)
+    live = {pid for pid in found if not table[pid][0]}
+    groups = {table[pid][2] for pid in found} - {my_pgid, 0, 1}
+    return live, groups
 
 
-def kill_all(pids: list[int]) -> int:
-    """SIGKILL each pid; the number that were still there."""
+def _signal(pids: set[int], groups: set[int], sig: int) -> int:
     n = 0
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
             n += 1
         except (ProcessLookupError, PermissionError):
             pass
     return n
 
 
-def sweep(*, sid: int | None = None, token: str | None = None, exclude: set[int] | None = None,
-          since: int = 0) -> int:
-    """Kill every process of a run until none is left (bounded rounds); the number killed."""
+def _reap_strays(children: bool) -> None:
+    """Collect the exit status of strays re-parented to us that have ended (killed or not), so a
+    long-lived nki-assist (the language server) gathers no zombies. Never a child it started on
+    purpose, nor one in its own session (a subprocess whose Popen will wait for it)."""
+    me, _, my_sid = _me()
+    with _OWN_LOCK:
+        own = set(_OWN)
+    for pid in _pids():
+        e = _entry(pid)
+        if e and e[0] and e[1] == me and pid not in own and (children or e[3] != my_sid):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except (ChildProcessError, OSError):
+                pass
+
+
+def freeze_and_kill(*, root: int | None, token: str | None, since: int, children: bool = False) -> int:
+    """Kill every process of a run so that none can fork its way out: stop each one found and its
+    process group, rescan until a scan finds nothing new, SIGKILL them all; repeat until a scan
+    finds nobody. Returns how many live processes were killed."""
     if not PROC.is_dir():
         return 0
-    total = 0
+    killed: set[int] = set()
     for _ in range(SWEEP_ROUNDS):
-        found = members(sid=sid, token=token, exclude=exclude, since=since)
-        if not found:
+        stopped: set[int] = set()
+        groups: set[int] = set()
+        for _ in range(FREEZE_ROUNDS):
+            live, grp = run_members(root=root, token=token, since=since, children=children)
+            fresh, new_groups = live - stopped, grp - groups
+            if not fresh and not new_groups:
+                break
+            _signal(fresh, new_groups, signal.SIGSTOP)
+            stopped |= fresh
+            groups |= new_groups
+        if not stopped and not groups:
             break
-        total += kill_all(found)
-        time.sleep(0.01)
-    return total
+        _signal(stopped, groups, signal.SIGKILL)
+        killed |= stopped
+        time.sleep(0.005)  # let the kernel deliver SIGKILL before the next scan
+        _reap_strays(children)
+    _reap_strays(children)
+    return len(killed)

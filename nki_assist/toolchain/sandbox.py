@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..redact import is_secret_name, redact
 from . import wire
 from .isolation import wrap
-from .procs import now_ticks, sweep
+from .procs import adopt_orphans, freeze_and_kill, now_ticks, owned
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
@@ -95,10 +95,11 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _end_run(proc: subprocess.Popen, token: str, since: int) -> int:
-    """Kill everything the run started: its process group and session, and any descendant that
-    left them (found by the run's token in its environment). Returns how many were still alive."""
+    """Kill everything the run started: its process group and session, any descendant that left
+    them (found by the run's token, or re-parented to nki-assist, a child subreaper), stopping each
+    before the kill so none can fork away. Returns how many were still alive."""
     _kill(proc)
-    return sweep(sid=proc.pid, token=token, since=max(0, since - 1))
+    return freeze_and_kill(root=proc.pid, token=token, since=max(0, since - 1))
 
 
 def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float) -> bool:
@@ -171,16 +172,18 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
         with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err:
             started = now_ticks()
+            adopt_orphans()  # orphans of the run come back to nki-assist, never to init
             try:
                 proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=cenv,
                                         start_new_session=True, cwd=work)
             except OSError as exc:
                 return ChildOutcome("crashed", error=f"cannot start the child process: {exc}", sandbox=mode)
             killed = False
-            try:
-                killed = _wait(proc, job / "armed", timeout_s)
-            finally:  # every run ends with its whole process tree gone (Ctrl-C in the parent included)
-                leftovers = _end_run(proc, token, started)
+            with owned(proc.pid):  # a concurrent run's sweep leaves this one alone
+                try:
+                    killed = _wait(proc, job / "armed", timeout_s)
+                finally:  # every run ends with its whole process tree gone (Ctrl-C in the parent included)
+                    leftovers = _end_run(proc, token, started)
         out = _outcome(job, proc.returncode, killed, timeout_s, watch, memory_mb)
         out.elapsed_s, out.leftovers, out.sandbox = time.perf_counter() - t0, leftovers, mode
         out.error = redact(out.error) if out.error else out.error
