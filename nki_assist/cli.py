@@ -10,14 +10,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 # We use no pydantic plugins; skipping the entry-point scan saves ~0.2 s of start-up.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from . import __version__
 from .commands.exits import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported for callers)
-from .redact import RedactingStream, redact
+from .redact import RedactingStream, neutralise, redact
 
 COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
@@ -74,23 +76,38 @@ def main(argv: list[str] | None = None) -> int:
     streams = (sys.stdout, sys.stderr)
     if args.command in REDACTED_COMMANDS:
         sys.stdout, sys.stderr = RedactingStream(sys.stdout, chunk=1 << 16), RedactingStream(sys.stderr)
+    # SIGTERM ends a run the way Ctrl-C does: the kernel's process tree is killed and the temporary
+    # folder with the input arrays removed (the default action would leave both behind).
+    on_term = None
+    if args.command != "lsp" and threading.current_thread() is threading.main_thread():
+        on_term = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args, redact)
     finally:
+        if on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
         for wrapped in (sys.stdout, sys.stderr):
             if isinstance(wrapped, RedactingStream):
                 wrapped.flush()
         sys.stdout, sys.stderr = streams
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that every cleanup on the way out runs."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def _run(args: argparse.Namespace, redact) -> int:
     try:
         return int(args._run(args))
-    except KeyboardInterrupt:
-        print("nki-assist: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"nki-assist: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
         return EXIT_ERROR
     except UsageError as exc:
-        print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
+        print(neutralise(f"nki-assist {args.command}: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
         from .extras import MissingExtra
@@ -98,7 +115,8 @@ def _run(args: argparse.Namespace, redact) -> int:
         if isinstance(exc, MissingExtra):  # a feature of an extra that is not installed: say which
             print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        print(redact(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
+        print(neutralise(redact(f"nki-assist {args.command}: internal error: {type(exc).__name__}: {exc}")),
+              file=sys.stderr)
         if os.environ.get("NKI_ASSIST_DEBUG"):
             raise
         return EXIT_ERROR

@@ -93,3 +93,20 @@ class RedactingStream:
 
     def __getattr__(self, name: str):  # isatty, fileno, encoding, ... of the real stream
         return getattr(self._stream, name)
+
+
+# Characters a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts colour,
+# cursor and title sequences; CR overwrites a line), DEL, C1 controls (0x9b is a one-byte CSI) and the
+# bidirectional overrides that reorder what is displayed.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def neutralise(text: str) -> str:
+    """`text` with every terminal control character shown as an escape (`\\x1b`), never acted on.
+    For text from user code (kernel exceptions, stderr) on its way to a terminal or a report."""
+    return _CONTROLS.sub(_visible, text)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
+from pathlib import Path
 
 from ..hardware import DEFAULT_TARGET, TARGETS
 from .exits import UsageError
@@ -48,3 +51,36 @@ def apply_sandbox(args: argparse.Namespace) -> None:
         configure(getattr(args, "sandbox", None))
     except (SandboxUnavailable, ValueError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_output(path: str | None) -> None:
+    """`-o FILE` checked before any work: its folder exists and is writable, FILE is not a folder."""
+    if not path:
+        return
+    out = Path(path)
+    folder = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise UsageError(f"{path}: is a folder, not a file")
+    if not folder.is_dir():
+        raise UsageError(f"{path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: folder {folder} is not writable")
+
+
+def write_atomic(path, data: str | bytes) -> None:
+    """Write FILE whole or not at all (a temporary file beside it, renamed over it): a full disk or
+    an interruption leaves the previous file, never a truncated one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..feedback.rubric import RubricError
     from ..numerics.spec import SpecError
-    from ..redact import redact
+    from ..redact import neutralise, redact
     from ..review import ReviewOptions, review_files, review_port
-    from .common import apply_sandbox, exit_code
+    from .common import apply_sandbox, check_output, exit_code, write_atomic
 
     if not args.spec and not args.nki:
         raise UsageError("give a PORT.toml or --nki FILE")
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
         if f and not Path(f).is_file():
             raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))
+    check_output(args.output)  # a bad -o is a usage error now, not after minutes of review
     apply_sandbox(args)
     if args.llm == "openai":
         # deferred: a command imports the engine only when it runs (CLI start-up time)
@@ -106,12 +107,17 @@ def run(args: argparse.Namespace) -> int:
         result.review.notes.append(plots_note)
         print(f"note: {plots_note}", file=sys.stderr)
     text = _render(result, args)
+    if args.format != "json":  # JSON escapes control characters itself
+        text = neutralise(text)  # a kernel's exception text never drives the terminal
     if args.output:
         out = Path(args.output)
-        out.write_text(redact(text), encoding="utf-8")  # never an API key or token on disk
-        if args.format == "md":
-            for name, png in result.plots.items():
-                (out.parent / f"{out.stem}-{name}").write_bytes(png)
+        try:
+            if args.format == "md":
+                for name, png in result.plots.items():
+                    write_atomic(out.parent / f"{out.stem}-{name}", png)
+            write_atomic(out, redact(text))  # whole or not at all; never an API key or token on disk
+        except OSError as exc:
+            raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
         print(f"wrote {out}", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -175,6 +181,10 @@ class _progress:
             self.task = self.bar.add_task("review", total=100)
 
     def update(self, message: str, percent: float) -> None:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
+        from ..redact import neutralise
+
+        message = neutralise(message)  # size names and notes come from user files
         if self.tty:
             self.bar.update(self.task, completed=percent, description=message)
         elif message != self.last:

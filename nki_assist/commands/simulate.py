@@ -203,9 +203,10 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        _print_text(spec, runs, findings, target, args, sys.stdout)
+        out = _Printable(sys.stdout)  # a kernel's exception text never drives the terminal
+        _print_text(spec, runs, findings, target, args, out)
         if perf_doc:
-            _print_performance(perf_doc, sys.stdout)
+            _print_performance(perf_doc, out)
     return code
 
 
@@ -255,3 +256,16 @@ def _print_performance(doc: dict[str, Any], out) -> None:
         est_s = f"{est:.4g}" if isinstance(est, (int, float)) else "-"
         w(f"  {row['metric']:<22} estimate {est_s:>12}  measured {meas:>12.4g}"
           + (f"  (x{ratio:.2f})" if ratio else "") + "\n")
+
+
+class _Printable:
+    """A text stream that shows terminal control characters as escapes (`\\x1b`)."""
+
+    def __init__(self, stream) -> None:
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
+        from ..redact import neutralise
+
+        self.stream, self.neutralise = stream, neutralise
+
+    def write(self, text: str) -> int:
+        return self.stream.write(self.neutralise(text))

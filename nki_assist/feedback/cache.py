@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,21 @@ def default_cache_dir() -> Path:
     return Path(base) / "nki-assist" / "llm"
 
 
+# Wall-clock measurements in the prompt's JSON blocks (a review's `seconds`, a run's `elapsed_s`):
+# they differ on every run, so a key that included them would never hit.
+_WALL_CLOCK = re.compile(r'("(?:seconds|elapsed_s|elapsed|wall_s)"\s*:\s*)-?[0-9][0-9.eE+-]*')
+
+
+def stable_content(text: str) -> str:
+    """`text` without its wall-clock numbers: what identifies a request."""
+    return _WALL_CLOCK.sub(r"\1null", text)
+
+
 def cache_key(*, model: str, base_url: str, messages: list[dict[str, str]], schema_version: str,
               prompt_version: str) -> str:
+    stable = [{**m, "content": stable_content(m.get("content", ""))} for m in messages]
     payload = json.dumps(
-        {"model": model, "base_url": base_url, "messages": messages, "schema": schema_version,
+        {"model": model, "base_url": base_url, "messages": stable, "schema": schema_version,
          "prompts": prompt_version},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     )

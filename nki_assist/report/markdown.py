@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ..feedback.view import ReviewView, build, counts_text, location
 from ..schema import Review
+from .safe import md_safe
 from .sections import Bar, Bullets, Cell, Mark, Part, Plot, Section, Text, bar_text, described_items, sections
 
 
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return md_safe(" ".join(str(text).split())).replace("|", "\\|")
 
 
 def _md_cell(c: Cell) -> str:
@@ -24,9 +25,9 @@ def _part(p: Part) -> list[str]:
     if isinstance(p, Plot):
         return []  # image links are appended by the caller that wrote the PNGs
     if isinstance(p, Text):
-        return [f"**{p.title}:** {p.text}" if p.title else p.text, ""]
+        return [f"**{p.title}:** {md_safe(p.text)}" if p.title else md_safe(p.text), ""]
     if isinstance(p, Bullets):
-        return [f"**{p.title}:**", ""] + [f"- {x}" for x in p.items] + [""]
+        return [f"**{p.title}:**", ""] + [f"- {md_safe(x)}" for x in p.items] + [""]
     lines = [f"**{p.title}.**" + (f" *{p.caption}*" if p.caption else ""), "",
              "| " + " | ".join(_cell(c) for c in p.columns) + " |",
              "|" + "|".join("---" for _ in p.columns) + "|"]
@@ -49,9 +50,9 @@ def render_markdown(review: Review) -> str:
     port = review.port
     lines = [f"# nki-assist review: {port.name} ({port.target})", ""]
     lines += [f"**Verdict: {a.verdict.upper()}** · {counts_text(v.counts)} · drafter: {a.drafter}", ""]
-    lines += [a.summary, ""]
+    lines += [md_safe(a.summary), ""]
     if v.drafter_note:
-        lines += [f"> **Note:** {v.drafter_note}", ""]
+        lines += [f"> **Note:** {md_safe(v.drafter_note)}", ""]
     sources = [(k, getattr(port, k)) for k in ("cuda", "nki", "spec") if getattr(port, k)]
     if sources:
         lines += [" · ".join(f"{k.upper() if k != 'spec' else 'Port spec'}: `{p}`" for k, p in sources), ""]
@@ -62,12 +63,12 @@ def render_markdown(review: Review) -> str:
     for iv in v.items:
         it = iv.item
         ids = ", ".join(it.finding_ids)
-        lines += [f"### {it.priority}. {it.title}", ""]
+        lines += [f"### {it.priority}. {md_safe(it.title)}", ""]
         lines += [f"*{iv.severity} ({iv.label}) · {it.criterion} · findings {ids}*", ""]
-        lines += ["**What:**", ""] + [f"- {ln}" for ln in iv.what_lines] + [""]
-        lines += [f"**Why it matters on Trainium:** {it.why}", ""]
-        lines += [f"**Fix:** {it.fix}", ""]
-        lines += [f"**How to confirm (profiling rationale):** {it.profiling}", ""]
+        lines += ["**What:**", ""] + [f"- {md_safe(ln)}" for ln in iv.what_lines] + [""]
+        lines += [f"**Why it matters on Trainium:** {md_safe(it.why)}", ""]
+        lines += [f"**Fix:** {md_safe(it.fix)}", ""]
+        lines += [f"**How to confirm (profiling rationale):** {md_safe(it.profiling)}", ""]
 
     if a.rubric:
         lines += ["## Rubric", "", "| Criterion | Score | Rationale |", "|---|---|---|"]

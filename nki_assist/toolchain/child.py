@@ -119,7 +119,7 @@ def _work(job: Path, task: dict, fn) -> None:
     dump = open(job / "timeout.txt", "w")
     if timeout_s > 0:  # its thread starts here, before RLIMIT_NPROC forbids new threads
         faulthandler.dump_traceback_later(timeout_s, exit=True, file=dump)
-    _limits(int(task.get("memory_mb") or 0), timeout_s)
+    nproc = _limits(int(task.get("memory_mb") or 0), timeout_s).get("RLIMIT_NPROC")
     (job / "armed").touch()  # the parent's own deadline counts from here; user code runs after it
     try:
         value = fn(**task.get("kwargs", {}))
@@ -133,6 +133,12 @@ def _work(job: Path, task: dict, fn) -> None:
         payload = {"status": "error", "error": f"{type(exc).__name__}: {msg}".rstrip(": "),
                    "line": frame_line(exc.__traceback__, watch), "traceback": tb,
                    "memory": isinstance(exc, MemoryError) or "MemoryError" in type(exc).__name__}
+        if nproc and _user_tasks() >= nproc - 1:
+            # The process limit is full, and only user code adds tasks after it was armed: whatever
+            # failed next (a thread, a fork; OpenBLAS even raises SIGINT) is the kernel's doing.
+            payload["nproc"] = True
+            payload["error"] = (f"the kernel's processes and threads reached the process limit (RLIMIT_NPROC = "
+                                f"{nproc} tasks for this user), then {payload['error']}")
     faulthandler.cancel_dump_traceback_later()
     try:
         _write(job, payload)

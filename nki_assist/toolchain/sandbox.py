@@ -218,6 +218,9 @@ def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch:
         status = payload["status"]
         if status == "error" and payload.get("memory"):
             status = "out-of-memory"
+        if status == "error" and payload.get("nproc"):  # a fork bomb: the kernel's fault, not the backend's
+            return ChildOutcome("crashed", error=payload.get("error"), line=payload.get("line"),
+                                traceback=payload.get("traceback", ""), stderr=stderr, in_user_code=True)
         return ChildOutcome(status, value=payload.get("value"), error=payload.get("error"),
                             line=payload.get("line"), traceback=payload.get("traceback", ""),
                             stderr=stderr, in_user_code=armed)

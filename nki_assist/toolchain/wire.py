@@ -332,6 +332,7 @@ def read(jobdir: Path, max_bytes: int) -> dict[str, Any]:
         line: int | None = Field(default=None, ge=1)
         traceback: str = ""
         memory: bool = False
+        nproc: bool = False  # the process limit was full when the task failed
 
     path = jobdir / "result.json"
     try:

@@ -16,6 +16,7 @@ from nki_assist.findings import Finding, RelatedLocation, prioritize
 from nki_assist.numerics.plots import error_points, failure_caption, layout
 from nki_assist.report.html import render_html
 from nki_assist.report.markdown import render_markdown
+from nki_assist.report.safe import md_safe
 from nki_assist.schema import Numerics, PortInfo, Review
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,7 +131,8 @@ def test_each_finding_once_with_an_anchor_and_the_table_points_to_it():
         (tr,) = [el for el in root.iter("tr") if el.get("id") == f"row-{f.id}"]
         assert tr.find("td/a").get("href") == f"#{f.id}" and "described in item" in text_of(tr)
     md = render_markdown(r)
-    assert all(md.count(f.message) == 1 for f in r.findings)
+    assert all(md.count(md_safe(f.message)) == 1 for f in r.findings)  # raw HTML escaped in markdown too
+    assert "<b>here</b>" not in md and "&lt;b>here&lt;/b>" in md
 
 
 def test_locations_are_links_to_the_source(tmp_path):
