@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import zipfile
 from pathlib import Path
@@ -136,6 +137,7 @@ def write(jobdir: Path, payload: dict[str, Any]) -> None:
 
 
 def _allowed() -> dict[str, type]:
+    # deferred: only the parent decodes; the child encodes by name without importing the contracts
     from ..contracts import provenance, runs
     from ..findings import Edit, Finding, Fix, RelatedLocation
 
@@ -161,7 +163,7 @@ _ADAPTERS: dict[str, Any] = {}
 def _adapter(name: str):
     """A pydantic validator for an allow-listed class (arrays are checked as numpy arrays)."""
     if name not in _ADAPTERS:
-        from pydantic import ConfigDict, TypeAdapter
+        from pydantic import ConfigDict, TypeAdapter  # deferred: parent side only
 
         cls = _allowed().get(name)
         if cls is None:
@@ -186,7 +188,7 @@ def _dtype(name: Any) -> tuple[np.dtype, bool]:
         if dt.kind not in NATIVE_KINDS or dt.fields is not None or dt.subdtype is not None:
             raise WireError(f"array dtype {name!r} is not numeric")
         return dt, False
-    import ml_dtypes
+    import ml_dtypes  # deferred: parent side only, and only for an ml_dtypes array
 
     dt = getattr(ml_dtypes, name, None) if name.isidentifier() and not name.startswith("_") else None
     try:
@@ -303,13 +305,32 @@ class _Decoder:
             fields = {k: self.node(x, d, True) for k, x in v["fields"].items()}
             if plain:  # inside an allow-listed object: its validator builds this one from the dict
                 return fields
-            from pydantic import ValidationError
+            from pydantic import ValidationError  # deferred: parent side only
 
             try:
                 return _adapter(v["type"]).validate_python(fields)
             except ValidationError as exc:
                 raise WireError(f"invalid {v['type'].rsplit(':', 1)[-1]}: {_first(exc)}") from exc
         raise WireError(f"unknown node {str(tag)[:40]!r}")
+
+
+@functools.cache
+def _doc_model():
+    """The envelope of a result document; `value` is decoded by _Decoder."""
+    from pydantic import BaseModel, ConfigDict, Field  # deferred: parent side only
+
+    class Doc(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        format: str = Field(pattern=f"^{FORMAT}$")
+        status: str = Field(pattern="^(ok|error|out-of-memory)$")
+        value: Any = None
+        error: str | None = None
+        line: int | None = Field(default=None, ge=1)
+        traceback: str = ""
+        memory: bool = False
+        nproc: bool = False  # the process limit was full when the task failed
+
+    return Doc
 
 
 def _first(exc) -> str:
@@ -321,24 +342,17 @@ def _first(exc) -> str:
 def read(jobdir: Path, max_bytes: int) -> dict[str, Any]:
     """The worker's payload (status, value, error, line, traceback, memory), validated; WireError
     when the files are missing, too large or not a valid result."""
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+    from pydantic import ValidationError  # deferred: parent side only
 
-    class Doc(BaseModel):  # the envelope; `value` is decoded by _Decoder
-        model_config = ConfigDict(extra="forbid", strict=True)
-        format: str = Field(pattern=f"^{FORMAT}$")
-        status: str = Field(pattern="^(ok|error|out-of-memory)$")
-        value: Any = None
-        error: str | None = None
-        line: int | None = Field(default=None, ge=1)
-        traceback: str = ""
-        memory: bool = False
-        nproc: bool = False  # the process limit was full when the task failed
-
+    Doc = _doc_model()
     path = jobdir / "result.json"
     try:
         size = path.stat().st_size
-        if size > max_bytes:
-            raise WireError(f"result document takes {size:,} bytes, over the {max_bytes:,}-byte limit")
+    except OSError as exc:
+        raise WireError(f"result document unreadable: {exc}") from exc
+    if size > max_bytes:
+        raise WireError(f"result document takes {size:,} bytes, over the {max_bytes:,}-byte limit")
+    try:
         raw = json.loads(path.read_bytes())
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise WireError(f"result document unreadable: {type(exc).__name__}: {str(exc)[:200]}") from exc
@@ -346,7 +360,7 @@ def read(jobdir: Path, max_bytes: int) -> dict[str, Any]:
         doc = Doc.model_validate(raw)
     except ValidationError as exc:
         raise WireError(f"invalid result document: {_first(exc)}") from exc
-    payload = doc.model_dump()
+    payload = {name: getattr(doc, name) for name in Doc.model_fields}  # no copy of the value tree
     try:
         payload["value"] = _Decoder(jobdir / "result.npz", max_bytes).node(doc.value)
     except RecursionError as exc:
