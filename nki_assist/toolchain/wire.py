@@ -69,6 +69,15 @@ class _Encoder:
         self.arrays.append(raw)
         return {"$": "array", "i": len(self.arrays) - 1, "dtype": name, "scalar": scalar}
 
+    def trace_row(self, e: Any, d: int) -> list:
+        """A TraceEntry as one positional row (traces run to millions of entries: no per-field tags)."""
+        def op(o):
+            return None if o is None else [list(o.shape), o.dtype, o.buffer, o.partitions, o.name]
+
+        return [e.seq, e.engine, e.op, e.line, e.file, op(e.dst), [op(s) for s in e.srcs], e.partitions,
+                e.free_elems, e.bytes, e.transfers, e.hbm_tensor, None if e.hbm_box is None else
+                [list(b) for b in e.hbm_box], e.direction, e.loop_depth, self.node(e.extra, d) if e.extra else {}]
+
     def node(self, v: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise WireError(f"result nests deeper than {MAX_DEPTH} levels")
@@ -89,6 +98,8 @@ class _Encoder:
         if isinstance(v, (bytes, bytearray)):
             return {"$": "bytes", "hex": bytes(v).hex()}
         if isinstance(v, list):
+            if v and _qualname(type(v[0])) == TRACE and all(type(x) is type(v[0]) for x in v):
+                return {"$": "trace", "rows": [self.trace_row(e, d) for e in v]}
             return [self.node(x, d) for x in v]
         if isinstance(v, (tuple, set, frozenset)):
             return {"$": "tuple", "items": [self.node(x, d) for x in v]}
@@ -158,6 +169,7 @@ ALLOWED_NAMES = frozenset({
 })
 
 _ADAPTERS: dict[str, Any] = {}
+TRACE = "nki_assist.contracts.runs:TraceEntry"
 
 
 def _adapter(name: str):
@@ -262,6 +274,23 @@ class _Decoder:
             return arr[()]
         return arr
 
+    def trace(self, rows: list, depth: int) -> list:
+        """TraceEntry rows: the whole list validated by pydantic in one call, then built directly."""
+        from pydantic import ValidationError  # deferred: parent side only
+
+        from ..contracts.runs import Operand, TraceEntry  # deferred: parent side only
+
+        try:
+            rows = _trace_rows().validate_python(rows)
+        except ValidationError as exc:
+            raise WireError(f"invalid trace: {_first(exc)}") from exc
+
+        def op(o):
+            return None if o is None else Operand(*o)
+
+        return [TraceEntry(r[0], r[1], r[2], r[3], r[4], op(r[5]), [op(x) for x in r[6]], r[7], r[8], r[9], r[10],
+                           r[11], r[12], r[13], r[14], self.node(r[15], depth) if r[15] else {}) for r in rows]
+
     def node(self, v: Any, depth: int = 0, plain: bool = False) -> Any:
         if depth > MAX_DEPTH:
             raise WireError(f"result nests deeper than {MAX_DEPTH} levels")
@@ -290,6 +319,8 @@ class _Decoder:
             return out
         if tag == "array":
             return self.array(v)
+        if tag == "trace" and type(v.get("rows")) is list:
+            return self.trace(v["rows"], d)
         if tag == "complex" and all(type(v.get(k)) in (int, float) for k in ("re", "im")):
             return complex(v["re"], v["im"])
         if tag == "bytes" and type(v.get("hex")) is str:
@@ -312,6 +343,22 @@ class _Decoder:
             except ValidationError as exc:
                 raise WireError(f"invalid {v['type'].rsplit(':', 1)[-1]}: {_first(exc)}") from exc
         raise WireError(f"unknown node {str(tag)[:40]!r}")
+
+
+@functools.cache
+def _trace_rows():
+    """The schema of a trace row, from TraceEntry's and Operand's annotations."""
+    from typing import Literal, Optional, get_args
+
+    from pydantic import TypeAdapter  # deferred: parent side only
+
+    from ..contracts import runs  # deferred: parent side only
+
+    Op = Optional[tuple[tuple[int, ...], str, Literal[get_args(runs.Buffer)], int, Optional[str]]]  # noqa: F821
+    Row = tuple[int, Literal[get_args(runs.Engine)], str, Optional[int], Optional[str], Op, list[Op], int, int, int,
+                int, Optional[str], Optional[tuple[tuple[int, int], ...]], Optional[Literal["load", "store", "copy"]],
+                int, Any]
+    return TypeAdapter(list[Row])
 
 
 @functools.cache

@@ -173,3 +173,14 @@ def test_values_round_trip(tmp_path):
     assert [o.dtype for o in back["run"].outputs] == [o.dtype for o in run.outputs]
     assert back[3] == (2.0, 1 + 2j, b"\x00", {"$": 1}, None) and type(back[3][0]) is np.float64
     assert back["obj"] == wire.Opaque("object")
+
+
+def test_trace_rows_are_validated(tmp_path):
+    row = [1, "vector", "tensor_copy", 4, "/k.py", None, [], 128, 4, 0, 0, None, None, None, 0, {}]
+    _doc(tmp_path, {"$": "trace", "rows": [row]})
+    (entry,) = wire.read(tmp_path, 2**26)["value"]
+    assert (entry.seq, entry.engine, entry.srcs) == (1, "vector", [])
+    for bad in (dict(enumerate(row)) | {1: "os.system"}, dict(enumerate(row)) | {5: ["x"]}):
+        _doc(tmp_path, {"$": "trace", "rows": [[bad[i] for i in range(len(row))]]})
+        with pytest.raises(wire.WireError, match="invalid trace"):
+            wire.read(tmp_path, 2**26)
