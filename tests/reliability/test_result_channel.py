@@ -184,3 +184,17 @@ def test_trace_rows_are_validated(tmp_path):
         _doc(tmp_path, {"$": "trace", "rows": [[bad[i] for i in range(len(row))]]})
         with pytest.raises(wire.WireError, match="invalid trace"):
             wire.read(tmp_path, 2**26)
+
+
+def test_a_reference_that_forges_its_result_runs_nothing(tmp_path):
+    """The reference runs in the same kind of child (numerics/refchild.py): same channel, same rule."""
+    from reliability_helpers import run_json
+
+    marker = tmp_path / "pwned"
+    ref = "\n\ndef evil_ref(x):\n" + "".join(f"    {ln}\n" for ln in CRAFTED.format(marker=str(marker)).splitlines())
+    port = make_port(tmp_path / "port", "", ref="evil_ref", ref_extra=ref)
+    code, doc, err = run_json(["simulate", str(port), "--timeout", "20"])
+    assert not marker.exists(), f"payload ran in pid {marker.read_text()}"
+    assert doc is not None, err[-500:]
+    assert code == 1 and doc["complete"] is False  # no reference, no comparison: never a pass
+    assert "TC105" in [f["rule"] for f in doc["findings"]]  # the reference failed
