@@ -305,6 +305,20 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
     return results
 
 
+def _batch_ok(value: Any, scen: list[str]) -> bool:
+    """The child's result has child_batch's shape (it is data from a process that ran user code)."""
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        return False
+    for v in value.values():
+        if any(v.get(n) is not None and not isinstance(v[n], RunResult) for n in scen):
+            return False
+        for key in (REFERENCE, GPU_MODEL.name):
+            r = v.get(key)
+            if r is not None and not (isinstance(r, list) and all(isinstance(a, np.ndarray) for a in r)):
+                return False
+    return True
+
+
 def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
            gpu_precision: str, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
     """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
@@ -324,8 +338,8 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
                         "ref_fn": spec.reference_function},
                        timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
                        watch=str(spec.nki_path))
-    if out.status != "ok" or not isinstance(out.value, dict):
-        return None
+    if out.status != "ok" or not _batch_ok(out.value, scen):
+        return None  # the slow path reports it precisely
     for value in out.value.values():
         for name in scen:
             if value.get(name) is not None:

@@ -109,6 +109,13 @@ def child_run(api: str, path: str, kernel: str, args: list, kwargs: dict | None,
             "warning_lines": [w.lineno for w in caught if os.path.abspath(w.filename) == os.path.abspath(path)]}
 
 
+def _valid_value(value: Any) -> bool:
+    """What child_run returns: {"outputs": [ndarray...], "warnings": [str...], ...}."""
+    return (isinstance(value, dict) and isinstance(value.get("outputs"), list)
+            and all(isinstance(o, np.ndarray) for o in value["outputs"])
+            and isinstance(value.get("warnings"), list) and all(isinstance(w, str) for w in value["warnings"]))
+
+
 class NeuronBackend(Backend):
     name = "neuron"
 
@@ -143,6 +150,9 @@ class NeuronBackend(Backend):
                            {"api": api, "path": os.path.abspath(kernel_path), "kernel": kernel_name, "args": list(args),
                             "kwargs": kwargs, "grid": tuple(grid) if grid else None},
                            timeout_s=timeout_s, memory_mb=memory_mb, watch=kernel_path, env=env)
+        if out.status == "ok" and not _valid_value(out.value):  # the child's result is data to check, not trust
+            out.status, out.in_user_code = "crashed", True
+            out.error = "the child returned a malformed result (not outputs of numeric arrays and warning text)"
         if out.status == "error":
             result = self._toolchain_error(out, kernel_path, kernel_name)
         elif out.status != "ok":

@@ -198,3 +198,19 @@ def test_a_reference_that_forges_its_result_runs_nothing(tmp_path):
     assert doc is not None, err[-500:]
     assert code == 1 and doc["complete"] is False  # no reference, no comparison: never a pass
     assert "TC105" in [f["rule"] for f in doc["findings"]]  # the reference failed
+
+
+def test_callers_check_the_shape_of_a_childs_value():
+    """A forged value of an allowed kind but the wrong shape is refused, not used (no internal error)."""
+    from nki_assist.contracts.runs import RunResult
+    from nki_assist.numerics.scenarios import _batch_ok
+    from nki_assist.toolchain.neuron import _valid_value
+
+    good = {"L512": {"trainium": RunResult("builtin", "ok"), "reference": [np.zeros(3)]}}
+    assert _batch_ok(good, ["trainium"])
+    assert not _batch_ok({"L512": {"trainium": "RunResult"}}, ["trainium"])
+    assert not _batch_ok({"L512": {"reference": [[1.0]]}}, ["trainium"])
+    assert not _batch_ok(["L512"], ["trainium"])
+    assert _valid_value({"outputs": [np.zeros(2)], "warnings": ["w"], "warning_lines": []})
+    assert not _valid_value({"outputs": "x", "warnings": []})
+    assert not _valid_value({"outputs": [np.zeros(2)], "warnings": [wire.Opaque("Warning")]})
