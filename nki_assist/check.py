@@ -23,6 +23,7 @@ from .hardware import DEFAULT_TARGET
 from .rules.registry import all_rules
 from .rules.registry import get
 from .hardware import get_target
+from .parse.source import normalize_newlines
 from .findings import dedupe
 from .suppress import UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
 
@@ -235,6 +236,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
     language = language_of(path)
     if language is None:
         return FileResult(path, None, "skipped", "not an NKI (.py) or CUDA (.cu, .cuh) file")
+    text = normalize_newlines(text)  # \r\n and lone \r as CPython reads them; lines keep their numbers
     if len(text) > options.max_file_bytes:
         reason = (f"larger than max-file-bytes ({len(text):,} > {options.max_file_bytes:,}); "
                   "not checked")
