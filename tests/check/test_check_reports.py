@@ -36,7 +36,7 @@ def test_text_lines_and_statistics(report):
     assert lines[:3] == [
         "kern/k.cu:2:10: CUDA990 [warning] RACE seen on target trn2",
         "kern/k.py:3:7: NKI990 [error] BADPSUM seen on target trn2",
-        "kern/k.py:5:8: NA100 [warning] Unused suppression: NKI990 did not fire on this line.",
+        "kern/k.py:5:8: NA100 [warning] [*] Unused suppression: NKI990 did not fire on this line.",  # [*]: fixable
     ]
     assert "\x1b" not in out
     stats = [ln.split() for ln in lines[4:]]
