@@ -328,7 +328,7 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
     from .autofix import attach_fixes
     from .findings import dedupe
     from .rules.registry import get
-    from .suppress import UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
+    from .suppress import UNUSED_BARE_RULE, UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
 
     ignore = list(options.ignore) + file_ignores(path, options)
 
@@ -344,10 +344,12 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
     findings = [f for f in findings if enabled(f.rule, f.name)]
     sups = parse_suppressions(text, language)
     findings, suppressed = apply_suppressions(findings, sups)
-    if sups and enabled(UNUSED_RULE):
+    if sups and (enabled(UNUSED_RULE) or enabled(UNUSED_BARE_RULE)):
         unused = unused_suppressions(sups, path, language, is_enabled=enabled)
-        # NA100 itself can be silenced on its line (`# noqa: NA100` or bare `# noqa`).
-        findings += [f for f in unused if not sups[f.line].matches(UNUSED_RULE)]
+        # NA100 can be silenced on its line (`# noqa: NKI103, NA100`); a bare comment cannot silence the
+        # report on itself (NA101, or NA100 for a bare CUDA comment)
+        findings += [f for f in unused if enabled(f.rule)
+                     and (sups[f.line].bare or not sups[f.line].matches(f.rule))]
     overrides = _severity_overrides(tuple(sorted(options.severity.items())))
     if overrides:
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
@@ -521,6 +523,7 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
             return FileResult(path, language_of(path), "error",
                               f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
 
+        _load_engine({language_of(p) for _, p, _, _ in todo})
         entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], options, jobs, failed)
         for (i, _, _, key), entry in zip(todo, entries):
             _store(cache, key, entry)
@@ -531,6 +534,22 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
         if cache is not None:
             _store(cache, key, result.to_entry())
         results[i] = result
+
+
+def _load_engine(languages: set[str | None]) -> None:
+    """Import the front ends and rules once, before the pool forks, so workers start with them loaded
+    instead of each importing them again (CPU time on a shared machine)."""
+    # deferred: only a run with files to check pays for the engine
+    from . import autofix, findings, suppress  # noqa: F401
+
+    if "nki" in languages:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+        from .parse import nki  # noqa: F401
+        from .rules import nki_rules  # noqa: F401
+    if "cuda" in languages:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+        from .parse import cuda  # noqa: F401
+        from .rules import cuda_rules  # noqa: F401
 
 
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:

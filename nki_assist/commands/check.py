@@ -106,17 +106,21 @@ def build_options(args: argparse.Namespace):
 
 
 def _cache(args: argparse.Namespace, cfg, options):
-    """The check cache, or None (--no-cache; --fix and --diff rewrite files and check them afresh)."""
-    if args.no_cache or args.fix or args.diff:
+    """The check cache, or None (--no-cache or NKI_ASSIST_NO_CACHE; --fix and --diff rewrite files and check
+    them afresh). Folder: --cache-dir, NKI_ASSIST_CACHE_DIR, the config's cache-dir, .nki_assist_cache in
+    the project root."""
+    import os
+
+    if args.no_cache or args.fix or args.diff or os.environ.get("NKI_ASSIST_NO_CACHE", "") not in ("", "0"):
         return None
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
-    from ..check_cache import CheckCache, default_cache_dir
+    from ..check_cache import CACHE_DIR_ENV, CheckCache, default_cache_dir
 
     if args.cache_dir:
         folder = Path(args.cache_dir)
-    elif cfg.cache_dir:
+    elif cfg.cache_dir and not os.environ.get(CACHE_DIR_ENV):
         folder = Path(cfg.cache_dir) if cfg.root is None else cfg.root / cfg.cache_dir
     else:
         folder = default_cache_dir(str(cfg.root) if cfg.root else None)
