@@ -54,7 +54,7 @@ def glob_matches(pattern: str, rel_path: str) -> bool:
         return False
     regex, covers_folder = compiled
     m = regex.match(rel_path)
-    return bool(m) and (covers_folder or m.group("ps_d") is None)
+    return bool(m) and (covers_folder or m.groupdict().get("ps_d") is None)
 
 
 class _Ignores:
