@@ -473,15 +473,17 @@ def collect_files(paths: list[str], options: CheckOptions) -> tuple[list[str], l
     return files, errors
 
 
-def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cache=None, jobs: int | None = None,
+def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cache=None, jobs: int | None = 1,
                 lazy: bool = False) -> CheckReport:
     """Check files and directories (recursively, skipping hidden dirs, virtualenvs, node_modules, excluded
     and git-ignored paths).
 
     `check_one(path, options)` replaces `check_file` (`check --fix` checks and fixes; then files are checked
     one by one, without cache or pool). `cache` (a `check_cache.CheckCache`) answers unchanged files;
-    the rest are checked by a pool of `jobs` processes (default: the usable cores) when there is enough
-    work, in-process otherwise. With `lazy`, findings from the cache or a worker stay `LazyFinding`s."""
+    the rest are checked by a pool of `jobs` processes (None: the usable cores, as the CLI does) when there
+    is enough work, in-process otherwise. The default, 1, never forks: a library caller may have threads
+    (a language server), and forking those is unsafe. With `lazy`, findings from the cache or a worker
+    stay `LazyFinding`s."""
     report = CheckReport(target=options.target)
     files, report.errors = collect_files(paths, options)
     if check_one is not None:

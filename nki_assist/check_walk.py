@@ -13,11 +13,13 @@
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-import pathspec
-from pathspec.patterns.gitwildmatch import GitWildMatchPattern
+# pathspec is imported where a pattern or a .gitignore file is met: a walk of a tree with neither (and a
+# fully cached run) does not pay for it (start-up time).
 
 SKIP_DIRS = {".venv", "venv", "node_modules", "__pycache__", "site-packages"}
 _WILD = set("*?[")
@@ -35,11 +37,12 @@ def relative_to_root(path: str, root: str | None) -> str:
 
 @lru_cache(maxsize=256)
 def _file_pattern(pattern: str):
+    # deferred: see the note at the imports
+    from pathspec.patterns.gitwildmatch import GitWildMatchPattern
+
     regex, include = GitWildMatchPattern.pattern_to_regex(pattern)
     if regex is None:
         return None
-    import re
-
     last = pattern.rstrip("/").rsplit("/", 1)[-1]
     # `tests/*` must not match tests/sub/k.py (`*` does not cross `/`); `tests/` and `gen` name folders
     # whose files they cover, as in .gitignore
@@ -60,7 +63,7 @@ def glob_matches(pattern: str, rel_path: str) -> bool:
 class _Ignores:
     """The .gitignore specs that apply below one folder, deepest last."""
 
-    def __init__(self, specs: tuple[tuple[str, pathspec.PathSpec], ...] = ()):
+    def __init__(self, specs: tuple[tuple[str, Any], ...] = ()):
         self.specs = specs
 
     def below(self, folder: str) -> "_Ignores":
@@ -76,13 +79,19 @@ class _Ignores:
         return False
 
 
-def _read_gitignore(folder: str) -> pathspec.PathSpec | None:
+def _read_gitignore(folder: str):
+    """The folder's .gitignore as a pathspec GitIgnoreSpec, None when it has none (or an empty one)."""
     try:
         with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+    if not any(line.strip() for line in lines):
+        return None
+    # deferred: see the note at the imports
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _ancestor_ignores(top: str) -> _Ignores:
@@ -104,7 +113,12 @@ def _ancestor_ignores(top: str) -> _Ignores:
 def walk(top: str, suffix_ok, excludes: list[str], root: str | None, respect_gitignore: bool = True) -> list[str]:
     """Files under `top` whose name `suffix_ok` accepts, sorted per folder; hidden folders, virtualenvs,
     node_modules, excluded and git-ignored paths are pruned."""
-    exclude = pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
+    exclude = None
+    if excludes:
+        # deferred: see the note at the imports
+        import pathspec
+
+        exclude = pathspec.GitIgnoreSpec.from_lines(excludes)
     out: list[str] = []
     start = _ancestor_ignores(top) if respect_gitignore else _Ignores()
     stack = [(top, start)]

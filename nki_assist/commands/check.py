@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     elif fixing:
         report = check_paths(args.paths, options, fixer(options, args.unsafe_fixes, args.fix, summary))
     else:
-        report = check_paths(args.paths, options, cache=_cache(args, cfg, options), lazy=True)
+        report = check_paths(args.paths, options, cache=_cache(args, cfg, options), jobs=None, lazy=True)
     if args.diff:
         sys.stdout.write("".join(summary.diffs))
         sys.stdout.flush()

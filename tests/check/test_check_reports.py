@@ -89,7 +89,10 @@ def test_sarif_is_valid_and_complete(report):
     assert results[0]["relatedLocations"][0]["physicalLocation"]["region"] == {"startLine": 3}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/")
     notes = run["invocations"][0]["toolExecutionNotifications"]
-    assert notes == [{"level": "note", "message": {"text": "kern/blob.py: binary file (NUL bytes); not checked"}}]
+    assert notes == [{"level": "note", "message": {"text": "kern/blob.py: binary file (NUL bytes); not checked"}},
+                     {"level": "error",
+                      "message": {"text": "incomplete: kern/blob.py: binary file (NUL bytes); not checked"}}]
+    assert run["invocations"][0]["executionSuccessful"] is False  # a kernel file was not checked
 
 
 def test_sarif_fingerprints_follow_line_text_not_line_number(fake_front_ends, tmp_path, monkeypatch):

@@ -141,3 +141,14 @@ def test_stdin_crash_is_incomplete(tree, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(KERNEL.encode())))
     code, _, err = run(capsys, "-", "--stdin-filename", "k.py")
     assert code == 1 and "incomplete" in err
+
+
+def test_sarif_marks_an_incomplete_run_unsuccessful(tree, capsys):
+    code, out, _ = run(capsys, ".", "--format", "sarif")
+    assert code == 0 and json.loads(out)["runs"][0]["invocations"][0]["executionSuccessful"] is True
+    Path("blob.py").write_bytes(b"\x00")
+    code, out, _ = run(capsys, ".", "--format", "sarif")
+    invocation = json.loads(out)["runs"][0]["invocations"][0]
+    assert code == 1 and invocation["executionSuccessful"] is False
+    assert {"level": "error", "message": {"text": "incomplete: ./blob.py: binary file (NUL bytes); not checked"}} \
+        in invocation["toolExecutionNotifications"]
