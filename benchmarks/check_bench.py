@@ -316,7 +316,7 @@ def run() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench_kernels.py"
         path.write_text(text, encoding="utf-8")
-        cli_ms, rc = _cli(["check", str(path), "--fail-on", "never"], CLI_REPEAT)
+        cli_ms, rc = _cli(["check", str(path), "--fail-on", "never", "--no-cache"], CLI_REPEAT)  # cold, as ruff
         version_ms, _ = _cli(["--version"], CLI_REPEAT)
         ruff = _ruff()
         ruff_ms = _subprocess_ms(ruff + [str(path)], CLI_REPEAT * 2) if ruff else None
