@@ -38,12 +38,24 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], dict], items: list[tup
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))  # biggest first: even finish
     out: list[dict | None] = [None] * len(items)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(items)),
-                             mp_context=multiprocessing.get_context(method)) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context(method),
+                               initializer=_ignore_sigint)
+    try:
         futures = {i: pool.submit(work, (items[i][0], items[i][1], options)) for i in order}
         for i, future in futures.items():
             try:
                 out[i] = future.result()
             except Exception as exc:  # a worker that died (killed, out of memory) costs its file only
                 out[i] = on_failure(items[i][0], exc)
+    except BaseException:  # Ctrl-C: drop the queued files; the CLI reports the interrupt
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return out  # type: ignore[return-value]
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent (one "interrupted" line, not a traceback per worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

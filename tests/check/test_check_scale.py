@@ -248,3 +248,40 @@ def test_a_fully_cached_cli_run_imports_no_pydantic(tmp_path):
     assert cold.stdout == warm.stdout and "NKI103 [error]" in warm.stdout
     assert "pydantic" in cold.stderr.splitlines()[-1]
     assert warm.stderr.splitlines()[-1] == "1 []", warm.stderr
+
+
+def test_ctrl_c_during_a_parallel_run_stops_every_worker(tmp_path):
+    import signal
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.check_bench import generate
+    finally:
+        sys.path.remove(str(ROOT))
+    text = generate(1000)
+    for i in range(40):
+        (tmp_path / f"k{i}.py").write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "NKI_ASSIST_CACHE_DIR"}
+    proc = subprocess.Popen([sys.executable, "-m", "nki_assist", "check", str(tmp_path), "--no-cache"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            start_new_session=True)
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not children:
+        try:
+            children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except OSError:
+            break
+        time.sleep(0.05)
+    if not children:
+        proc.kill()
+        pytest.skip("no worker processes seen (a 1-core machine, or /proc is not readable)")
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "nki-assist: interrupted" in err
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    assert [c for c in children if Path(f"/proc/{c}").exists()
+            and "zombie" not in Path(f"/proc/{c}/status").read_text().lower()] == []
