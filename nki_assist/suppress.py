@@ -47,13 +47,19 @@ def comment_match(line: str, language: str) -> re.Match | None:
     return (_PY if language == "nki" else _CUDA).search(line)
 
 
+# Family prefixes ruff also uses (flake8-simplify SIM, Perflint PERF, flake8-type-checking TC): an unknown
+# `# noqa: SIM910` is most likely ruff's, so only nki-assist's own prefixes make a code "ours".
+SHARED_PREFIXES = frozenset({"SIM", "PERF", "TC"})
+
+
 @cache
 def _our_code() -> re.Pattern:
-    """Codes shaped like nki-assist rule ids: a family prefix of the registry and digits."""
+    """Codes shaped like nki-assist rule ids: a family prefix only nki-assist uses, and digits."""
     # deferred: the registry's full rule list loads only when a suppression names an unknown code
     from .rules.registry import all_rules
 
-    prefixes = sorted({m.group() for r in all_rules() if (m := re.match(r"[A-Z]+", r.id))}, key=len, reverse=True)
+    prefixes = sorted({m.group() for r in all_rules() if (m := re.match(r"[A-Z]+", r.id))} - SHARED_PREFIXES,
+                      key=len, reverse=True)
     return re.compile(rf"(?:{'|'.join(prefixes)})\d+", re.IGNORECASE)
 
 

@@ -64,3 +64,12 @@ def test_cli_shows_them(tmp_path, capsys, monkeypatch):
     assert code == 0  # a warning and an info: below the default --fail-on error
     assert out[0].startswith("k.py:8:35: NA101 [info] Unused bare `# noqa`")
     assert out[1].startswith("k.py:10:40: NA100 [warning] [*] Unused suppression: NKI999 is not a known rule")
+
+
+def test_codes_of_ruff_families_that_share_our_prefixes_are_left_alone():
+    text = ("import neuronxcc.nki as nki\n"
+            "x = 1  # noqa: SIM910, PERF999, TC999\n"  # ruff's flake8-simplify, Perflint, flake8-type-checking
+            "y = 2  # noqa: NKI9999, CUDA999, MIG999\n")
+    found = check_text("k.py", text, CheckOptions()).findings
+    assert [(f.rule, f.line, f.evidence["unknown"]) for f in found] == [
+        ("NA100", 3, ["NKI9999", "CUDA999", "MIG999"])]
