@@ -142,7 +142,7 @@ def walk(top: str, suffix_ok, excludes: list[str], root: str | None, respect_git
         subdirs = []
         for entry in entries:
             try:
-                is_dir = entry.is_dir()
+                is_dir = entry.is_dir(follow_symlinks=False)  # like os.walk: symlinked folders are not entered
             except OSError:
                 continue
             full = os.path.join(folder, entry.name)

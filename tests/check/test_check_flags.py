@@ -228,3 +228,11 @@ def test_json_output_has_incomplete_list(repo, capsys):
     _, out, _ = run(capsys, "src/k.py", "--format", "json")
     data = json.loads(out)
     assert data["incomplete"] == [] and data["summary"]["incomplete"] == 0
+
+
+def test_symlinked_folders_are_not_entered(repo, capsys):
+    Path("elsewhere").mkdir()
+    Path("elsewhere/e.py").write_text(NKI, encoding="utf-8")
+    Path("src/link").symlink_to(Path("elsewhere").absolute())
+    _, out, _ = run(capsys, "src")
+    assert files_in(out) == ["src/gen/g.py", "src/k.py", "src/keep.py"]
