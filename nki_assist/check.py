@@ -8,7 +8,6 @@ note for that file.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from dataclasses import dataclass, field
@@ -16,19 +15,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .autofix import attach_fixes
 from .config import DEFAULT_MAX_FILE_BYTES
-from .findings import Finding, Severity
-from .hardware import DEFAULT_TARGET
-from .rules.registry import all_rules
-from .rules.registry import get
-from .hardware import get_target
-from .findings import dedupe
-from .suppress import UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
+from .hardware import DEFAULT_TARGET, get_target
+from .parse.source import normalize_newlines
+from .severity import Severity
+
+# The Finding model (pydantic), the rule registry and the fix builders are imported inside the functions
+# that check a text: a run whose files all come from the cache never loads them (start-up time).
 
 NKI_SUFFIXES = (".py",)
 CUDA_SUFFIXES = (".cu", ".cuh")
-SKIP_DIRS = {".venv", "venv", "node_modules", "__pycache__", "site-packages"}
 BINARY_SNIFF_BYTES = 8192
 
 
@@ -44,6 +40,8 @@ class CheckOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     root: str | None = None
     exclude: list[str] = field(default_factory=list)
+    extend_exclude: list[str] = field(default_factory=list)
+    respect_gitignore: bool = True
 
 
 @dataclass
@@ -57,11 +55,51 @@ class FileResult:
     notes: list[str] = field(default_factory=list)
     cuda_facts: dict[str, Any] | None = None
     parsed: Any = None  # the front end's NkiFile / CudaFile, so callers (the LSP) need not parse again
+    unchecked: bool = False  # skipped although it is a kernel file (too large, binary, not a regular file)
+    crashed: list[str] = field(default_factory=list)  # checks that raised on this file ("NKI001 check_x")
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why this file was not (fully) checked, or None: an error, an unchecked skip, a crashed check."""
+        if self.status == "error":
+            return self.reason
+        if self.unchecked:
+            return self.reason
+        if self.crashed:
+            return f"check(s) crashed: {', '.join(self.crashed)}; their findings are missing"
+        return None
 
     def status_json(self) -> dict[str, Any]:
         return {"path": self.path, "language": self.language, "status": self.status,
                 "reason": self.reason or None, "findings": len(self.findings),
-                "suppressed": len(self.suppressed)}
+                "suppressed": len(self.suppressed), "incomplete": self.incomplete}
+
+    def to_entry(self) -> dict[str, Any]:
+        """The JSON form the cache stores and pool workers return (everything but `parsed`)."""
+        # deferred: the cache module is light (no pydantic)
+        from .check_cache import ENTRY_VERSION
+
+        return {"v": ENTRY_VERSION, "path": self.path, "language": self.language, "status": self.status,
+                "reason": self.reason, "findings": [f.to_json() for f in self.findings],
+                "suppressed": [f.to_json() for f in self.suppressed], "notes": list(self.notes),
+                "cuda_facts": self.cuda_facts, "unchecked": self.unchecked, "crashed": list(self.crashed)}
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any], lazy: bool = True) -> "FileResult":
+        """A result from its JSON form; findings are `LazyFinding`s (no pydantic) unless `lazy` is False."""
+        if lazy:
+            # deferred: the cache module is light (no pydantic)
+            from .check_cache import LazyFinding as make
+        else:
+            # deferred: pydantic only when the caller wants real Findings
+            from .findings import Finding
+
+            make = Finding.model_validate
+        return cls(entry["path"], entry["language"], entry["status"], entry.get("reason", ""),
+                   findings=[make(f) for f in entry["findings"]],
+                   suppressed=[make(f) for f in entry["suppressed"]], notes=list(entry["notes"]),
+                   cuda_facts=entry.get("cuda_facts"), unchecked=bool(entry.get("unchecked")),
+                   crashed=list(entry.get("crashed") or ()))
 
 
 @dataclass
@@ -72,6 +110,7 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     cuda_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # unreadable files, missing paths
+    incomplete: list[str] = field(default_factory=list)  # "path: why" for files not (fully) checked
     files: list[FileResult] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
     target: str = "trn2"
@@ -85,6 +124,9 @@ class CheckReport:
             self.files_skipped += 1
         else:
             self.errors.append(f"{result.path}: {result.reason}")
+        why = result.incomplete
+        if why:
+            self.incomplete.append(f"{result.path}: {why}")
         self.findings.extend(result.findings)
         self.suppressed.extend(result.suppressed)
         if result.cuda_facts is not None:
@@ -112,7 +154,8 @@ class CheckReport:
         return {"target": self.target, "files_checked": self.files_checked,
                 "files_skipped": self.files_skipped, "findings": len(self.findings),
                 "by_severity": self.counts_by_severity(), "by_rule": self.counts_by_rule(),
-                "suppressed": len(self.suppressed), "notes": len(self.notes), "errors": len(self.errors)}
+                "suppressed": len(self.suppressed), "notes": len(self.notes), "errors": len(self.errors),
+                "incomplete": len(self.incomplete)}
 
 
 def options_from_config(cfg, **overrides) -> "CheckOptions":
@@ -128,6 +171,8 @@ def options_from_config(cfg, **overrides) -> "CheckOptions":
         max_file_bytes=cfg.max_file_bytes,
         root=str(cfg.root) if cfg.root else None,
         exclude=list(cfg.exclude),
+        extend_exclude=list(cfg.extend_exclude),
+        respect_gitignore=cfg.respect_gitignore,
     )
     for key, value in overrides.items():
         if value is not None:
@@ -150,35 +195,36 @@ def rule_enabled(rule_id: str, name: str, select: list[str] | None, ignore: list
 
 def unknown_selectors(selectors: list[str]) -> list[str]:
     """Selectors that match no registered rule (a typo the CLI reports as a usage error)."""
+    if not selectors:
+        return []
+
+    # deferred: the registry (and pydantic) load only when a selector must be validated
+    from .rules.registry import all_rules
 
     rules = all_rules()
     return [s for s in selectors if not any(_selector_matches(s, r.id, r.name) for r in rules)]
 
 
-def _relative(path: str, root: str | None) -> str:
-    if root:
-        try:
-            return Path(path).absolute().relative_to(Path(root).absolute()).as_posix()
-        except ValueError:
-            pass
-    return Path(path).as_posix()
-
-
-def _glob_match(path: str, root: str | None, pattern: str) -> bool:
-    rel = _relative(path, root)
-    return fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(Path(path).name, pattern)
-
-
 def file_ignores(path: str, options: CheckOptions) -> list[str]:
+    """The selectors per-file-ignores switches off for `path` (gitwildmatch globs, relative to the root)."""
+    if not options.per_file_ignores:
+        return []
+    # deferred: pathspec loads only when there are globs to match
+    from .check_walk import glob_matches, relative_to_root
+
+    rel = relative_to_root(path, options.root)
     out: list[str] = []
     for pattern, selectors in options.per_file_ignores.items():
-        if _glob_match(path, options.root, pattern):
+        if glob_matches(pattern, rel):
             out.extend(selectors)
     return out
 
 
 @lru_cache(maxsize=64)
 def _severity_overrides(items: tuple[tuple[str, str], ...]) -> dict[str, Severity]:
+    # deferred: the registry (and pydantic) load only when a text is checked
+    from .rules.registry import get
+
     out = {}
     for rule, level in items:
         try:
@@ -235,10 +281,12 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
     language = language_of(path)
     if language is None:
         return FileResult(path, None, "skipped", "not an NKI (.py) or CUDA (.cu, .cuh) file")
+    text = normalize_newlines(text)  # \r\n and lone \r as CPython reads them; lines keep their numbers
     if len(text) > options.max_file_bytes:
         reason = (f"larger than max-file-bytes ({len(text):,} > {options.max_file_bytes:,}); "
                   "not checked")
-        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
+        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"],
+                          unchecked=_size_limit_is_default(options))
     try:
         target = get_target(options.target)
     except ValueError as exc:
@@ -260,11 +308,28 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
         return FileResult(path, language, "error", reason)
     findings, suppressed = _post_process(path, text, language, raw, options)
     return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts,
-                      parsed=parsed)
+                      parsed=parsed, crashed=crashed_checks(raw))
+
+
+def crashed_checks(findings: list[Finding]) -> list[str]:
+    """The checks that raised, from the internal-error findings the rule runners make of a crash
+    (rules/runner.py: evidence names the check and the exception)."""
+    out = []
+    for f in findings:
+        ev = f.evidence if isinstance(f.evidence, dict) else {}
+        if ev.get("check") and ("exception" in ev or "internal_error" in ev):
+            out.append(f"{f.rule} {ev['check']}")
+    return out
 
 
 def _post_process(path: str, text: str, language: str, raw: list[Finding],
                   options: CheckOptions) -> tuple[list[Finding], list[Finding]]:
+    # deferred: a run whose files all come from the cache never loads the engine (start-up time)
+    from .autofix import attach_fixes
+    from .findings import dedupe
+    from .rules.registry import get
+    from .suppress import UNUSED_BARE_RULE, UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
+
     ignore = list(options.ignore) + file_ignores(path, options)
 
     def enabled(rule_id: str, name: str = "") -> bool:
@@ -279,10 +344,12 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
     findings = [f for f in findings if enabled(f.rule, f.name)]
     sups = parse_suppressions(text, language)
     findings, suppressed = apply_suppressions(findings, sups)
-    if sups and enabled(UNUSED_RULE):
+    if sups and (enabled(UNUSED_RULE) or enabled(UNUSED_BARE_RULE)):
         unused = unused_suppressions(sups, path, language, is_enabled=enabled)
-        # NA100 itself can be silenced on its line (`# noqa: NA100` or bare `# noqa`).
-        findings += [f for f in unused if not sups[f.line].matches(UNUSED_RULE)]
+        # NA100 can be silenced on its line (`# noqa: NKI103, NA100`); a bare comment cannot silence the
+        # report on itself (NA101, or NA100 for a bare CUDA comment)
+        findings += [f for f in unused if enabled(f.rule)
+                     and (sups[f.line].bare or not sups[f.line].matches(f.rule))]
     overrides = _severity_overrides(tuple(sorted(options.severity.items())))
     if overrides:
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
@@ -344,16 +411,34 @@ def check_file(path: str, options: CheckOptions) -> FileResult:
     if language is None:
         reason = "not an NKI (.py) or CUDA (.cu, .cuh) file"
         return FileResult(path, None, "skipped", reason, notes=[f"{path}: {reason}; skipped"])
+    data = _read(path, language, options)
+    return data if isinstance(data, FileResult) else check_bytes(path, data, options)
+
+
+def _read(path: str, language: str, options: CheckOptions) -> bytes | FileResult:
+    """The file's bytes, or the result that says why it cannot be checked."""
     try:
         data = read_regular(path, options.max_file_bytes)
     except NotRegularFile as exc:
         reason = f"{exc}; not checked"
-        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
+        too_big = str(exc).startswith("larger than")
+        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"],
+                          unchecked=_size_limit_is_default(options) if too_big else True)
     except OSError as exc:
         return FileResult(path, language, "error", f"cannot read: {exc.strerror or exc}")
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         reason = "binary file (NUL bytes); not checked"
-        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
+        return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"], unchecked=True)
+    return data
+
+
+def _size_limit_is_default(options: CheckOptions) -> bool:
+    """A file over the default limit was not checked by accident; over a limit the user chose, on purpose."""
+    return options.max_file_bytes == DEFAULT_MAX_FILE_BYTES
+
+
+def check_bytes(path: str, data: bytes, options: CheckOptions) -> FileResult:
+    """Check a file's bytes (already read and found not binary)."""
     text, note = decode(data)
     result = check_text(path, text, options)
     if note:
@@ -362,19 +447,11 @@ def check_file(path: str, options: CheckOptions) -> FileResult:
 
 
 def _walk(directory: str, options: CheckOptions) -> list[str]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames[:] = sorted(
-            d for d in dirnames
-            if not d.startswith(".") and d not in SKIP_DIRS
-            and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
-            and not any(_glob_match(os.path.join(dirpath, d), options.root, p) for p in options.exclude)
-        )
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            if language_of(name) and not any(_glob_match(full, options.root, p) for p in options.exclude):
-                out.append(full)
-    return out
+    # deferred: pathspec loads only for directory walks
+    from .check_walk import walk
+
+    return walk(directory, language_of, list(options.exclude) + list(options.extend_exclude), options.root,
+                options.respect_gitignore)
 
 
 def collect_files(paths: list[str], options: CheckOptions) -> tuple[list[str], list[str]]:
@@ -396,11 +473,94 @@ def collect_files(paths: list[str], options: CheckOptions) -> tuple[list[str], l
     return files, errors
 
 
-def check_paths(paths: list[str], options: CheckOptions, check_one=None) -> CheckReport:
-    """Check files and directories (recursively, skipping hidden dirs, virtualenvs, node_modules).
-    `check_one(path, options)` replaces `check_file` (`check --fix` checks and fixes)."""
+def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cache=None, jobs: int | None = 1,
+                lazy: bool = False) -> CheckReport:
+    """Check files and directories (recursively, skipping hidden dirs, virtualenvs, node_modules, excluded
+    and git-ignored paths).
+
+    `check_one(path, options)` replaces `check_file` (`check --fix` checks and fixes; then files are checked
+    one by one, without cache or pool). `cache` (a `check_cache.CheckCache`) answers unchanged files;
+    the rest are checked by a pool of `jobs` processes (None: the usable cores, as the CLI does) when there
+    is enough work, in-process otherwise. The default, 1, never forks: a library caller may have threads
+    (a language server), and forking those is unsafe. With `lazy`, findings from the cache or a worker
+    stay `LazyFinding`s."""
     report = CheckReport(target=options.target)
     files, report.errors = collect_files(paths, options)
-    for path in files:
-        report.add((check_one or check_file)(path, options))
+    if check_one is not None:
+        for path in files:
+            report.add(check_one(path, options))
+        return report.finish()
+    results: list[FileResult | None] = [None] * len(files)
+    todo: list[tuple[int, str, bytes, str | None]] = []  # index, path, bytes, cache key
+    for i, path in enumerate(files):
+        language = language_of(path)
+        if language is None:
+            results[i] = check_file(path, options)
+            continue
+        data = _read(path, language, options)
+        if isinstance(data, FileResult):
+            results[i] = data
+            continue
+        key = cache.key(path, data) if cache is not None else None
+        entry = cache.get(key) if cache is not None else None
+        if entry is not None:
+            results[i] = FileResult.from_entry(entry, lazy=lazy)
+        else:
+            todo.append((i, path, data, key))
+    _check_all(todo, options, results, cache, jobs, lazy)
+    for result in results:
+        report.add(result)
+    if cache is not None and cache.problem:
+        report.notes.append(cache.problem)
     return report.finish()
+
+
+def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool) -> None:
+    # deferred: the pool module loads only when files must be checked
+    from .check_pool import run_parallel, usable_cores, worth_a_pool
+
+    jobs = usable_cores() if jobs is None else jobs
+    if worth_a_pool([len(d) for _, _, d, _ in todo], jobs):
+        def failed(path: str, exc: BaseException) -> dict:
+            return FileResult(path, language_of(path), "error",
+                              f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
+
+        _load_engine({language_of(p) for _, p, _, _ in todo})
+        entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], options, jobs, failed)
+        for (i, _, _, key), entry in zip(todo, entries):
+            _store(cache, key, entry)
+            results[i] = FileResult.from_entry(entry, lazy=lazy)
+        return
+    for i, path, data, key in todo:
+        result = check_bytes(path, data, options)
+        if cache is not None:
+            _store(cache, key, result.to_entry())
+        results[i] = result
+
+
+def _load_engine(languages: set[str | None]) -> None:
+    """Import the front ends and rules once, before the pool forks, so workers start with them loaded
+    instead of each importing them again (CPU time on a shared machine)."""
+    # deferred: only a run with files to check pays for the engine
+    from . import autofix, findings, suppress  # noqa: F401
+
+    if "nki" in languages:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+        from .parse import nki  # noqa: F401
+        from .rules import nki_rules  # noqa: F401
+    if "cuda" in languages:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+        from .parse import cuda  # noqa: F401
+        from .rules import cuda_rules  # noqa: F401
+
+
+def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
+    """A pool worker's job: one file's result as its JSON entry."""
+    path, data, options = item
+    return check_bytes(path, data, options).to_entry()
+
+
+def _store(cache, key: str | None, entry: dict) -> None:
+    # errors and crashes are checked again next time: they may not recur, and must stay loud
+    if cache is not None and key is not None and entry["status"] != "error" and not entry.get("crashed"):
+        cache.put(key, entry)

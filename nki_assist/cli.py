@@ -43,7 +43,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nki-assist",
         description="Review NKI kernels for AWS Trainium and the CUDA kernels they were ported from.",
-        epilog="Exit codes: 0 ok, 1 findings at --fail-on level, 2 usage or internal error.",
+        epilog="Exit codes: 0 ok, 1 findings at --fail-on level or an incomplete run, 2 usage or internal error.",
     )
     parser.add_argument("--version", action="version", version=f"nki-assist {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

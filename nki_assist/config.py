@@ -11,7 +11,10 @@ select = ["NKI1", "CUDA"]       # ids, id prefixes or kebab names; default: all 
 ignore = ["NKI107"]
 fail-on = "warning"             # error | warning | info | never
 max-file-bytes = 5_000_000      # larger files are skipped with a note
-exclude = ["generated/**"]      # globs, relative to the pyproject directory
+exclude = ["generated/**"]      # gitwildmatch globs, relative to the pyproject directory
+extend-exclude = ["build/"]     # added to exclude (the --extend-exclude flag adds more)
+respect-gitignore = true        # walks skip what .gitignore files ignore
+cache-dir = ".nki_assist_cache" # relative to the pyproject directory
 
 [tool.nki-assist.per-file-ignores]
 "tests/**" = ["NKI104"]
@@ -33,7 +36,7 @@ DEFAULT_MAX_FILE_BYTES = 5_000_000
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")
 SEVERITIES = ("error", "warning", "info")
 KNOWN_KEYS = {"target", "select", "ignore", "per-file-ignores", "fail-on", "severity", "max-file-bytes",
-              "exclude"}
+              "exclude", "extend-exclude", "respect-gitignore", "cache-dir"}
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Config:
     severity: dict[str, str] = field(default_factory=dict)  # rule id or name -> error|warning|info
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     exclude: list[str] = field(default_factory=list)
+    extend_exclude: list[str] = field(default_factory=list)
+    respect_gitignore: bool = True
+    cache_dir: str | None = None  # as written; relative to `root`
     path: Path | None = None  # the pyproject.toml read, None when no config was found
     problems: list[str] = field(default_factory=list)
 
@@ -118,6 +124,18 @@ def parse_table(table: dict, path: Path | None = None) -> Config:
         cfg.ignore = _str_list(table["ignore"], "ignore", problems) or []
     if "exclude" in table:
         cfg.exclude = _str_list(table["exclude"], "exclude", problems) or []
+    if "extend-exclude" in table:
+        cfg.extend_exclude = _str_list(table["extend-exclude"], "extend-exclude", problems) or []
+    if "respect-gitignore" in table:
+        if isinstance(table["respect-gitignore"], bool):
+            cfg.respect_gitignore = table["respect-gitignore"]
+        else:
+            problems.append(f"`respect-gitignore` must be true or false, got {table['respect-gitignore']!r}")
+    if "cache-dir" in table:
+        if isinstance(table["cache-dir"], str) and table["cache-dir"].strip():
+            cfg.cache_dir = table["cache-dir"].strip()
+        else:
+            problems.append(f"`cache-dir` must be a folder name, got {table['cache-dir']!r}")
     if "fail-on" in table:
         if table["fail-on"] in FAIL_ON_CHOICES:
             cfg.fail_on = table["fail-on"]

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from . import taxonomy
-
-
-class Severity(str, Enum):
-    ERROR = "error"  # wrong results or will not compile
-    WARNING = "warning"  # likely defect or large performance loss
-    INFO = "info"  # expected difference, advice
-
-    @property
-    def rank(self) -> int:
-        return {"error": 0, "warning": 1, "info": 2}[self.value]
-
-    def at_least(self, other: "Severity") -> bool:
-        return self.rank <= other.rank
+from .severity import Severity  # noqa: F401 (re-exported: the Finding contract's severity)
 
 
 Source = Literal["static", "migration", "simulation", "numerics", "cost-model", "profile", "toolchain"]

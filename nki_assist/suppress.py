@@ -3,20 +3,23 @@
 Python (NKI): `# noqa: NKI103, NKI201` or a bare `# noqa` (everything on the line).
 CUDA: `// nki-assist: ignore[CUDA101, CUDA102]` or a bare `// nki-assist: ignore`.
 Both forms also accept kebab rule names. A suppression applies to findings whose first line is the
-comment's line. Codes that are not nki-assist rules (`# noqa: E501` for flake8/ruff) are left alone,
-and a bare `# noqa` is never reported as unused because other linters share it.
+comment's line. Codes of other tools (`# noqa: E501` for flake8/ruff) are left alone; a code that looks
+like an nki-assist rule id (a known family prefix and digits, `NKI999`) but is none is reported as
+unknown (NA100). A bare `# noqa` that suppressed nothing is NA101 (info: other linters read it too).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 from .findings import Finding
 
 from .rules.registry import get
 
 UNUSED_RULE = "NA100"
+UNUSED_BARE_RULE = "NA101"
 
 _PY = re.compile(r"#\s*noqa\b(?P<colon>\s*:\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?",
                  re.IGNORECASE)
@@ -42,6 +45,26 @@ class Suppression:
 def comment_match(line: str, language: str) -> re.Match | None:
     """The suppression comment on one line of source (`codes` group: the listed codes)."""
     return (_PY if language == "nki" else _CUDA).search(line)
+
+
+# Family prefixes ruff also uses (flake8-simplify SIM, Perflint PERF, flake8-type-checking TC): an unknown
+# `# noqa: SIM910` is most likely ruff's, so only nki-assist's own prefixes make a code "ours".
+SHARED_PREFIXES = frozenset({"SIM", "PERF", "TC"})
+
+
+@cache
+def _our_code() -> re.Pattern:
+    """Codes shaped like nki-assist rule ids: a family prefix only nki-assist uses, and digits."""
+    # deferred: the registry's full rule list loads only when a suppression names an unknown code
+    from .rules.registry import all_rules
+
+    prefixes = sorted({m.group() for r in all_rules() if (m := re.match(r"[A-Z]+", r.id))} - SHARED_PREFIXES,
+                      key=len, reverse=True)
+    return re.compile(rf"(?:{'|'.join(prefixes)})\d+", re.IGNORECASE)
+
+
+def looks_like_ours(code: str) -> bool:
+    return _our_code().fullmatch(code) is not None
 
 
 def _resolve(code: str) -> str | None:
@@ -89,21 +112,34 @@ def apply_suppressions(findings: list[Finding], sups: dict[int, Suppression]) ->
 
 def unused_suppressions(sups: dict[int, Suppression], path: str, language: str,
                         is_enabled=lambda rule: True) -> list[Finding]:
-    """NA100 findings for suppression codes that suppressed nothing.
+    """NA100 findings for suppression codes that suppressed nothing, NA101 for bare `# noqa` comments
+    that suppressed nothing.
 
     Codes of disabled rules are skipped (they could not have fired), as are other tools' codes in
-    `# noqa`. In CUDA comments, which only nki-assist reads, an unknown code is reported.
+    `# noqa`. An unknown code is reported in CUDA comments (only nki-assist reads them) and, in `# noqa`,
+    when it is shaped like an nki-assist id (`NKI999`). A bare CUDA `// nki-assist: ignore` that
+    suppressed nothing is NA100.
     """
 
     spec = get(UNUSED_RULE)
     out = []
     for sup in sups.values():
         if sup.bare:
+            if not sup.used:
+                if language == "cuda":
+                    out.append(spec.finding("Unused suppression: no nki-assist finding on this line.", file=path,
+                                            line=sup.line, column=sup.column,
+                                            evidence={"unused": [], "unknown": [], "codes": [], "bare": True}))
+                elif is_enabled(UNUSED_BARE_RULE):
+                    out.append(get(UNUSED_BARE_RULE).finding(
+                        "Unused bare `# noqa`: no nki-assist finding on this line; if no other linter needs it, "
+                        "remove it, else name the codes it is for.", file=path, line=sup.line, column=sup.column,
+                        evidence={"bare": True}))
             continue
         unused, unknown = [], []
         for code, rule in sup.rule_ids.items():
             if rule is None:
-                if language == "cuda":
+                if language == "cuda" or looks_like_ours(code):
                     unknown.append(code)
                 continue
             if rule == UNUSED_RULE or rule in sup.used or not is_enabled(rule):

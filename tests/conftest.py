@@ -7,3 +7,10 @@ def reviewed_ports(tmp_path_factory):
     from reviewed_ports import review_all
 
     return review_all(tmp_path_factory.getbasetemp() / "reviewed_ports.json")
+
+
+@pytest.fixture(autouse=True)
+def _own_check_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own `check` cache folder: a test that fakes or patches rules must never be
+    answered from (or leave) another test's cached findings."""
+    monkeypatch.setenv("NKI_ASSIST_CACHE_DIR", str(tmp_path_factory.mktemp("check_cache")))

@@ -189,11 +189,27 @@ def _unused_suppression(f: Finding, lines: Sequence[str]) -> Fix | None:
         edit = _edit(lines, f.line, start, end, ", ".join(keep))
         message = f"Remove unused {', '.join(c for c in codes if c in drop)} from the suppression"
     else:
-        start = len(text[:m.start()].rstrip())
-        end = m.end()
-        edit = _edit(lines, f.line, start, end, "")
+        edit = _drop_directive(lines, f.line, text, m, "//" if language == "cuda" else "#")
         message = "Remove the unused suppression comment"
     return Fix(message=message, applicability="safe", edits=[edit])
+
+
+@builder("NA101")
+def _unused_bare_suppression(f: Finding, lines: Sequence[str]) -> Fix | None:
+    text = _line(lines, f.line)
+    m = comment_match(text, "nki") if text is not None else None
+    if m is None or m.group("codes") is not None:
+        return None
+    # Unsafe: ruff or flake8 may still need the bare `# noqa` for a finding of theirs on this line.
+    return Fix(message="Remove the bare `# noqa`", applicability="unsafe",
+               edits=[_drop_directive(lines, f.line, text, m, "#")])
+
+
+def _drop_directive(lines: Sequence[str], line: int, text: str, m: re.Match, marker: str):
+    """Remove a suppression directive; text after it in the same comment stays a comment."""
+    if text[m.end():].strip():  # `# noqa: X  (why)` -> `#  (why)`: the note must not become code
+        return _edit(lines, line, m.start(), m.end(), marker)
+    return _edit(lines, line, len(text[:m.start()].rstrip()), m.end(), "")
 
 
 FIXABLE_RULES = tuple(sorted(BUILDERS))

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .exits import UsageError
+from .exits import EXIT_FINDINGS, UsageError
 
 DESCRIPTION = (
     "Static checks of NKI kernels (.py files that import NKI) and CUDA kernels (.cu, .cuh). "
-    "Directories are searched recursively (hidden directories, virtualenvs and node_modules are skipped). "
+    "Directories are searched recursively (hidden directories, virtualenvs, node_modules, excluded and "
+    "git-ignored paths are skipped); files are checked in parallel and unchanged files come from the cache "
+    "(.nki_assist_cache; --no-cache). A file that could not be checked (unreadable, too large, a crashed "
+    "check) makes the run incomplete: exit 1 with an `incomplete:` message. "
     "Settings come from [tool.nki-assist] in the nearest pyproject.toml; flags override them. "
     "Suppress a finding with `# noqa: ID` (Python) or `// nki-assist: ignore[ID]` (CUDA). "
     "`-` reads one file from stdin (name it with --stdin-filename). --fix applies the safe mechanical "
@@ -31,11 +34,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, ["text", "json", "sarif", "github"], "text")
     p.add_argument("--select", action="append", metavar="RULES",
                    help="only these rules: ids, id prefixes (NKI1) or names, comma-separated (replaces config)")
+    p.add_argument("--extend-select", action="append", metavar="RULES",
+                   help="add these rules to the selection (config's or --select's), comma-separated")
     p.add_argument("--ignore", action="append", metavar="RULES",
                    help="skip these rules, comma-separated (added to the config's ignore list)")
     add_target(p)
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None,
                    help="exit 1 when a finding at or above this severity is reported (default: config or error)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 whatever the findings (like --fail-on never); an incomplete run still exits 1")
+    p.add_argument("--exclude", action="append", metavar="GLOBS",
+                   help="skip these paths in directory walks, comma-separated gitwildmatch globs (replaces config)")
+    p.add_argument("--extend-exclude", action="append", metavar="GLOBS",
+                   help="skip these paths too (added to exclude), comma-separated gitwildmatch globs")
+    p.add_argument("--no-respect-gitignore", action="store_true",
+                   help="walk into paths that .gitignore files ignore")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="cache folder (default: config cache-dir, NKI_ASSIST_CACHE_DIR or .nki_assist_cache "
+                        "in the project root)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--statistics", action="store_true", help="add a count of findings per rule (text format)")
     p.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
@@ -47,6 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --fix/--diff, also apply fixes that may change results or scheduling")
     p.add_argument("--diff", action="store_true",
                    help="print the fixes as a unified diff instead of writing them; exit 1 when there are any")
+    p.add_argument("--show-fixes", action="store_true",
+                   help="list the findings fixed (--fix), that would be fixed (--diff) or that --fix would fix, "
+                        "per file and rule, on stderr")
     p.add_argument("--stdin-filename", metavar="PATH",
                    help="name of the file read from stdin (`-`): language, config and per-file-ignores follow it")
 
@@ -65,15 +85,46 @@ def build_options(args: argparse.Namespace):
         raise UsageError("invalid configuration:\n  " + "\n  ".join(cfg.problems))
     select = _split(args.select)
     ignore = list(cfg.ignore) + (_split(args.ignore) or [])
-    unknown = unknown_selectors((select if select is not None else cfg.select or []) + ignore
+    extend = _split(args.extend_select) or []
+    base = select if select is not None else cfg.select
+    if extend and base is not None:  # with no selection every rule runs already
+        select = list(base) + extend
+    unknown = unknown_selectors((select if select is not None else cfg.select or []) + ignore + extend
                                 + [s for v in cfg.per_file_ignores.values() for s in v]
                                 + list(cfg.severity))
     if unknown:
         raise UsageError(f"unknown rule selector(s): {', '.join(unknown)}; `nki-assist rules` lists the rules")
     if args.max_file_bytes is not None and args.max_file_bytes <= 0:
         raise UsageError("--max-file-bytes must be positive")
-    return options_from_config(cfg, target=args.target, select=select, ignore=ignore, fail_on=args.fail_on,
-                               max_file_bytes=args.max_file_bytes)
+    exclude = _split(args.exclude)
+    extend_exclude = list(cfg.extend_exclude) + (_split(args.extend_exclude) or [])
+    options = options_from_config(cfg, target=args.target, select=select, ignore=ignore,
+                                  fail_on="never" if args.exit_zero else args.fail_on,
+                                  max_file_bytes=args.max_file_bytes, exclude=exclude, extend_exclude=extend_exclude,
+                                  respect_gitignore=False if args.no_respect_gitignore else None)
+    return options, cfg
+
+
+def _cache(args: argparse.Namespace, cfg, options):
+    """The check cache, or None (--no-cache or NKI_ASSIST_NO_CACHE; --fix and --diff rewrite files and check
+    them afresh). Folder: --cache-dir, NKI_ASSIST_CACHE_DIR, the config's cache-dir, .nki_assist_cache in
+    the project root."""
+    import os
+
+    if args.no_cache or args.fix or args.diff or os.environ.get("NKI_ASSIST_NO_CACHE", "") not in ("", "0"):
+        return None
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    from pathlib import Path
+
+    from ..check_cache import CACHE_DIR_ENV, CheckCache, default_cache_dir
+
+    if args.cache_dir:
+        folder = Path(args.cache_dir)
+    elif cfg.cache_dir and not os.environ.get(CACHE_DIR_ENV):
+        folder = Path(cfg.cache_dir) if cfg.root is None else cfg.root / cfg.cache_dir
+    else:
+        folder = default_cache_dir(str(cfg.root) if cfg.root else None)
+    return CheckCache(folder, options)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if p != STDIN and not os.path.exists(p)]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
-    options = build_options(args)
+    options, cfg = build_options(args)
     summary = FixSummary()
     fixing = args.fix or args.diff
     if stdin:
@@ -109,14 +160,16 @@ def run(args: argparse.Namespace) -> int:
     elif fixing:
         report = check_paths(args.paths, options, fixer(options, args.unsafe_fixes, args.fix, summary))
     else:
-        report = check_paths(args.paths, options)
+        report = check_paths(args.paths, options, cache=_cache(args, cfg, options), jobs=None, lazy=True)
     if args.diff:
         sys.stdout.write("".join(summary.diffs))
         sys.stdout.flush()
         print(f"{'Would fix' if summary.fixed else 'Nothing to fix'}"
               + (f" {summary.fixed} finding(s) in {summary.files} file(s)." if summary.fixed else "."),
               file=sys.stderr)
-        return 1 if summary.fixed else 0
+        if args.show_fixes:
+            _show_fixes("Would fix", summary.fixed_findings)
+        return 1 if summary.fixed or _incomplete(report) else 0
     kwargs = {"statistics_table": args.statistics} if args.format == "text" else {}
     out = render_check(report, args.format, **kwargs)
     if stdin and args.fix:  # like other formatters: the fixed source on stdout, the report on stderr
@@ -138,7 +191,45 @@ def run(args: argparse.Namespace) -> int:
         hint = fixable_hint(report.findings, fixing, args.unsafe_fixes)
         if hint:
             print(f"note: {hint}", file=sys.stderr)
-    return exit_code(report.findings, options.fail_on)
+    if args.show_fixes:
+        if args.fix:
+            _show_fixes("Fixed", summary.fixed_findings)
+        else:
+            # deferred: a command imports the engine only when it runs (CLI start-up time)
+            from ..check_cache import fix_applicability
+
+            _show_fixes("Fixable with --fix:", [(f.file or "-", f.rule, f.name) for f in report.findings
+                                                if fix_applicability(f) == "safe"])
+    code = exit_code(report.findings, options.fail_on)
+    return max(code, EXIT_FINDINGS) if _incomplete(report) else code
+
+
+def _incomplete(report) -> bool:
+    """Say on stderr which files were not (fully) checked; True when any (the run cannot pass)."""
+    if not report.incomplete:
+        return False
+    n = len(report.incomplete)
+    print(f"nki-assist check: incomplete: {n} file{'s' if n != 1 else ''} not fully checked, so this run "
+          "cannot pass (exclude a file to skip it on purpose):", file=sys.stderr)
+    for line in report.incomplete:
+        print(f"  {line}", file=sys.stderr)
+    return True
+
+
+def _show_fixes(title: str, fixed: list[tuple[str, str, str]]) -> None:
+    """ruff's --show-fixes: per file, how many findings of each rule were (or would be) fixed."""
+    if not fixed:
+        print(f"{title} no findings." if title.endswith(":") else f"{title} 0 findings.", file=sys.stderr)
+        return
+    counts: dict[str, dict[tuple[str, str], int]] = {}
+    for path, rule, name in fixed:
+        per_file = counts.setdefault(path, {})
+        per_file[(rule, name)] = per_file.get((rule, name), 0) + 1
+    print(f"{title} {len(fixed)} finding{'s' if len(fixed) != 1 else ''}:", file=sys.stderr)
+    for path in sorted(counts):
+        print(f"- {path}:", file=sys.stderr)
+        for (rule, name), n in sorted(counts[path].items()):
+            print(f"    {n} × {rule} ({name})", file=sys.stderr)
 
 
 def _write(out: str, output: str | None) -> None:

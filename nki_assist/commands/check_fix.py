@@ -16,6 +16,7 @@ class FixSummary:
     fixed: int = 0  # findings whose fix was applied (or would be, with --diff)
     files: int = 0  # files changed (or that would change)
     diffs: list[str] = field(default_factory=list)
+    fixed_findings: list[tuple[str, str, str]] = field(default_factory=list)  # (path, rule, name) for --show-fixes
     fixed_source: bytes | None = None  # stdin with --fix: what goes to stdout
 
 
@@ -60,6 +61,7 @@ def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
         else:
             summary.diffs.append(unified_diff(path, text, outcome.text))
         summary.fixed += len(outcome.fixed)
+        summary.fixed_findings += [(path, f.rule, f.name) for f in outcome.fixed]
         summary.files += 1
         final = outcome.result
         final.notes = result.notes + final.notes
@@ -88,6 +90,7 @@ def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSumm
         outcome = fix_text(engine_path, text, options, unsafe=unsafe)
         if outcome.changed:
             summary.fixed, summary.files = len(outcome.fixed), 1
+            summary.fixed_findings = [(display, f.rule, f.name) for f in outcome.fixed]
             summary.diffs.append(unified_diff(display, text, outcome.text))
             result = outcome.result
             summary.fixed_source = ("\ufeff" if data.startswith(b"\xef\xbb\xbf") else "").encode() + \
@@ -104,8 +107,11 @@ def fixable_hint(findings, fixing: bool, unsafe: bool) -> str | None:
     """`N findings fixable with --fix (M more with --unsafe-fixes)`, or None."""
     if fixing:
         return None
-    safe = sum(1 for f in findings if f.autofix and f.autofix.applicability == "safe")
-    risky = sum(1 for f in findings if f.autofix and f.autofix.applicability == "unsafe")
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    from ..check_cache import fix_applicability
+
+    kinds = [fix_applicability(f) for f in findings]
+    safe, risky = kinds.count("safe"), kinds.count("unsafe")
     if unsafe:
         safe, risky = safe + risky, 0
     if not safe and not risky:

@@ -27,7 +27,7 @@ def add_fail_on(p: argparse.ArgumentParser, default: str = "error") -> None:
 
 def exit_code(findings, fail_on: str) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from ..findings import Severity
+    from ..severity import Severity
 
     if fail_on == "never":
         return 0

@@ -32,6 +32,20 @@ def run(args: argparse.Namespace) -> int:
                            "severity": r.severity.value, "source": r.source, "summary": r.summary,
                            "docs": r.docs_page} for r in rules], indent=2))
         return 0
+    import sys
+
+    if not sys.stdout.isatty():
+        # piped: full names in tab-separated columns (cut/awk/grep), never truncated to a terminal width
+        rows = [("id", "name", "category", "criterion", "severity")]
+        rows += [(r.id, r.name, r.category, r.criterion, r.severity.value) for r in rules]
+        try:
+            sys.stdout.write("".join("\t".join(row) + "\n" for row in rows))
+            sys.stdout.flush()
+        except BrokenPipeError:  # `nki-assist rules | head`: the reader has what it wanted
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     table = Table("id", "name", "category", "criterion", "severity", box=None, pad_edge=False)
     for r in rules:
         table.add_row(r.id, r.name, r.category, r.criterion, r.severity.value)

@@ -22,6 +22,7 @@ from .cuda_state import MAX_DEPTH, refs
 from .cuda_vocab import FAST_MATH
 
 from .cuda_walk import _Walker
+from .source import normalize_newlines
 
 __all__ = ["parse_cuda", "refs", "CudaFile", "CudaKernel", "CudaParam", "SharedDecl", "FAST_MATH", "MAX_DEPTH"]
 
@@ -43,6 +44,7 @@ def parse_cuda(text: str, path: str) -> CudaFile:
     try:
         if not isinstance(text, str):
             text = bytes(text).decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else str(text)
+        text = normalize_newlines(text)
         if "\x00" in text[:8192]:
             out.notes.append("binary file (NUL bytes); not parsed as CUDA")
             return out

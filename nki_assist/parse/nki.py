@@ -17,6 +17,7 @@ from . import consts
 from .consts import Env, Folder, Lin
 from .nki_extract import KERNEL_DECORATORS, Extractor, canonical_api
 from .reuse import ParseCache
+from .source import normalize_newlines
 from .nki_model import (  # noqa: F401  (re-exported)
     ALLOC_APIS, DMA_APIS, MATMUL_APIS, Allocation, ApiRef, Assert, Assignment, Call, Loop, Matmul,
     NkiFile, NkiKernel, Operand, Param, Return, Subtraction,
@@ -39,7 +40,7 @@ def is_nki_source(text: str) -> bool:
     """Cheap test: does the file import `neuronxcc.nki` / `nki` in any form?"""
     if "nki" not in text:
         return False
-    return _NKI_IMPORT.search(text.encode("utf-8", "replace")) is not None
+    return _NKI_IMPORT.search(normalize_newlines(text).encode("utf-8", "replace")) is not None
 
 
 @cache
@@ -55,6 +56,7 @@ def parse_nki(text: str, path: str, cache: ParseCache | None = None) -> NkiFile:
 
     With a `cache` (one per document, as the language server keeps), the tree is reparsed
     incrementally and unchanged functions keep their facts; the result equals a cold parse."""
+    text = normalize_newlines(text)
     src = text.encode("utf-8", "replace")
     if cache is not None and not cache.lock.acquire(blocking=False):
         cache = None  # another parse of this document is using it: this one runs cold

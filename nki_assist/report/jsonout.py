@@ -18,6 +18,7 @@ def to_dict(report) -> dict[str, Any]:
         "summary": report.summary(),
         "notes": list(report.notes),
         "errors": list(report.errors),
+        "incomplete": list(getattr(report, "incomplete", [])),  # files not (fully) checked: the run fails
     }
 
 

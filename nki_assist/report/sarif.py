@@ -149,7 +149,9 @@ def to_dict(report) -> dict[str, Any]:
     results += [_result(f, index, fingerprint, suppressed=True) for f in report.suppressed]
     notifications = [{"level": "note", "message": {"text": n}} for n in report.notes]
     notifications += [{"level": "error", "message": {"text": e}} for e in report.errors]
-    invocation: dict[str, Any] = {"executionSuccessful": True}
+    incomplete = list(getattr(report, "incomplete", []))
+    notifications += [{"level": "error", "message": {"text": f"incomplete: {line}"}} for line in incomplete]
+    invocation: dict[str, Any] = {"executionSuccessful": not incomplete}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
     return {

@@ -6,20 +6,26 @@ terminal, so piped output stays grep-able.
 
 from __future__ import annotations
 
-from ..rules.registry import get
+from ..check_cache import fix_applicability
 
 
 def finding_line(f) -> str:
+    """`path:line:col: ID [severity] [*] message`; `[*]` (as in ruff) when `check --fix` fixes it. The
+    marker follows the severity so that `ID [severity]` stays one greppable string."""
     where = f.file or "<input>"
     if f.line is not None:
         where += f":{f.line}"
         if f.column is not None:
             where += f":{f.column}"
-    return f"{where}: {f.rule} [{f.severity.value}] {f.message}"
+    marker = " [*]" if fix_applicability(f) == "safe" else ""
+    return f"{where}: {f.rule} [{f.severity.value}]{marker} {f.message}"
 
 
 def statistics(report) -> str:
     """Count per rule, most frequent first (`--statistics`)."""
+
+    # deferred: the registry (and pydantic) load only for --statistics
+    from ..rules.registry import get
 
     rows = []
     for rule, n in report.counts_by_rule().items():

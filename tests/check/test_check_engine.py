@@ -56,11 +56,12 @@ def test_noqa_specific_bare_and_unused(fake_front_ends):
         "b = BADPSUM SLOWDMA  # noqa: NKI991\n"  # 4 NKI990 stays
         "c = SLOWDMA  # noqa\n"                  # 5 bare: suppressed
         "d = 1  # noqa: NKI990, E501\n"          # 6 NKI990 unused, E501 is another tool's
-        "e = 1  # noqa\n"                        # 7 bare unused: not reported
+        "e = 1  # noqa\n"                        # 7 bare unused: NA101 (info; other linters read it too)
         "f = SLOWDMA  # noqa: fake-small-dma\n"  # 8 by name
     )
     result = check_text("k.py", text, CheckOptions())
-    assert rules_and_lines(result.findings) == [("NKI990", 4), ("NA100", 6)]
+    assert rules_and_lines(result.findings) == [("NKI990", 4), ("NA100", 6), ("NA101", 7)]
+    assert result.findings[2].severity.value == "info" and result.findings[2].column == 8
     na = result.findings[1]
     assert na.evidence["unused"] == ["NKI990"] and na.column == 8 and na.severity.value == "warning"
     assert "NKI990 did not fire" in na.message

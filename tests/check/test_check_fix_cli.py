@@ -93,7 +93,7 @@ def test_stdin_uses_stdin_filename_for_language_and_report(tree, capsys, monkeyp
     assert [ln.split(": ")[0] for ln in out.splitlines()] == ["src/k.cu:7:40", "src/k.cu:12:59"]
     assert code == 0  # NA100 is a warning
     code, out, _ = run(capsys, "-", stdin=(FIXES / "loop_aliases.py").read_bytes(), monkeypatch=monkeypatch)
-    assert out.splitlines()[0].startswith("-:11:14: NKI502 [info]")
+    assert out.splitlines()[0].startswith("-:11:14: NKI502 [info] [*] `nl.affine_range`")  # [*]: --fix fixes it
 
 
 def test_stdin_fix_prints_the_fixed_source_and_the_report_on_stderr(tree, capsys, monkeypatch):

@@ -36,7 +36,7 @@ def test_text_lines_and_statistics(report):
     assert lines[:3] == [
         "kern/k.cu:2:10: CUDA990 [warning] RACE seen on target trn2",
         "kern/k.py:3:7: NKI990 [error] BADPSUM seen on target trn2",
-        "kern/k.py:5:8: NA100 [warning] Unused suppression: NKI990 did not fire on this line.",
+        "kern/k.py:5:8: NA100 [warning] [*] Unused suppression: NKI990 did not fire on this line.",  # [*]: fixable
     ]
     assert "\x1b" not in out
     stats = [ln.split() for ln in lines[4:]]
@@ -89,7 +89,10 @@ def test_sarif_is_valid_and_complete(report):
     assert results[0]["relatedLocations"][0]["physicalLocation"]["region"] == {"startLine": 3}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/")
     notes = run["invocations"][0]["toolExecutionNotifications"]
-    assert notes == [{"level": "note", "message": {"text": "kern/blob.py: binary file (NUL bytes); not checked"}}]
+    assert notes == [{"level": "note", "message": {"text": "kern/blob.py: binary file (NUL bytes); not checked"}},
+                     {"level": "error",
+                      "message": {"text": "incomplete: kern/blob.py: binary file (NUL bytes); not checked"}}]
+    assert run["invocations"][0]["executionSuccessful"] is False  # a kernel file was not checked
 
 
 def test_sarif_fingerprints_follow_line_text_not_line_number(fake_front_ends, tmp_path, monkeypatch):

@@ -79,7 +79,8 @@ def test_check_skips_a_fifo_instead_of_blocking(tmp_path):
     device = tmp_path / "zero_nki.py"
     device.symlink_to("/dev/zero")
     done = run_cli(["check", str(fifo), str(device)], timeout=60)  # before: blocked forever
-    assert done.returncode == 0
+    assert done.returncode == 1  # nothing unchecked passes: the run is incomplete (issue 31)
+    assert "nki-assist check: incomplete: 2 files not fully checked" in done.stderr
     assert f"{fifo}: a FIFO, not a regular file; not checked" in done.stderr
     assert f"{device}: a device, not a regular file; not checked" in done.stderr
 

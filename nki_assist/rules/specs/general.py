@@ -32,4 +32,37 @@ The tile is exactly one bank, so NKI103 does not fire and the comment is unused.
 Delete the suppression, or only the rule ids in it that no longer fire.
 """,
     ),
+    RuleSpec(
+        id="NA101",
+        name="unused-bare-suppression",
+        category="unused-suppression",
+        severity=Severity.INFO,
+        summary="A bare `# noqa` suppresses no nki-assist finding on its line.",
+        fix="Name the rules the comment is for (`# noqa: E501`), or remove it.",
+        languages=("nki",),
+        doc="""\
+## What it finds
+A bare `# noqa` (no rule list) in an NKI file on a line where no nki-assist rule fired, like ruff's
+RUF100 for unused blanket suppressions. A bare comment silences every rule of every linter on its line,
+so once the finding it was written for is gone it silently hides the next one.
+
+It is an info, not a warning, and its fix is unsafe: other linters (ruff, flake8) read the same bare
+`# noqa`, and nki-assist cannot know whether one of them still needs it. A bare
+`// nki-assist: ignore` in a CUDA file, which only nki-assist reads, is reported as NA100 instead.
+
+## Why it matters on Trainium
+A blanket suppression on an allocation or a matmul line hides the capacity and tile-limit checks
+(PSUM banks, SBUF partitions, Tensor Engine tile sizes) that matter most when a block size changes.
+
+## Example
+```python
+acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)  # noqa
+```
+The tile fits one PSUM bank, nothing fires, and the comment would hide NKI103 if the tile grew.
+
+## Fix
+Write the rule ids the suppression is for (`# noqa: NKI103` or another linter's `# noqa: E501`), or
+delete the comment. `check --fix --unsafe-fixes` deletes it.
+""",
+    ),
 ]

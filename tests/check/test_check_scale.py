@@ -1,0 +1,287 @@
+"""Repository-scale check (issue 30 item 1): a process pool gives the in-process findings in a stable
+order; the persistent cache answers unchanged files with the same findings, is keyed by every setting,
+the file's bytes and path and the tool's code, survives concurrent writers, and a fully cached run
+imports no pydantic."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nki_assist.check as check_mod
+import nki_assist.check_cache as cache_mod
+import nki_assist.check_pool as pool_mod
+from nki_assist.check import CheckOptions, check_paths
+from nki_assist.check_cache import CheckCache, LazyFinding, settings_digest
+from nki_assist.findings import Finding
+
+ROOT = Path(__file__).resolve().parents[2]
+RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
+
+
+def places(report):
+    return [(f.file, f.line, f.column, f.rule, f.message, f.severity.value) for f in report.findings]
+
+
+def statuses(report):
+    return [(r.path, r.status, r.reason) for r in report.files]
+
+
+@pytest.fixture
+def force_pool(monkeypatch):
+    """Any amount of work goes to the pool; counts the pool runs."""
+    calls = []
+    real = pool_mod.run_parallel
+
+    def spy(*args, **kwargs):
+        calls.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(pool_mod, "run_parallel", spy)
+    return calls
+
+
+def test_pool_gives_the_in_process_findings_in_the_same_order(force_pool):
+    serial = check_paths([str(RULE_FIXTURES)], CheckOptions(), jobs=1)
+    parallel = check_paths([str(RULE_FIXTURES)], CheckOptions(), jobs=2)
+    assert force_pool == [len(serial.files)]  # one pool run over every file; jobs=1 stayed in-process
+    assert len(serial.findings) > 100
+    assert places(parallel) == places(serial)
+    assert statuses(parallel) == statuses(serial)
+    assert [f.id for f in parallel.findings] == [f"F{i}" for i in range(1, len(serial.findings) + 1)]
+    assert all(isinstance(f, Finding) for f in parallel.findings)  # lazy=False: real Findings
+
+
+def test_results_keep_input_order_whatever_finishes_first(force_pool, tmp_path):
+    small = "import neuronxcc.nki as nki\n"
+    big = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
+    names = ["a_small.py", "b_big.py", "c_small.py", "d_big.py"]
+    for name in names:
+        (tmp_path / name).write_text(big * 30 if "big" in name else small, encoding="utf-8")
+    report = check_paths([str(tmp_path)], CheckOptions(), jobs=2)
+    assert [Path(r.path).name for r in report.files] == names
+    assert force_pool == [4]
+
+
+def test_small_work_stays_in_process(monkeypatch, tmp_path):
+    monkeypatch.setattr(pool_mod, "run_parallel", lambda *a, **k: pytest.fail("pool started for tiny input"))
+    for i in range(3):
+        (tmp_path / f"k{i}.py").write_text("import neuronxcc.nki as nki\n", encoding="utf-8")
+    assert check_paths([str(tmp_path)], CheckOptions(), jobs=2).files_checked == 3
+
+
+def test_a_worker_that_dies_costs_its_file_only_and_the_run_is_incomplete(force_pool, tmp_path, monkeypatch):
+    for name in ("a.py", "die.py"):
+        (tmp_path / name).write_text("import neuronxcc.nki as nki\n", encoding="utf-8")
+    monkeypatch.setattr(check_mod, "_entry_of", _dying_entry)
+    report = check_paths([str(tmp_path)], CheckOptions(), jobs=2)
+    assert report.incomplete and all("worker checking it failed" in line for line in report.incomplete)
+    assert any(line.startswith(str(tmp_path / "die.py")) for line in report.incomplete)
+
+
+_REAL_ENTRY = check_mod._entry_of
+
+
+def _dying_entry(item):
+    if item[0].endswith("die.py"):
+        os._exit(3)
+    return _REAL_ENTRY(item)
+
+
+# --- the cache ---------------------------------------------------------------------------------------
+
+def test_second_run_is_answered_from_the_cache_with_equal_findings(tmp_path):
+    opts = CheckOptions()
+    cache = CheckCache(tmp_path / "c", opts)
+    cold = check_paths([str(RULE_FIXTURES)], opts, cache=cache, jobs=1)
+    assert cache.hits == 0 and cache.misses == cold.files_checked + cold.files_skipped
+    warm_cache = CheckCache(tmp_path / "c", opts)
+    warm = check_paths([str(RULE_FIXTURES)], opts, cache=warm_cache, lazy=True, jobs=1)
+    assert warm_cache.misses == 0 and warm_cache.hits == len(cold.files)
+    assert places(warm) == places(cold) and statuses(warm) == statuses(cold)
+    assert all(isinstance(f, LazyFinding) for f in warm.findings)
+    # a LazyFinding becomes the real Finding on demand, equal to the cold one
+    assert [f.real() for f in warm.findings] == [f for f in cold.findings]
+    assert [f.to_json() for f in warm.findings] == [f.to_json() for f in cold.findings]
+
+
+def test_an_edited_file_is_checked_again_others_are_not(tmp_path):
+    src = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(src, encoding="utf-8")
+    opts = CheckOptions()
+    check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+    (tmp_path / "b.py").write_text(src.replace("1024", "512"), encoding="utf-8")
+    cache = CheckCache(tmp_path / ".c", opts)
+    report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert {Path(f.file).name for f in report.findings if f.rule == "NKI103"} == {"a.py"}
+
+
+def test_every_setting_is_part_of_the_key():
+    """Changing any field of CheckOptions, including ones added after this test, changes the folder."""
+    base = CheckOptions()
+    seen = {settings_digest(base)}
+    for f in dataclasses.fields(CheckOptions):
+        value = getattr(base, f.name)
+        if isinstance(value, bool):
+            changed = not value
+        elif isinstance(value, int):
+            changed = value + 1
+        elif isinstance(value, str):
+            changed = value + "x"
+        elif isinstance(value, list):
+            changed = value + ["NKI1"]
+        elif isinstance(value, dict):
+            changed = {**value, "x/*": ["NKI1"]}
+        else:  # None
+            changed = ["NKI1"] if f.name == "select" else "/elsewhere"
+        digest = settings_digest(dataclasses.replace(base, **{f.name: changed}))
+        assert digest not in seen, f.name
+        seen.add(digest)
+
+
+def test_a_new_setting_needs_no_cache_code(monkeypatch):
+    @dataclasses.dataclass
+    class Later(CheckOptions):
+        nki_version: str = "0.6"
+
+    assert settings_digest(Later()) != settings_digest(CheckOptions())
+    assert settings_digest(Later(nki_version="0.5")) != settings_digest(Later())
+
+
+def test_the_tools_code_is_part_of_the_key(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "rule.py").write_text("x = 1\n", encoding="utf-8")
+    monkeypatch.setattr(cache_mod, "_PACKAGE_DIR", pkg)
+    cache_mod.code_fingerprint.cache_clear()
+    try:
+        first = settings_digest(CheckOptions())
+        (pkg / "rule.py").write_text("x = 22\n", encoding="utf-8")  # an edited rule
+        cache_mod.code_fingerprint.cache_clear()
+        assert settings_digest(CheckOptions()) != first
+    finally:
+        cache_mod.code_fingerprint.cache_clear()
+
+
+def test_path_and_bytes_are_part_of_the_key():
+    assert CheckCache.key("a.py", b"x") != CheckCache.key("b.py", b"x")
+    assert CheckCache.key("a.py", b"x") != CheckCache.key("a.py", b"y")
+
+
+def test_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
+    (tmp_path / "k.py").write_text((RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(), encoding="utf-8")
+    opts = CheckOptions()
+    first = check_paths([str(tmp_path / "k.py")], opts, cache=CheckCache(tmp_path / "c", opts))
+    [entry] = list((tmp_path / "c").glob("*/*.json"))
+    entry.write_text('{"v": 1, "findings": [', encoding="utf-8")
+    cache = CheckCache(tmp_path / "c", opts)
+    again = check_paths([str(tmp_path / "k.py")], opts, cache=cache)
+    assert cache.misses == 1 and places(again) == places(first)
+    assert json.loads(entry.read_text(encoding="utf-8"))["v"] == 1
+
+
+def test_unwritable_cache_costs_only_speed(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    (tmp_path / "k.py").write_text((RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(), encoding="utf-8")
+    opts = CheckOptions()
+    report = check_paths([str(tmp_path / "k.py")], opts, cache=CheckCache(blocker / "c", opts))
+    assert places(report) == places(check_paths([str(tmp_path / "k.py")], opts)) and report.findings
+    assert any(n.startswith(f"cache not written to {blocker / 'c'}") for n in report.notes)
+
+
+def test_errors_and_crashes_are_not_cached(fake_front_ends, tmp_path):
+    (tmp_path / "k.py").write_text("import nki\nCRASH\n", encoding="utf-8")
+    opts = CheckOptions()
+    cache = CheckCache(tmp_path / "c", opts)
+    report = check_paths([str(tmp_path / "k.py")], opts, cache=cache)
+    assert report.errors and not list((tmp_path / "c").glob("*/*.json"))
+
+
+def _writer(args):
+    folder, n, entry = args
+    cache = CheckCache(folder, CheckOptions())
+    for _ in range(n):
+        cache.put("same-key", entry)
+    return cache.problem
+
+
+def test_concurrent_writers_never_leave_a_torn_entry(tmp_path):
+    entry = {"v": 1, "path": "k.py", "language": "nki", "status": "checked", "reason": "", "findings": [],
+             "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False, "crashed": []}
+    folder = tmp_path / "c"
+    target = folder / settings_digest(CheckOptions()) / "same-key.json"
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        pending = pool.map_async(_writer, [(folder, 40, entry)] * 4)
+        reads = 0
+        while not pending.ready():
+            if target.exists():
+                assert json.loads(target.read_bytes()) == entry  # whole, never half-written
+                reads += 1
+        assert pending.get() == [None] * 4
+    assert reads > 0
+    assert sorted(p.name for p in target.parent.iterdir()) == ["same-key.json"]  # no temp files left
+
+
+def test_a_fully_cached_cli_run_imports_no_pydantic(tmp_path):
+    """Start-up: the cached path reads entries, prints and exits without the engine."""
+    tree = tmp_path / "k"
+    tree.mkdir()
+    for name in ("NKI103/pos_legacy.py", "NKI105/pos_new.py"):
+        (tree / name.replace("/", "_")).write_text((RULE_FIXTURES / name).read_text(), encoding="utf-8")
+    code = ("import sys; from nki_assist.cli import main; rc = main(['check', sys.argv[1], '--cache-dir', "
+            "sys.argv[2]]); print(rc, sorted(m for m in ('pydantic', 'tree_sitter', 'nki_assist.findings', "
+            "'nki_assist.rules.registry', 'nki_assist.autofix') if m in sys.modules), file=sys.stderr)")
+    args = [sys.executable, "-c", code, str(tree), str(tmp_path / "c")]
+    cold = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    warm = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    assert cold.stdout == warm.stdout and "NKI103 [error]" in warm.stdout
+    assert "pydantic" in cold.stderr.splitlines()[-1]
+    assert warm.stderr.splitlines()[-1] == "1 []", warm.stderr
+
+
+def test_ctrl_c_during_a_parallel_run_stops_every_worker(tmp_path):
+    import signal
+    import time
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.check_bench import generate
+    finally:
+        sys.path.remove(str(ROOT))
+    text = generate(1000)
+    for i in range(40):
+        (tmp_path / f"k{i}.py").write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "NKI_ASSIST_CACHE_DIR"}
+    proc = subprocess.Popen([sys.executable, "-m", "nki_assist", "check", str(tmp_path), "--no-cache"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            start_new_session=True)
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not children:
+        try:
+            children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except OSError:
+            break
+        time.sleep(0.05)
+    if not children:
+        proc.kill()
+        pytest.skip("no worker processes seen (a 1-core machine, or /proc is not readable)")
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "nki-assist: interrupted" in err
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    assert [c for c in children if Path(f"/proc/{c}").exists()
+            and "zombie" not in Path(f"/proc/{c}/status").read_text().lower()] == []
