@@ -11,11 +11,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .api.version import resolve_nki_version
 from .autofix import attach_fixes
 from .config import DEFAULT_MAX_FILE_BYTES
 from .findings import Finding, Severity
@@ -44,6 +45,8 @@ class CheckOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     root: str | None = None
     exclude: list[str] = field(default_factory=list)
+    # target NKI version ("0.3"); None: inferred per file from the project's pins (api/version.py)
+    nki_version: str | None = None
 
 
 @dataclass
@@ -128,6 +131,7 @@ def options_from_config(cfg, **overrides) -> "CheckOptions":
         max_file_bytes=cfg.max_file_bytes,
         root=str(cfg.root) if cfg.root else None,
         exclude=list(cfg.exclude),
+        nki_version=getattr(cfg, "nki_version", None),
     )
     for key, value in overrides.items():
         if value is not None:
@@ -227,6 +231,11 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None) -> t
     return list(run_cuda_rules(cuda_file, target)), facts, cuda_file
 
 
+def _with_nki_version(target, path: str, explicit: str | None):
+    """The hardware target carrying the NKI version this file is held to (explicit, else its pins)."""
+    return replace(target, nki_version=resolve_nki_version(explicit, path).version)
+
+
 def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
     """Check one file's text; the result says whether it was checked, skipped or failed, and why.
 
@@ -240,7 +249,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
                   "not checked")
         return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"])
     try:
-        target = get_target(options.target)
+        target = _with_nki_version(get_target(options.target), path, options.nki_version)
     except ValueError as exc:
         return FileResult(path, language, "error", str(exc))
     if language == "nki":

@@ -12,6 +12,7 @@ ignore = ["NKI107"]
 fail-on = "warning"             # error | warning | info | never
 max-file-bytes = 5_000_000      # larger files are skipped with a note
 exclude = ["generated/**"]      # globs, relative to the pyproject directory
+nki-version = "0.3"             # target NKI version (or SDK release "2.29"); default: pins, installed nki, newest
 
 [tool.nki-assist.per-file-ignores]
 "tests/**" = ["NKI104"]
@@ -33,7 +34,7 @@ DEFAULT_MAX_FILE_BYTES = 5_000_000
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")
 SEVERITIES = ("error", "warning", "info")
 KNOWN_KEYS = {"target", "select", "ignore", "per-file-ignores", "fail-on", "severity", "max-file-bytes",
-              "exclude"}
+              "exclude", "nki-version"}
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Config:
     severity: dict[str, str] = field(default_factory=dict)  # rule id or name -> error|warning|info
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     exclude: list[str] = field(default_factory=list)
+    nki_version: str | None = None  # normalised ("0.3"); None: inferred (api/version.py)
     path: Path | None = None  # the pyproject.toml read, None when no config was found
     problems: list[str] = field(default_factory=list)
 
@@ -129,6 +131,13 @@ def parse_table(table: dict, path: Path | None = None) -> Config:
             cfg.max_file_bytes = value
         else:
             problems.append(f"`max-file-bytes` must be a positive integer, got {value!r}")
+    if "nki-version" in table:
+        from .api.table import normalize_version  # local: the table loads only when the key is set
+
+        value = table["nki-version"]
+        cfg.nki_version = normalize_version(str(value)) if isinstance(value, (str, int, float)) else None
+        if cfg.nki_version is None:
+            problems.append(f"`nki-version` must name an NKI version (\"0.3\") or SDK release (\"2.29\"), got {value!r}")
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         problems.append("`per-file-ignores` must be a table of glob = [rule ids]")

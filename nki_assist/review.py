@@ -60,6 +60,7 @@ class ReviewOptions:
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     plots: bool = True
+    nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
 
 
 @dataclass
@@ -84,7 +85,8 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         notes.append(f"{display}: cannot be read; no static checks")
         unchecked.append(f"{display}: cannot be read, no static checks")
         return []
-    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore)))
+    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore),
+                                                  nki_version=opts.nki_version))
     notes.extend(res.notes)
     if res.status != "checked":
         notes.append(f"{display}: static checks {res.status}: {res.reason}")

@@ -25,7 +25,7 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from .common import add_format, add_target
+    from .common import add_format, add_nki_version, add_target
 
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check; `-` reads stdin")
     add_format(p, ["text", "json", "sarif", "github"], "text")
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore", action="append", metavar="RULES",
                    help="skip these rules, comma-separated (added to the config's ignore list)")
     add_target(p)
+    add_nki_version(p)
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None,
                    help="exit 1 when a finding at or above this severity is reported (default: config or error)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
@@ -73,7 +74,21 @@ def build_options(args: argparse.Namespace):
     if args.max_file_bytes is not None and args.max_file_bytes <= 0:
         raise UsageError("--max-file-bytes must be positive")
     return options_from_config(cfg, target=args.target, select=select, ignore=ignore, fail_on=args.fail_on,
-                               max_file_bytes=args.max_file_bytes)
+                               max_file_bytes=args.max_file_bytes, nki_version=nki_version_arg(args))
+
+
+def nki_version_arg(args: argparse.Namespace) -> str | None:
+    """`--nki-version` normalised ("2.29" -> "0.3"); a value naming no version is a usage error."""
+    value = getattr(args, "nki_version", None)
+    if value is None:
+        return None
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    from ..api.table import normalize_version
+
+    v = normalize_version(value)
+    if v is None:
+        raise UsageError(f"--nki-version {value!r} names no NKI version (0.1-0.6) or SDK release (2.27-2.32)")
+    return v
 
 
 def run(args: argparse.Namespace) -> int:
