@@ -1,0 +1,205 @@
+"""What a new-dialect file does with the NKI API, read with Python's `ast`: every `nl.*` / `nisa.*` /
+`nki.*` reference and call inside its kernels and helpers, resolved through the file's imports to the
+API table's canonical names. The API-surface rules (rules/nki_api_surface.py) and the version-dependent
+dialect rules read these facts; they are computed once per file."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ..parse.nki_model import NkiFile
+
+_MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
+            "nki.typing": "nt"}
+# loops whose body is a function by design (0.6): defining it in the kernel is the API
+BODY_FUN_APIS = frozenset({"nl.fori_loop", "nl.while_loop"})
+
+
+@dataclass
+class Ref:
+    name: str  # canonical: nl.exp, nl.tile_size.psum_fmax, nisa.tensor_copy
+    line: int
+    col: int  # 1-based
+    end_line: int
+    end_col: int
+    annotation: bool = False  # inside a type annotation (evaluated by Python, never traced by NKI)
+
+
+@dataclass
+class CallUse:
+    ref: Ref
+    node: ast.Call
+    positional: int
+    keywords: list[tuple[str, int, int, int]]  # (name, line, col, end_col), 1-based
+    splat: bool  # *args / **kwargs: the arguments are not all visible
+    used_as_value: bool  # its result is bound, passed or returned
+    statement: bool  # the call is a whole expression statement (result discarded)
+
+
+@dataclass
+class NestedDef:
+    name: str
+    line: int
+    col: int
+    end_col: int
+    kernel: str
+    body_fun: bool  # passed to nl.fori_loop / nl.while_loop
+
+
+@dataclass
+class Usage:
+    refs: list[Ref] = field(default_factory=list)
+    calls: list[CallUse] = field(default_factory=list)
+    nested_defs: list[NestedDef] = field(default_factory=list)
+    legacy_aliases: dict[str, str] = field(default_factory=dict)  # alias -> neuronxcc module
+    legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
+
+
+def usage(nf: NkiFile) -> Usage | None:
+    """The file's API usage (None when the source does not parse with Python's ast)."""
+    memo = nf.__dict__.setdefault("_api_usage", {})
+    if "u" not in memo:
+        memo["u"] = _collect(nf)
+    return memo["u"]
+
+
+def _collect(nf: NkiFile) -> Usage | None:
+    try:
+        tree = ast.parse("\n".join(nf.lines))
+    except (SyntaxError, ValueError):
+        return None
+    aliases: dict[str, str] = {}
+    u = Usage()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("neuronxcc"):
+                    u.legacy_aliases[(a.asname or a.name).split(".")[0]] = a.name
+                elif a.name in _MODULES:
+                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if node.module.startswith("neuronxcc"):
+                    u.legacy_aliases[a.asname or a.name] = full
+                elif full in _MODULES:
+                    aliases[a.asname or a.name] = full
+    spans = [(k.line, k.end_line, k) for k in nf.kernels]
+    _Walker(u, aliases, spans).visit(tree)
+    return u
+
+
+def _canonical(full: str) -> str:
+    for mod in sorted(_MODULES, key=len, reverse=True):
+        if full == mod:
+            return _MODULES[mod]
+        if full.startswith(mod + "."):
+            return _MODULES[mod] + full[len(mod):]
+    return full
+
+
+class _Walker(ast.NodeVisitor):
+    def __init__(self, u: Usage, aliases: dict[str, str], spans):
+        self.u, self.aliases, self.spans = u, aliases, spans
+        self.annot = 0
+        self.stack: list[ast.AST] = []
+        self.fn_depth: list[str] = []  # enclosing function names
+
+    def _in_kernel(self, line: int):
+        inner = [k for a, b, k in self.spans if a <= line <= b]
+        return min(inner, key=lambda k: k.end_line - k.line) if inner else None
+
+    def _dotted(self, node: ast.AST) -> str | None:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        parts.append(self.aliases[node.id])
+        return _canonical(".".join(reversed(parts)))
+
+    def generic_visit(self, node):
+        self.stack.append(node)
+        super().generic_visit(node)
+        self.stack.pop()
+
+    def _visit_annotation(self, node):
+        if node is not None:
+            self.annot += 1
+            self.visit(node)
+            self.annot -= 1
+
+    def visit_arg(self, node: ast.arg):
+        self._visit_annotation(node.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        self._visit_annotation(node.annotation)
+        if node.value is not None:
+            self.stack.append(node)
+            self.visit(node.value)
+            self.stack.pop()
+
+    def _function(self, node):
+        kernel = self._in_kernel(node.lineno)
+        if self.fn_depth and kernel is not None and kernel.decorator is not None:
+            parent = self.stack[-1] if self.stack else None
+            self.u.nested_defs.append(NestedDef(node.name, node.lineno, node.col_offset + 1,
+                                                node.col_offset + 4 + len(node.name), kernel.name,
+                                                body_fun=node.name in self._body_funs(parent)))
+        for d in node.decorator_list:
+            self.visit(d)
+        self.visit(node.args)
+        self._visit_annotation(node.returns)
+        self.fn_depth.append(node.name)
+        self.stack.append(node)
+        for stmt in node.body:
+            self.visit(stmt)
+        self.stack.pop()
+        self.fn_depth.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def _body_funs(self, parent) -> set[str]:
+        """Names passed to nl.fori_loop / nl.while_loop anywhere in the enclosing function."""
+        out: set[str] = set()
+        fn = next((s for s in reversed(self.stack) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        for n in ast.walk(fn) if fn is not None else ():
+            if isinstance(n, ast.Call) and self._dotted(n.func) in BODY_FUN_APIS:
+                out |= {a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)}
+        return out
+
+    def visit_Name(self, node: ast.Name):
+        if node.id in self.u.legacy_aliases:
+            self.u.legacy_uses.append((node.id, node.lineno, self.annot > 0,
+                                       self._in_kernel(node.lineno) is not None))
+
+    def visit_Attribute(self, node: ast.Attribute):
+        name = self._dotted(node)
+        if name is None:
+            self.generic_visit(node)
+            return
+        if self._in_kernel(node.lineno) is None:
+            return
+        ref = Ref(name, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
+                  (node.end_col_offset or node.col_offset) + 1, annotation=self.annot > 0)
+        self.u.refs.append(ref)
+        parent = self.stack[-1] if self.stack else None
+        if isinstance(parent, ast.Call) and parent.func is node:
+            self._call(parent, ref)
+
+    def _call(self, call: ast.Call, ref: Ref):
+        grand = self.stack[-2] if len(self.stack) > 1 else None
+        statement = isinstance(grand, ast.Expr)
+        value = isinstance(grand, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Call, ast.BinOp,
+                                   ast.keyword, ast.Tuple, ast.List, ast.Subscript, ast.NamedExpr))
+        if isinstance(grand, ast.Call) and grand.func is call:
+            value = False  # nki.jit(...)(f): the call is a callee
+        if isinstance(grand, ast.withitem) or isinstance(grand, (ast.For, ast.comprehension)):
+            value = False
+        kws = [(k.arg, k.value.lineno, k.value.col_offset + 1 - len(k.arg) - 1,
+                k.value.col_offset + 1) for k in call.keywords if k.arg is not None]
+        splat = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        self.u.calls.append(CallUse(ref, call, len([a for a in call.args if not isinstance(a, ast.Starred)]),
+                                    kws, splat, value, statement))
