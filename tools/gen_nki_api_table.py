@@ -95,7 +95,8 @@ def _member(prefix: str, name: str, kind: str, doc: str, params=None) -> tuple[s
     fact: dict = {"kind": kind}
     if params is not None:
         fact["params"] = params
-        fact["returns"] = "dst" if any(p[0] == "dst" for p in params) else "value"
+        # dst-style: a required `dst` (an optional one, as in nl.shared_identity_matrix, means "returns, or writes dst")
+        fact["returns"] = "dst" if any(p[0] == "dst" and p[2] is None for p in params) else "value"
     eng = engines_of(doc)
     if eng:
         fact["engines"] = eng

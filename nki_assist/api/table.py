@@ -343,5 +343,5 @@ def _installed_entry(name: str) -> ApiEntry | None:
                    for p in sig.parameters.values())
     ver = installed_version()
     return ApiEntry(name=canonical(name), kind="function", present=(ver,) if ver else (), introduced=None,
-                    params=params, returns="dst" if any(p.name == "dst" for p in params) else "value",
+                    params=params, returns="dst" if any(p.name == "dst" and p.required for p in params) else "value",
                     source="installed")

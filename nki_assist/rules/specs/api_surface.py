@@ -31,7 +31,7 @@ y = nl.negate(x)          # no nl.negate in any NKI release: nl.negative
 ## Fix
 Use the documented name (`nl.negative`), or raise `nki-version` together with the toolchain when the API is newer.
 """),
-    RuleSpec("NKI511", "unknown-nki-keyword", "deprecated-api", E,
+    RuleSpec("NKI511", "unknown-nki-keyword", "deprecated-api", W,
              "A call passes a keyword the target NKI version's signature does not take, or one it removed.",
              fix="Drop or rename the keyword (the message lists the signature at the target version).",
              doc="""\
@@ -39,7 +39,7 @@ Use the documented name (`nl.negative`), or raise `nki-version` together with th
 A call of a documented `nl`/`nisa`/`nki.collectives` function with a keyword argument its signature at the target NKI version does not take (`nisa.tensor_copy(..., dtype=...)`: ISA calls take the dtype from `dst` since 0.2), one the release notes list as removed (`nisa.dma_copy(unique_indices=)` at 0.3) or deprecated (`nki.jit(mode=)`, a warning), `dst=` on a value-returning `nl` function, and more positional arguments than the signature has. `mask=`, `dst_rmw_op=` and `platform_target=` are NKI501's.
 """ + _VERSION + """
 
-Severity: `error` when the target version's own stub documents the signature (or the installed `nki` gives it); `warning` when the nearest release's signature stands in for a version whose stub lacks the function.
+Severity: `error` when the release notes name this function's keyword as removed at or before the target (`nisa.dma_copy(dst_rmw_op=, unique_indices=)` at 0.3, `nisa.nc_matmul(psumAccumulateFlag=)` at 0.2). A keyword that is merely absent from the documented signature, or removed by a migration-wide note (`dtype=` on ISA calls), is a `warning`: AWS's own tutorials and 0.3 library kernels still pass `dtype=` to some ISA calls.
 
 ## Why it matters on Trainium
 Since NKI 0.2 (SDK 2.28) the compiler validates keyword names against the signature and raises `unexpected keyword argument`; before that fix, a misspelled keyword was silently ignored, so code that "worked" on 2.27 fails on upgrade.
