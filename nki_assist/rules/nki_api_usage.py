@@ -59,34 +59,44 @@ class Usage:
 def usage(nf: NkiFile) -> Usage | None:
     """The file's API usage (None when the source does not parse with Python's ast)."""
     memo = nf.__dict__.setdefault("_api_usage", {})
-    if "u" not in memo:
-        memo["u"] = _collect(nf)
+    if memo.get("lines") is not nf.lines:  # computed for this text (a reused NkiFile gets new lines)
+        memo.update(lines=nf.lines, u=_collect(nf))
     return memo["u"]
 
 
 def _collect(nf: NkiFile) -> Usage | None:
-    try:
-        tree = ast.parse("\n".join(nf.lines))
-    except (SyntaxError, ValueError):
-        return None
-    aliases: dict[str, str] = {}
     u = Usage()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.startswith("neuronxcc"):
-                    u.legacy_aliases[(a.asname or a.name).split(".")[0]] = a.name
-                elif a.name in _MODULES:
-                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for a in node.names:
-                full = f"{node.module}.{a.name}"
-                if node.module.startswith("neuronxcc"):
-                    u.legacy_aliases[a.asname or a.name] = full
-                elif full in _MODULES:
-                    aliases[a.asname or a.name] = full
+    aliases: dict[str, str] = {}
+    for alias, module in nf.imports.items():  # the front end's import map: alias -> dotted module
+        if module.startswith(("neuronxcc", "torch_neuronx.nki_jit")):
+            u.legacy_aliases[alias] = module
+        elif module in _MODULES:
+            aliases[alias] = module
     spans = [(k.line, k.end_line, k) for k in nf.kernels]
-    _Walker(u, aliases, spans).visit(tree)
+    walker = _Walker(u, aliases, spans)
+    try:
+        walker.visit(ast.parse("\n".join(nf.lines)))
+        return u
+    except (SyntaxError, ValueError):
+        pass
+    # the file does not parse as a whole: read each outermost kernel on its own, so a syntax error
+    # elsewhere does not lose the kernels' facts
+    outer = [k for k in nf.kernels if not any(o is not k and o.line <= k.line and k.end_line <= o.end_line
+                                              for o in nf.kernels)]
+    for k in outer:
+        block = nf.lines[k.line - 1:k.end_line]
+        indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
+        try:
+            tree = ast.parse("\n".join(x[indent:] for x in block))
+        except (SyntaxError, ValueError):
+            continue
+        ast.increment_lineno(tree, k.line - 1)
+        for node in ast.walk(tree):
+            if hasattr(node, "col_offset"):
+                node.col_offset += indent
+                if getattr(node, "end_col_offset", None) is not None:
+                    node.end_col_offset += indent
+        walker.visit(tree)
     return u
 
 

@@ -57,7 +57,7 @@ def removed_api(nf: NkiFile, t: Target):
                 repl = fact.get("replacement", "the documented replacement")
                 ver = fact.get("removed") if st == "removed" else fact.get("deprecated")
                 yield emit("NKI501", nf, r.line, r.col, r.end_line, r.end_col,
-                           f"`{r.kwarg}=` on `{r.api}` was {st} in NKI {ver} (target NKI {v}); use {repl}.",
+                           f"`{r.kwarg}=` on `{r.api}` was {st} in NKI {ver}; use {repl}.",
                            {"api": r.api, "kwarg": r.kwarg, f"{st}_in": ver, "replacement": repl, "nki_version": v},
                            severity=Severity.ERROR if st == "removed" else Severity.WARNING,
                            fix=f"Drop `{r.kwarg}=` and use {repl}.")
@@ -70,10 +70,9 @@ def removed_api(nf: NkiFile, t: Target):
             e = table.lookup(r.api, v)
             repl = e.replacement if e and e.replacement else "the documented replacement"
             ver = e.removed if st == "removed" else e.deprecated
-            still = "" if st == "removed" else " (it still works there, and will be removed)"
             ev = {"api": r.api, f"{st}_in": ver, "replacement": repl, "nki_version": v}
             yield emit("NKI501", nf, r.line, r.col, r.end_line, r.end_col,
-                       f"`{r.api}` was {st} in NKI {ver}{still}; target NKI {v}: use {repl}.", ev,
+                       f"`{r.api}` was {st} in NKI {ver}; use {repl}.", ev,
                        severity=Severity.ERROR if st == "removed" else Severity.WARNING,
                        fix=f"Replace `{r.api}` with {repl}." if _replacement_ok(repl, v) else None)
 
