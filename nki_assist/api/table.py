@@ -157,7 +157,7 @@ def lookup(name: str, version: str | None = None) -> ApiEntry | None:
     v = _at(version)
     sig, sig_v = _sig_for(e, v)
     methods = e.get("methods") or {}
-    mlist = methods.get(v) or (methods[max(methods, key=vkey)] if methods else [])
+    mlist = methods.get(v, [])  # only what that release's stub lists
     entry = ApiEntry(
         name=name, kind=e["kind"], present=tuple(e.get("present", ())), introduced=e.get("introduced"),
         deprecated=e.get("deprecated"), removed=e.get("removed"), replacement=e.get("replacement"),

@@ -54,6 +54,9 @@ class Usage:
     nested_defs: list[NestedDef] = field(default_factory=list)
     legacy_aliases: dict[str, str] = field(default_factory=dict)  # alias -> neuronxcc module
     legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
+    # (kernel, its FunctionDef) for every kernel whose source parsed: for the idiom checks
+    functions: list[tuple[object, ast.FunctionDef]] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
 
 
 def usage(nf: NkiFile) -> Usage | None:
@@ -72,10 +75,13 @@ def _collect(nf: NkiFile) -> Usage | None:
             u.legacy_aliases[alias] = module
         elif module in _MODULES:
             aliases[alias] = module
+    u.aliases = aliases
     spans = [(k.line, k.end_line, k) for k in nf.kernels]
     walker = _Walker(u, aliases, spans)
     try:
-        walker.visit(ast.parse("\n".join(nf.lines)))
+        tree = ast.parse("\n".join(nf.lines))
+        walker.visit(tree)
+        _functions(u, tree, nf)
         return u
     except (SyntaxError, ValueError):
         pass
@@ -97,7 +103,30 @@ def _collect(nf: NkiFile) -> Usage | None:
                 if getattr(node, "end_col_offset", None) is not None:
                     node.end_col_offset += indent
         walker.visit(tree)
+        _functions(u, tree, nf)
     return u
+
+
+def _functions(u: Usage, tree: ast.AST, nf: NkiFile) -> None:
+    by_line = {k.line: k for k in nf.kernels}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            k = by_line.get(node.lineno) or next((k for k in nf.kernels if k.name == node.name
+                                                  and k.line <= node.lineno <= k.end_line), None)
+            if k is not None:
+                u.functions.append((k, node))
+
+
+def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`nl.exp` for an attribute chain on an NKI module alias, canonical; None otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    parts.append(aliases[node.id])
+    return _canonical(".".join(reversed(parts)))
 
 
 def _canonical(full: str) -> str:

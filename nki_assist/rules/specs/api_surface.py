@@ -117,4 +117,47 @@ def kernel(a):
 ## Fix
 Define the helper at module level and pass it what it needs as arguments.
 """),
+    RuleSpec("NKI515", "python-arithmetic-on-nki-tile", "unsupported-construct", W,
+             "Python arithmetic (+ - * / ...) on a new-NKI tile; tiles have no operators, use an ISA call.",
+             fix="Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile.",
+             doc="""\
+## What it finds
+In a new-dialect kernel: a Python arithmetic operator (`+`, `-`, `*`, `/`, `//`, `%`, `**`, `@`, or the augmented `+=`...) with an operand that is a tile: a name every assignment of which in the kernel is an allocation (`nl.ndarray`, `nl.zeros`, ...) or the tile an `nl` function returns, or a slice of one. Shape and index arithmetic (`t.shape[0] * 2`, `i * 128`) is not reported.
+""" + _VERSION + """
+
+Severity: `error` where the target version's stub lists `NkiTensor`'s special methods (0.6: `__getitem__`/`__setitem__`, no arithmetic), `warning` for versions whose stub does not list them.
+
+## Why it matters on Trainium
+Legacy NKI overloaded operators on tiles and lowered them to engine instructions. New NKI tiles (`NkiTensor`) are views of storage: every computation is an instruction with a destination. `a * b` on two tiles fails when the kernel is traced (trnfft's NKI 0.3 migration replaced these with ISA calls).
+
+## Example
+```python
+c = a_tile * b_tile          # NKI515
+```
+
+## Fix
+`nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar.
+"""),
+    RuleSpec("NKI516", "min-bound-in-affine-range", "unsupported-construct", W,
+             "A slice bound inside nl.affine_range clamps with min()/max() of the loop index; not a constant size.",
+             fix="Use a constant tile size (assert divisibility or handle the tail separately).",
+             doc="""\
+## What it finds
+In a new-dialect kernel: inside a `for i in nl.affine_range(...)` loop, a slice bound that calls `min()` or `max()` on an expression of the loop index (directly or through a name computed from it in the loop), such as `x[i * 128:min((i + 1) * 128, N)]`.
+""" + _VERSION + """
+
+Severity: `warning`. The limit is documented by public migrations (trnfft: "NKI affine_range can't evaluate min() symbolically"), not by the API stubs.
+
+## Why it matters on Trainium
+The compiler needs every access's size at compile time. A clamp on the symbolic loop index cannot be evaluated, so the kernel fails to compile, typically only for the sizes that take a tail.
+
+## Example
+```python
+for i in nl.affine_range(n_tiles):
+    t = nl.load(x[i * 128:min((i + 1) * 128, N)])   # NKI516
+```
+
+## Fix
+Use a constant tile size and assert that it divides the extent, or process the tail in a separate, statically sized step.
+"""),
 ]
