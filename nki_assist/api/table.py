@@ -345,3 +345,35 @@ def _installed_entry(name: str) -> ApiEntry | None:
     return ApiEntry(name=canonical(name), kind="function", present=(ver,) if ver else (), introduced=None,
                     params=params, returns="dst" if any(p.name == "dst" and p.required for p in params) else "value",
                     source="installed")
+
+
+def hover_markdown(name: str, version: str | None = None) -> str | None:
+    """Markdown facts about an API name at a version (the language server's hover); None when unknown."""
+    v = _at(version)
+    e = lookup(name, v)
+    if e is None:
+        return None
+    st = status(e.name, v)
+    head = f"**`{e.name}`**"
+    if e.params is not None:
+        sig = ", ".join(p.name + ("" if p.default is None else f"={p.default}") if p.kind not in ("var", "varkw")
+                        else ("*" if p.kind == "var" else "**") + p.name for p in e.params)
+        head = f"**`{e.name}({sig})`**"
+    lines = [head]
+    facts = [f"NKI {v}: {st}"]
+    if e.returns:
+        facts.append("writes `dst`, returns nothing" if e.returns == "dst" else "returns a value")
+    if e.engines:
+        facts.append("engine: " + " / ".join(e.engines))
+    if e.introduced:
+        facts.append(f"since {e.introduced}")
+    if e.deprecated:
+        facts.append(f"deprecated {e.deprecated}")
+    if e.removed:
+        facts.append(f"removed {e.removed}")
+    lines.append(" · ".join(facts))
+    if e.replacement and st in ("deprecated", "removed"):
+        lines.append(f"Use {e.replacement}.")
+    if e.signature_version and e.signature_version != v:
+        lines.append(f"(signature as documented for NKI {e.signature_version})")
+    return "\n\n".join(lines)

@@ -96,3 +96,24 @@ def test_installed_nki_signatures_win(tmp_path, monkeypatch):
             sys.modules.pop(mod, None)
         for f in (table.installed_version, table._installed_module, table._installed_entry):
             f.cache_clear()
+
+
+def test_hover_shows_the_facts_at_the_files_version(tmp_path):
+    from lsp_server.hover import api_hover
+    from nki_assist.parse.nki import parse_nki
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("nki==0.3.0\n")
+    src = "import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n    w = nl.tile_size.psum_fmax\n"
+    nf = parse_nki(src, str(tmp_path / "k.py"))
+    text = api_hover(nf, "    w = nl.tile_size.psum_fmax", 20, None)
+    assert text.startswith("**`nl.tile_size.psum_fmax`**") and "NKI 0.3: present" in text
+    text6 = api_hover(nf, "    w = nl.tile_size.psum_fmax", 20, type("T", (), {"nki_version": "0.6"})())
+    assert "NKI 0.6: deprecated" in text6 and "psum_bank_fmax" in text6
+    call = api_hover(nf, "    nisa.nc_matmul(dst=p, stationary=a, moving=b)", 8, None)
+    assert call is None  # `nisa` is not imported in this file
+
+
+def test_catalogue_asks_the_table():
+    assert nki_api.documented("nisa.topk", "0.6") and not nki_api.documented("nisa.topk", "0.5")
+    assert nki_api.documented("nl.tile_size.psum_fmax", "0.6")  # deprecated still exists
