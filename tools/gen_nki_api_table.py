@@ -34,9 +34,9 @@ SCHEMA = "nki-assist/api-table@1"
 
 MODULES = {"language": "nl", "isa": "nisa", "collectives": "nki.collectives", "": "nki"}
 ENGINE_RE = re.compile(r"using\s+(?:the\s+)?((?:Tensor|Vector|Scalar|GpSimd)(?:\s+Engine)?"
-                       r"(?:\s*(?:,|or|and)\s*(?:Tensor|Vector|Scalar|GpSimd)(?:\s+Engine)?)*)\s+Engine", re.I)
+                       r"(?:\s*(?:,|or|and)\s*(?:Tensor|Vector|Scalar|GpSimd)(?:\s+Engine)?)*)\s+Engine", re.IGNORECASE)
 DEPRECATED_RE = re.compile(r"\.\.\s+deprecated::\s*(\d+\.\d+)")
-UNSUPPORTED_RE = re.compile(r"not supported in the current release", re.I)
+UNSUPPORTED_RE = re.compile(r"not supported in the current release", re.IGNORECASE)
 # release notes: "Neuron Kernel Interface (NKI) [0.6.0] (Neuron 2.32.0 Release)" / "(0.2.0) [2.28] (Neuron 2.28.0 ..."
 HEADER_RE = re.compile(r"^Neuron Kernel Interface \(NKI\)\s+(?:[\[(](\d+\.\d+)\.\d+[\])])?.*\(Neuron (\d+\.\d+)\.\d+")
 INTRODUCES_RE = re.compile(r"introduces NKI (\d+\.\d+)\.\d+")
@@ -88,7 +88,7 @@ def engines_of(doc: str) -> list[str]:
     m = ENGINE_RE.search(first)
     if not m:
         return []
-    return sorted({e.lower() for e in re.findall(r"Tensor|Vector|Scalar|GpSimd", m.group(1), re.I)})
+    return sorted({e.lower() for e in re.findall(r"Tensor|Vector|Scalar|GpSimd", m.group(1), re.IGNORECASE)})
 
 
 def _member(prefix: str, name: str, kind: str, doc: str, params=None) -> tuple[str, dict]:

@@ -8,6 +8,19 @@ stubs and release notes; `version` says which NKI version a project targets (`nk
 from .table import ApiEntry, Param, kwarg_status, lookup, normalize_version, ops, status, versions, vkey
 from .version import DEFAULT_NKI_VERSION, VersionChoice, infer_nki_version, resolve_nki_version, target_version
 
-__all__ = ["ApiEntry", "Param", "lookup", "status", "kwarg_status", "ops", "versions", "vkey",
-           "normalize_version", "DEFAULT_NKI_VERSION", "VersionChoice", "infer_nki_version",
-           "resolve_nki_version", "target_version"]
+__all__ = [
+           "DEFAULT_NKI_VERSION",
+           "ApiEntry",
+           "Param",
+           "VersionChoice",
+           "infer_nki_version",
+           "kwarg_status",
+           "lookup",
+           "normalize_version",
+           "ops",
+           "resolve_nki_version",
+           "status",
+           "target_version",
+           "versions",
+           "vkey",
+]

@@ -74,6 +74,7 @@ class ApiEntry:
         return next((p for p in self.params or () if p.name == name), None)
 
 
+@cache
 def vkey(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
@@ -147,6 +148,12 @@ def _sig_for(e: dict, version: str) -> tuple[dict | None, str | None]:
 
 
 def lookup(name: str, version: str | None = None) -> ApiEntry | None:
+    """The table's entry for `name` at NKI `version` (see `_lookup`); cached, entries are frozen."""
+    return _lookup(name, _at(version))
+
+
+@cache
+def _lookup(name: str, version: str) -> ApiEntry | None:
     """The table's entry for `name`, with the facts that hold at NKI `version` (default: the newest);
     None when no release documents the name. The installed `nki` package's signature wins when present."""
     name = canonical(name)
@@ -177,6 +184,7 @@ def _replace(entry: ApiEntry, **kw) -> ApiEntry:
     return dataclasses.replace(entry, **kw)
 
 
+@cache
 def status(name: str, version: str | None = None) -> Status:
     """present | deprecated | removed | unknown, for NKI `version` (default: the newest).
 
@@ -205,6 +213,7 @@ def kwarg_fact(name: str, kwarg: str) -> dict | None:
     return None
 
 
+@cache
 def kwarg_status(name: str, kwarg: str, version: str | None = None) -> Status:
     """present | deprecated | removed | unknown for `name(kwarg=...)` at `version`: a keyword the
     signature at that version takes is present (or deprecated per the release notes); one it lacks is
@@ -261,6 +270,7 @@ def ops(version: str | None = None, module: str | None = None) -> list[str]:
     return out
 
 
+@cache
 def module_names(module: str, version: str | None = None) -> frozenset[str]:
     """Short member names of `module` ("nl", "nisa", "nki", "nl.tile_size", ...) documented at `version`."""
     v = _at(version)
@@ -287,6 +297,12 @@ def complete(module: str, version: str | None = None) -> bool:
 def source_info() -> dict:
     """Where the table came from: repository, path, SDK releases with their commits and NKI versions."""
     return dict(_data()["source"])
+
+
+def clear_caches() -> None:
+    """Forget cached answers (tests that install a stand-in `nki` package)."""
+    for f in (_lookup, status, kwarg_status, module_names, installed_version, _installed_module, _installed_entry):
+        f.cache_clear()
 
 
 # --- the installed nki package (its signatures win) ----------------------------------------------

@@ -38,17 +38,17 @@ def _tile_producer(call: ast.AST, aliases: dict[str, str], v: str) -> bool:
                 and e.params[0].name in ("x", "src", "data"))
 
 
-def _tiles(fn: ast.FunctionDef, aliases: dict[str, str], v: str) -> set[str]:
-    """Names every assignment of which in `fn` binds a tile (an allocation or an nl call's result)."""
-    tile, other = set(), set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    (tile if _tile_producer(node.value, aliases, v) else other).add(t.id)
-        elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
-            other.add(node.target.id)
-    return tile - other
+def _tiles(u, v: str) -> dict[tuple, set[str]]:
+    """Per kernel (name, line): names every assignment of which in it binds a tile (an allocation or the tile an
+    nl call returns); a name also bound to anything else, or used as a loop variable, is not one."""
+    tile: dict[tuple, set[str]] = {}
+    other: dict[tuple, set[str]] = {}
+    for k, node in u.assigns:
+        producer = _tile_producer(node.value, u.aliases, v)
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                (tile if producer else other).setdefault((k.name, k.line), set()).add(t.id)
+    return {kid: names - other.get(kid, set()) for kid, names in tile.items()}
 
 
 def _is_tile(node: ast.AST, tiles: set[str]) -> str | None:
@@ -72,34 +72,34 @@ def tile_arithmetic(nf: NkiFile, t: Target):
     if v == table.legacy_version():
         return
     certain = _operators_certain(v)
-    for k, fn in u.functions:
-        tiles = _tiles(fn, u.aliases, v)
+    by_kernel = _tiles(u, v)
+    for k, node in u.arith:
+        tiles = by_kernel.get((k.name, k.line))
         if not tiles:
             continue
-        for node in ast.walk(fn):
-            if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-                name = _is_tile(node.left, tiles) or _is_tile(node.right, tiles)
-                op = node.op
-            elif isinstance(node, ast.AugAssign) and type(node.op) in _OPS:
-                name = _is_tile(node.target, tiles) or _is_tile(node.value, tiles)
-                op = node.op
-            else:
-                continue
-            if name is None:
-                continue
-            sym = _OPS[type(op)]
-            repl = _NL_FOR.get(type(op))
-            yield emit("NKI515", nf, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
-                       (node.end_col_offset or node.col_offset) + 1,
-                       f"Python `{sym}` on tile `{name}`: new NKI tiles (NkiTensor) have no arithmetic operators "
-                       f"at NKI {v}; the kernel fails when it is traced.",
-                       {"tile": name, "operator": sym, "nki_version": v, "kernel": k.name,
-                        "replacement": repl},
-                       severity=Severity.ERROR if certain else Severity.WARNING,
-                       confidence="high" if certain else "medium",
-                       fix=(f"Compute it with an instruction: nisa.tensor_tensor(dst=..., data1=..., data2=..., "
-                            f"op={repl}) (or nisa.tensor_scalar for a scalar operand)." if repl else
-                            "Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile."))
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            name = _is_tile(node.left, tiles) or _is_tile(node.right, tiles)
+            op = node.op
+        elif isinstance(node, ast.AugAssign) and type(node.op) in _OPS:
+            name = _is_tile(node.target, tiles) or _is_tile(node.value, tiles)
+            op = node.op
+        else:
+            continue
+        if name is None:
+            continue
+        sym = _OPS[type(op)]
+        repl = _NL_FOR.get(type(op))
+        yield emit("NKI515", nf, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
+                   (node.end_col_offset or node.col_offset) + 1,
+                   f"Python `{sym}` on tile `{name}`: new NKI tiles (NkiTensor) have no arithmetic operators "
+                   f"at NKI {v}; the kernel fails when it is traced.",
+                   {"tile": name, "operator": sym, "nki_version": v, "kernel": k.name,
+                    "replacement": repl},
+                   severity=Severity.ERROR if certain else Severity.WARNING,
+                   confidence="high" if certain else "medium",
+                   fix=(f"Compute it with an instruction: nisa.tensor_tensor(dst=..., data1=..., data2=..., "
+                        f"op={repl}) (or nisa.tensor_scalar for a scalar operand)." if repl else
+                        "Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile."))
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -113,30 +113,28 @@ def affine_min_bound(nf: NkiFile, t: Target):
     v = target_version(t)
     if v == table.legacy_version():
         return
-    for k, fn in u.functions:
-        for loop in ast.walk(fn):
-            if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
-                    and dotted(loop.iter.func, u.aliases) == "nl.affine_range" and isinstance(loop.target, ast.Name)):
+    for k, loop in u.affine_loops:
+        if not isinstance(loop.target, ast.Name):
+            continue
+        derived = {loop.target.id}
+        for stmt in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if isinstance(stmt, ast.Assign) and _names(stmt.value) & derived:
+                derived |= {tg.id for tg in stmt.targets if isinstance(tg, ast.Name)}
+        for sl in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if not isinstance(sl, ast.Slice):
                 continue
-            derived = {loop.target.id}
-            for stmt in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-                if isinstance(stmt, ast.Assign) and _names(stmt.value) & derived:
-                    derived |= {tg.id for tg in stmt.targets if isinstance(tg, ast.Name)}
-            for sl in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-                if not isinstance(sl, ast.Slice):
-                    continue
-                for bound in (sl.lower, sl.upper):
-                    for c in ast.walk(bound) if bound is not None else ():
-                        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max") \
-                                and _names(c) & derived:
-                            yield emit("NKI516", nf, c.lineno, c.col_offset + 1, c.end_lineno or c.lineno,
-                                       (c.end_col_offset or c.col_offset) + 1,
-                                       f"`{c.func.id}(...)` of the affine_range index `{loop.target.id}` as a slice "
-                                       "bound: NKI 0.3+ cannot evaluate it symbolically, so the slice size is not a "
-                                       "compile-time constant.",
-                                       {"loop_var": loop.target.id, "loop_line": loop.lineno, "nki_version": v,
-                                        "kernel": k.name, "bound": ast.unparse(c)},
-                                       confidence="medium",
-                                       fix="Use a constant tile size (assert the size divides evenly, or handle the "
-                                           "tail in a separate statically sized step) instead of clamping with "
-                                           f"{c.func.id}().")
+            for bound in (sl.lower, sl.upper):
+                for c in ast.walk(bound) if bound is not None else ():
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max") \
+                            and _names(c) & derived:
+                        yield emit("NKI516", nf, c.lineno, c.col_offset + 1, c.end_lineno or c.lineno,
+                                   (c.end_col_offset or c.col_offset) + 1,
+                                   f"`{c.func.id}(...)` of the affine_range index `{loop.target.id}` as a slice "
+                                   "bound: NKI 0.3+ cannot evaluate it symbolically, so the slice size is not a "
+                                   "compile-time constant.",
+                                   {"loop_var": loop.target.id, "loop_line": loop.lineno, "nki_version": v,
+                                    "kernel": k.name, "bound": ast.unparse(c)},
+                                   confidence="medium",
+                                   fix="Use a constant tile size (assert the size divides evenly, or handle the "
+                                       "tail in a separate statically sized step) instead of clamping with "
+                                       f"{c.func.id}().")

@@ -54,20 +54,24 @@ class Usage:
     nested_defs: list[NestedDef] = field(default_factory=list)
     legacy_aliases: dict[str, str] = field(default_factory=dict)  # alias -> neuronxcc module
     legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
-    # (kernel, its FunctionDef) for every kernel whose source parsed: for the idiom checks
-    functions: list[tuple[object, ast.FunctionDef]] = field(default_factory=list)
+    # for the idiom checks (rules/nki_api_idioms.py), each with its innermost kernel/helper:
+    assigns: list[tuple[object, ast.Assign]] = field(default_factory=list)
+    arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign nodes
+    affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
 
 
 def usage(nf: NkiFile) -> Usage | None:
-    """The file's API usage (None when the source does not parse with Python's ast)."""
+    """The file's API usage inside its kernels and helpers. Each outermost kernel is read on its own and
+    its facts are remembered on it (`NkiKernel.memo`), so a syntax error elsewhere loses nothing and an
+    edit re-reads only the kernels the parse cache re-extracted."""
     memo = nf.__dict__.setdefault("_api_usage", {})
     if memo.get("lines") is not nf.lines:  # computed for this text (a reused NkiFile gets new lines)
         memo.update(lines=nf.lines, u=_collect(nf))
     return memo["u"]
 
 
-def _collect(nf: NkiFile) -> Usage | None:
+def _collect(nf: NkiFile) -> Usage:
     u = Usage()
     aliases: dict[str, str] = {}
     for alias, module in nf.imports.items():  # the front end's import map: alias -> dotted module
@@ -76,45 +80,46 @@ def _collect(nf: NkiFile) -> Usage | None:
         elif module in _MODULES:
             aliases[alias] = module
     u.aliases = aliases
-    spans = [(k.line, k.end_line, k) for k in nf.kernels]
-    walker = _Walker(u, aliases, spans)
-    try:
-        tree = ast.parse("\n".join(nf.lines))
-        walker.visit(tree)
-        _functions(u, tree, nf)
+    if not aliases and not u.legacy_aliases:
         return u
-    except (SyntaxError, ValueError):
-        pass
-    # the file does not parse as a whole: read each outermost kernel on its own, so a syntax error
-    # elsewhere does not lose the kernels' facts
     outer = [k for k in nf.kernels if not any(o is not k and o.line <= k.line and k.end_line <= o.end_line
                                               for o in nf.kernels)]
     for k in outer:
-        block = nf.lines[k.line - 1:k.end_line]
-        indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
-        try:
-            tree = ast.parse("\n".join(x[indent:] for x in block))
-        except (SyntaxError, ValueError):
-            continue
-        ast.increment_lineno(tree, k.line - 1)
-        for node in ast.walk(tree):
-            if hasattr(node, "col_offset"):
-                node.col_offset += indent
-                if getattr(node, "end_col_offset", None) is not None:
-                    node.end_col_offset += indent
-        walker.visit(tree)
-        _functions(u, tree, nf)
+        inner = [x for x in nf.kernels if k.line <= x.line and x.end_line <= k.end_line]
+        key = ("api_usage", tuple(sorted(aliases.items())), tuple(sorted(u.legacy_aliases.items())),
+               tuple((x.name, x.line, x.end_line, x.decorator) for x in inner))
+        part = k.memo(key, lambda k=k, inner=inner: _kernel_usage(nf, k, inner, aliases, u.legacy_aliases))
+        for name in ("refs", "calls", "nested_defs", "legacy_uses", "assigns", "arith", "affine_loops"):
+            getattr(u, name).extend(getattr(part, name))
+    if nf.dialect == "transitional" and u.legacy_aliases:
+        _module_level_legacy_uses(nf, u)
     return u
 
 
-def _functions(u: Usage, tree: ast.AST, nf: NkiFile) -> None:
-    by_line = {k.line: k for k in nf.kernels}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            k = by_line.get(node.lineno) or next((k for k in nf.kernels if k.name == node.name
-                                                  and k.line <= node.lineno <= k.end_line), None)
-            if k is not None:
-                u.functions.append((k, node))
+def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
+    part = Usage(legacy_aliases=dict(legacy), aliases=aliases)
+    block = nf.lines[k.line - 1:k.end_line]
+    indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
+    # blank lines keep line numbers, an `if 1:` header keeps an indented block's columns
+    head = "\n" * (k.line - 1) if indent == 0 else "\n" * (k.line - 2) + "if 1:\n"
+    try:
+        tree = ast.parse(head + "\n".join(block))
+    except (SyntaxError, ValueError):
+        return part
+    _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner]).visit(tree)
+    return part
+
+
+def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
+    """Legacy-namespace uses outside the kernels (NKI504 needs to know whether they are annotations)."""
+    try:
+        tree = ast.parse("\n".join(nf.lines))
+    except (SyntaxError, ValueError):
+        return
+    seen = {(a, line) for a, line, *_ in u.legacy_uses}
+    walker = _Walker(Usage(legacy_aliases=u.legacy_aliases), {}, [])
+    walker.visit(tree)
+    u.legacy_uses.extend(x for x in walker.u.legacy_uses if (x[0], x[1]) not in seen)
 
 
 def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -144,10 +149,16 @@ class _Walker(ast.NodeVisitor):
         self.annot = 0
         self.stack: list[ast.AST] = []
         self.fn_depth: list[str] = []  # enclosing function names
+        self._by_line: dict | None = None
 
     def _in_kernel(self, line: int):
-        inner = [k for a, b, k in self.spans if a <= line <= b]
-        return min(inner, key=lambda k: k.end_line - k.line) if inner else None
+        """The innermost kernel/helper whose lines hold `line` (a line -> kernel map, built once)."""
+        if self._by_line is None:
+            self._by_line = {}
+            for a, b, k in sorted(self.spans, key=lambda s: s[0] - s[1]):  # widest first, inner overwrite
+                for ln in range(a, b + 1):
+                    self._by_line[ln] = k
+        return self._by_line.get(line)
 
     def _dotted(self, node: ast.AST) -> str | None:
         parts = []
@@ -208,6 +219,27 @@ class _Walker(ast.NodeVisitor):
             if isinstance(n, ast.Call) and self._dotted(n.func) in BODY_FUN_APIS:
                 out |= {a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)}
         return out
+
+    def visit_Assign(self, node: ast.Assign):
+        k = self._in_kernel(node.lineno)
+        if k is not None:
+            self.u.assigns.append((k, node))
+        self.generic_visit(node)
+
+    def _arith(self, node):
+        k = self._in_kernel(node.lineno)
+        if k is not None:
+            self.u.arith.append((k, node))
+        self.generic_visit(node)
+
+    visit_BinOp = visit_AugAssign = _arith
+
+    def visit_For(self, node: ast.For):
+        if isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) == "nl.affine_range":
+            k = self._in_kernel(node.lineno)
+            if k is not None:
+                self.u.affine_loops.append((k, node))
+        self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name):
         if node.id in self.u.legacy_aliases:

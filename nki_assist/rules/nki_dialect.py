@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..api import table
+from ..api.version import target_version
 from ..findings import Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from ..api import table
-from ..api.version import target_version
 from .nki_api_usage import usage
 from .nki_common import check, emit
 

@@ -84,8 +84,7 @@ def test_installed_nki_signatures_win(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
-    for f in (table.installed_version, table._installed_module, table._installed_entry):
-        f.cache_clear()
+    table.clear_caches()
     try:
         assert table.installed_version() == "0.3"
         e = table.lookup("nisa.tensor_copy", "0.3")
@@ -94,8 +93,7 @@ def test_installed_nki_signatures_win(tmp_path, monkeypatch):
     finally:
         for mod in [m for m in sys.modules if m == "nki" or m.startswith("nki.")]:
             sys.modules.pop(mod, None)
-        for f in (table.installed_version, table._installed_module, table._installed_entry):
-            f.cache_clear()
+        table.clear_caches()
 
 
 def test_hover_shows_the_facts_at_the_files_version(tmp_path):
