@@ -74,7 +74,7 @@ def unknown_attribute(nf: NkiFile, t: Target):
         if e is not None:
             continue  # curated facts only (removed names): NKI501's
         legacy = r.name in table.legacy_names()
-        pool = sorted(table.module_names(mod, v))
+        pool = sorted(n for n in table.module_names(mod, v) if table.status(f"{mod}.{n}", v) == "present")
         close = difflib.get_close_matches(short, pool, n=1, cutoff=0.6)
         hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
         what = ("exists only in the legacy neuronxcc.nki dialect" if legacy

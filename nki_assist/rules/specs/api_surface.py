@@ -29,7 +29,7 @@ y = nl.negate(x)          # no nl.negate in any NKI release: nl.negative
 ```
 
 ## Fix
-Use the documented name (`nl.negative`), or raise `nki-version` together with the toolchain when the API is newer.
+Use the documented name (`nl.negative`), or raise `nki-version` together with the toolchain when the API is newer. `check --fix --unsafe-fixes` renames to the suggested name (a name the target version has and does not deprecate).
 """),
     RuleSpec("NKI511", "unknown-nki-keyword", "deprecated-api", W,
              "A call passes a keyword the target NKI version's signature does not take, or one it removed.",
@@ -50,7 +50,7 @@ nisa.tensor_copy(dst=t, src=s, dtype=nl.bfloat16)   # no dtype= on ISA calls sin
 ```
 
 ## Fix
-Drop the keyword (allocate `dst` with the dtype you want), or use the parameter the message names.
+Drop the keyword (allocate `dst` with the dtype you want), or use the parameter the message names. `check --fix --unsafe-fixes` drops a keyword argument that sits on one line.
 """),
     RuleSpec("NKI512", "missing-required-nki-argument", "deprecated-api", E,
              "A call omits a required argument of the target NKI version's signature (often dst=).",
