@@ -115,3 +115,14 @@ def test_cli_flag_changes_the_verdict(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "nki_assist", "check", str(k), "--nki-version", "7"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--nki-version" in bad.stderr
+
+
+def test_review_reads_the_version_too():
+    from nki_assist.review import ReviewOptions, review_files
+
+    def nki501(version):
+        res = review_files(str(FIXTURE), options=ReviewOptions(nki_version=version, run=False))
+        return sorted((f.line, f.severity.value) for f in res.review.findings if f.rule == "NKI501")
+
+    assert nki501("0.3") == [(COPY_DYN, "warning")]
+    assert nki501("0.4") == [(PSUM_FMAX, "warning"), (TOTAL_SBUF, "warning"), (COPY_DYN, "error")]
