@@ -11,6 +11,9 @@ import math
 import re
 from typing import Any, Iterable
 
+from nki_assist.api import table
+from nki_assist.api.version import resolve_nki_version
+
 KIB = 1024
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -181,4 +184,34 @@ def item_hover(nki_file: Any, line: int, col: int, line_text: str, target: Any) 
             for alloc in _get(kernel, "allocations") or []:
                 if _get(alloc, "name") == word:
                     return allocation_text(alloc, target)
+    return api_hover(nki_file, line_text, col, target)
+
+
+def _version(nki_file: Any, target: Any) -> str:
+    """The file's target NKI version: the target's, else what its project's pins say (as `check` does)."""
+    explicit = getattr(target, "nki_version", None)
+    if explicit:
+        return explicit
+    path = _get(nki_file, "path")
+    return resolve_nki_version(None, path).version if path else resolve_nki_version().version
+
+
+_DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+")
+
+
+def api_hover(nki_file: Any, line_text: str, col: int, target: Any) -> str | None:
+    """The versioned API table's facts for the `nl.x` / `nisa.x` name under the cursor (docs/api-table.md)."""
+    imports = _get(nki_file, "imports") or {}
+    for m in _DOTTED.finditer(line_text):
+        if not m.start() < col <= m.end() + 1:
+            continue
+        head, _, rest = m.group(0).partition(".")
+        module = imports.get(head)
+        if not module or not module.startswith("nki"):
+            return None
+        parts = rest.split(".")
+        for n in range(len(parts), 0, -1):  # the longest documented name: nl.tile_size.pmax, else nl.tile_size
+            text = table.hover_markdown(f"{module}.{'.'.join(parts[:n])}", _version(nki_file, target))
+            if text:
+                return text
     return None

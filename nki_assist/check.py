@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .api.version import resolve_nki_version
 from .config import DEFAULT_MAX_FILE_BYTES
 from .hardware import DEFAULT_TARGET, get_target
 from .parse.source import normalize_newlines
@@ -42,6 +43,8 @@ class CheckOptions:
     exclude: list[str] = field(default_factory=list)
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
+    # target NKI version ("0.3"); None: inferred per file from the project's pins (api/version.py)
+    nki_version: str | None = None
 
 
 @dataclass
@@ -173,6 +176,7 @@ def options_from_config(cfg, **overrides) -> "CheckOptions":
         exclude=list(cfg.exclude),
         extend_exclude=list(cfg.extend_exclude),
         respect_gitignore=cfg.respect_gitignore,
+        nki_version=getattr(cfg, "nki_version", None),
     )
     for key, value in overrides.items():
         if value is not None:
@@ -273,6 +277,11 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None) -> t
     return list(run_cuda_rules(cuda_file, target)), facts, cuda_file
 
 
+def _with_nki_version(target, path: str, explicit: str | None):
+    """The hardware target carrying the NKI version this file is held to (explicit, else its pins)."""
+    return replace(target, nki_version=resolve_nki_version(explicit, path).version)
+
+
 def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
     """Check one file's text; the result says whether it was checked, skipped or failed, and why.
 
@@ -288,7 +297,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
         return FileResult(path, language, "skipped", reason, notes=[f"{path}: {reason}"],
                           unchecked=_size_limit_is_default(options))
     try:
-        target = get_target(options.target)
+        target = _with_nki_version(get_target(options.target), path, options.nki_version)
     except ValueError as exc:
         return FileResult(path, language, "error", str(exc))
     if language == "nki":
@@ -501,7 +510,7 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         if isinstance(data, FileResult):
             results[i] = data
             continue
-        key = cache.key(path, data) if cache is not None else None
+        key = cache.key(path, data + _inferred_version_key(path, language, options)) if cache is not None else None
         entry = cache.get(key) if cache is not None else None
         if entry is not None:
             results[i] = FileResult.from_entry(entry, lazy=lazy)
@@ -513,6 +522,14 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
     if cache is not None and cache.problem:
         report.notes.append(cache.problem)
     return report.finish()
+
+
+def _inferred_version_key(path: str, language: str, options: CheckOptions) -> bytes:
+    """An NKI file's target version when it comes from the project's pins, not the settings (which key the
+    cache folder): a changed pin must not serve results checked for the old version."""
+    if language != "nki" or options.nki_version:
+        return b""
+    return ("\0nki-version=" + resolve_nki_version(None, path).version).encode()
 
 
 def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool) -> None:

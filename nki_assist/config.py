@@ -15,6 +15,7 @@ exclude = ["generated/**"]      # gitwildmatch globs, relative to the pyproject 
 extend-exclude = ["build/"]     # added to exclude (the --extend-exclude flag adds more)
 respect-gitignore = true        # walks skip what .gitignore files ignore
 cache-dir = ".nki_assist_cache" # relative to the pyproject directory
+nki-version = "0.3"             # target NKI version (or SDK release "2.29"); default: pins, installed nki, newest
 
 [tool.nki-assist.per-file-ignores]
 "tests/**" = ["NKI104"]
@@ -36,7 +37,7 @@ DEFAULT_MAX_FILE_BYTES = 5_000_000
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")
 SEVERITIES = ("error", "warning", "info")
 KNOWN_KEYS = {"target", "select", "ignore", "per-file-ignores", "fail-on", "severity", "max-file-bytes",
-              "exclude", "extend-exclude", "respect-gitignore", "cache-dir"}
+              "exclude", "extend-exclude", "respect-gitignore", "cache-dir", "nki-version"}
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     cache_dir: str | None = None  # as written; relative to `root`
+    nki_version: str | None = None  # normalised ("0.3"); None: inferred (api/version.py)
     path: Path | None = None  # the pyproject.toml read, None when no config was found
     problems: list[str] = field(default_factory=list)
 
@@ -147,6 +149,13 @@ def parse_table(table: dict, path: Path | None = None) -> Config:
             cfg.max_file_bytes = value
         else:
             problems.append(f"`max-file-bytes` must be a positive integer, got {value!r}")
+    if "nki-version" in table:
+        from .api.table import normalize_version  # local: the table loads only when the key is set
+
+        value = table["nki-version"]
+        cfg.nki_version = normalize_version(str(value)) if isinstance(value, (str, int, float)) else None
+        if cfg.nki_version is None:
+            problems.append(f"`nki-version` must name an NKI version (\"0.3\") or SDK release (\"2.29\"), got {value!r}")
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         problems.append("`per-file-ignores` must be a table of glob = [rule ids]")

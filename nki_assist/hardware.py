@@ -50,6 +50,9 @@ class Target:
     vector_bf16_fast_mode: bool  # v3+ Vector perf mode 2-4x for bf16 [ARCH3]
     supports_fp8_e4m3fn: bool  # OCP e4m3fn on TensorE only v4 [ISA nc_matmul]
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    # the NKI version the code targets ("0.3"; None: api.version.DEFAULT_NKI_VERSION): which release's API
+    # facts the version-dependent rules hold it to (api/version.py resolves it from settings and pins)
+    nki_version: str | None = None
 
     @property
     def sbuf_bytes(self) -> int:

@@ -8,6 +8,10 @@ table (`parse/nki_extract.py:ROLES`), the simulator's list of documented APIs it
 `tests/sim/test_api_catalogue.py` checks the simulator's dialect adapters against it (every adapter has an
 entry with the right dialects, every modelled entry has an adapter, recorded parameters match the adapter's).
 
+What each NKI *release* has (names, signatures, return convention, introduced/deprecated/removed) is not
+kept here: it is the generated, versioned API table (`nki_assist/api`, docs/api-table.md), which also takes
+this catalogue's legacy entries as the legacy dialect's names. `documented()` asks it.
+
 Sources: the NKI API reference, `https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/` (module
 pages `nki.language`, `nki.isa`), summarised in shared/reference/nki-facts.md §2.3-§2.4.
 """
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from .api import table
 
 DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/"
 
@@ -226,6 +232,11 @@ CATALOGUE: tuple[Api, ...] = (
     Api("nki.collectives.collective_permute_implicit", None, kind="collective", sim="none"),
 )
 BY_NAME = {a.name: a for a in CATALOGUE}
+
+
+def documented(name: str, version: str | None = None) -> bool:
+    """Whether the versioned API table says `name` exists (present or deprecated) at NKI `version`."""
+    return table.status(name, version) in ("present", "deprecated")
 
 
 def roles() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:

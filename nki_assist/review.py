@@ -19,6 +19,7 @@ from .findings import Finding, dedupe, prioritize
 from .hardware import Target, get_target
 from .schema import Numerics, Performance, PortInfo, Review
 
+from .api.version import resolve_nki_version
 from .check import CheckOptions, check_text
 from .parse.cuda import parse_cuda
 from .parse.nki import parse_nki
@@ -60,6 +61,7 @@ class ReviewOptions:
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     plots: bool = True
+    nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
 
 
 @dataclass
@@ -84,7 +86,10 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         notes.append(f"{display}: cannot be read; no static checks")
         unchecked.append(f"{display}: cannot be read, no static checks")
         return []
-    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore)))
+    # the NKI version from the kernel's own location (its project's pins), not the display path's
+    version = opts.nki_version or resolve_nki_version(None, path).version
+    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore),
+                                                  nki_version=version))
     notes.extend(res.notes)
     if res.status != "checked":
         notes.append(f"{display}: static checks {res.status}: {res.reason}")

@@ -130,6 +130,54 @@ def _rename(f: Finding, lines: Sequence[str]) -> Fix | None:
 BUILDERS["NKI501"] = BUILDERS["NKI503"] = _rename
 
 
+# --- the API surface at the target NKI version (rules/nki_api_surface.py) ---------------------------
+
+@builder("NKI510")
+def _closest_name(f: Finding, lines: Sequence[str]) -> Fix | None:
+    """`nl.negate` -> the documented name the rule suggests (`nl.negative`): a person checks the meaning."""
+    api, new = str(f.evidence.get("api") or ""), f.evidence.get("suggestion")
+    if not new or not api:
+        return None
+    edit = _replace_attribute(f, lines, api.rsplit(".", 1)[-1], str(new))
+    if edit is None:
+        return None
+    return Fix(message=f"Use `{api.rsplit('.', 1)[0]}.{new}`", applicability="unsafe", edits=[edit])
+
+
+@builder("NKI511")
+def _drop_keyword(f: Finding, lines: Sequence[str]) -> Fix | None:
+    """Drop `kw=<value>` when the whole argument sits on the finding's line (the target rejects it)."""
+    kw = f.evidence.get("kwarg")
+    text = _line(lines, f.line)
+    if not kw or text is None or kw == "dst":  # dst= on a value-returning call: bind the result instead
+        return None
+    m = re.compile(rf"(,\s*)?\b{re.escape(str(kw))}\s*=").search(text, max(0, (f.column or 1) - 3))
+    if m is None:
+        return None
+    depth, i = 0, m.end()
+    while i < len(text):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            break
+        elif c in "'\"#":
+            return None  # strings and comments: not mechanical here
+        i += 1
+    if i >= len(text):
+        return None  # the argument continues on the next line
+    start, end = m.start(), i
+    if m.group(1) is None:  # first argument: take the comma after it instead
+        if text[i] != ",":
+            return None
+        end = i + 1 + (len(text[i + 1:]) - len(text[i + 1:].lstrip(" ")))
+    return Fix(message=f"Drop `{kw}=`", applicability="unsafe", edits=[_edit(lines, f.line, start, end, "")])
+
+
 _LEGACY_IMPORT = re.compile(r"^(\s*)from\s+neuronxcc\s+import\s+nki(\s+as\s+nki)?(\s*(?:#.*)?)$")
 _LEGACY_MODULE = re.compile(r"\bneuronxcc\.nki\b")
 

@@ -28,7 +28,7 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from .common import add_format, add_target
+    from .common import add_format, add_nki_version, add_target
 
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check; `-` reads stdin")
     add_format(p, ["text", "json", "sarif", "github"], "text")
@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore", action="append", metavar="RULES",
                    help="skip these rules, comma-separated (added to the config's ignore list)")
     add_target(p)
+    add_nki_version(p)
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None,
                    help="exit 1 when a finding at or above this severity is reported (default: config or error)")
     p.add_argument("--exit-zero", action="store_true",
@@ -101,7 +102,8 @@ def build_options(args: argparse.Namespace):
     options = options_from_config(cfg, target=args.target, select=select, ignore=ignore,
                                   fail_on="never" if args.exit_zero else args.fail_on,
                                   max_file_bytes=args.max_file_bytes, exclude=exclude, extend_exclude=extend_exclude,
-                                  respect_gitignore=False if args.no_respect_gitignore else None)
+                                  respect_gitignore=False if args.no_respect_gitignore else None,
+                                  nki_version=nki_version_arg(args))
     return options, cfg
 
 
@@ -125,6 +127,20 @@ def _cache(args: argparse.Namespace, cfg, options):
     else:
         folder = default_cache_dir(str(cfg.root) if cfg.root else None)
     return CheckCache(folder, options)
+
+
+def nki_version_arg(args: argparse.Namespace) -> str | None:
+    """`--nki-version` normalised ("2.29" -> "0.3"); a value naming no version is a usage error."""
+    value = getattr(args, "nki_version", None)
+    if value is None:
+        return None
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    from ..api.table import normalize_version
+
+    v = normalize_version(value)
+    if v is None:
+        raise UsageError(f"--nki-version {value!r} names no NKI version (0.1-0.6) or SDK release (2.27-2.32)")
+    return v
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,13 @@ def add_target(p: argparse.ArgumentParser) -> None:
                    help=f"hardware target (default: config or {DEFAULT_TARGET})")
 
 
+def add_nki_version(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nki-version", default=None, metavar="VERSION",
+                   help="target NKI version (0.3) or Neuron SDK release (2.29) whose API facts apply "
+                        "(default: config nki-version, else the project's nki pin, the installed nki, else "
+                        "the newest the API table covers)")
+
+
 def add_format(p: argparse.ArgumentParser, choices: list[str], default: str) -> None:
     p.add_argument("--format", choices=choices, default=default, help=f"output format (default: {default})")
 

@@ -19,13 +19,14 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from .common import add_fail_on, add_format, add_sandbox, add_target
+    from .common import add_fail_on, add_format, add_nki_version, add_sandbox, add_target
 
     p.add_argument("spec", nargs="?", metavar="PORT.toml", help="port spec (see README 'Port spec')")
     p.add_argument("--nki", metavar="FILE", help="NKI kernel file (without a spec)")
     p.add_argument("--cuda", metavar="FILE", help="CUDA kernel file (without a spec)")
     add_format(p, ["md", "text", "json", "html"], "md")
     add_target(p)
+    add_nki_version(p)
     add_fail_on(p, "error")  # a `block` verdict (an error finding) exits 1
     p.add_argument("--size", action="append", metavar="NAME", help="only this size of the spec (repeatable)")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from ..numerics.spec import SpecError
     from ..redact import neutralise, redact
     from ..review import ReviewOptions, review_files, review_port
+    from .check import nki_version_arg
     from .common import apply_sandbox, check_output, exit_code, write_atomic
 
     if not args.spec and not args.nki:
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
-                         plots=plots)
+                         plots=plots, nki_version=nki_version_arg(args))
     progress = None if args.quiet else _progress()
     try:
         if args.spec:

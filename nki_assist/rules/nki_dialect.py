@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
+from ..api import table
+from ..api.version import target_version
 from ..findings import Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
+from .nki_api_usage import usage
 from .nki_common import check, emit
 
-# new-dialect file: api -> (replacement, NKI version that removed/renamed it, severity)
-REMOVED_IN_NEW = {
-    "nl.arange": ("slices or .ap() access patterns", "0.2", Severity.ERROR),
-    "nl.mgrid": ("slices or .ap() access patterns", "0.2", Severity.ERROR),
-    "nl.tile_size.psum_fmax": ("nl.tile_size.psum_bank_fmax", "0.4", Severity.ERROR),
-    "nl.tile_size.total_available_sbuf_size": ("nl.tile_size.sbuf_fmax_bytes (usable bytes per partition)",
-                                               "0.4", Severity.WARNING),
-    "nisa.tensor_copy_dynamic_src": ("nisa.tensor_copy with .ap(scalar_offset=...)", "0.4", Severity.ERROR),
-    "nisa.tensor_copy_dynamic_dst": ("nisa.tensor_copy with .ap(scalar_offset=...)", "0.4", Severity.ERROR),
-    "nki.simulate_kernel": ("nki.simulate(kernel)(...)", "0.2", Severity.ERROR),
-    "nki.baremetal": ("nki.simulate or the framework launcher", "0.2", Severity.ERROR),
-    "nki.benchmark": ("neuron-profile / Neuron Explorer", "0.2", Severity.ERROR),
-    "nki.profile": ("neuron-profile / Neuron Explorer", "0.2", Severity.ERROR),
-    "nl.dynamic_range": ("nl.fori_loop(lower, upper, body_fun)", "0.6", Severity.WARNING),
-    "nl.spmd_dim": ("kernel[2](...) launch with nl.program_id", "0.2", Severity.ERROR),
-}
-REMOVED_KWARGS = {
-    "mask": ("min()-clamped slices", "0.2"),
-    "dst_rmw_op": ("nisa.dma_compute", "0.3"),
-    "platform_target": ("NEURON_PLATFORM_TARGET_OVERRIDE", "0.3"),
-}
+# Removed / deprecated APIs and keywords come from the versioned API table (nki_assist/api), read at the
+# target NKI version (Target.nki_version): removed at or before it = error, deprecated at or before it =
+# warning, deprecated after it = silent. These are the names NKI501 reports (the loop aliases are NKI502's).
+NKI501_APIS = ("nl.arange", "nl.mgrid", "nl.tile_size.psum_fmax", "nl.tile_size.total_available_sbuf_size",
+               "nisa.tensor_copy_dynamic_src", "nisa.tensor_copy_dynamic_dst", "nki.simulate_kernel",
+               "nki.baremetal", "nki.benchmark", "nki.profile", "nl.dynamic_range", "nl.spmd_dim")
+NKI501_KWARGS = ("mask", "dst_rmw_op", "platform_target")
 # legacy file: api -> what to use in legacy NKI
 NEW_ONLY = {
     "nl.fori_loop": "nl.sequential_range", "nl.while_loop": "nl.sequential_range",
@@ -41,41 +30,68 @@ NEW_ONLY = {
 LOOP_ALIASES = ("nl.affine_range", "nl.sequential_range", "nl.static_range")
 
 
+def _replacement_ok(repl: str | None, v: str) -> bool:
+    """A fix may name the replacement only when the target version has it (no fix the target rejects)."""
+    if not repl:
+        return False
+    name = repl.split(" ")[0].split("(")[0]
+    if not name.startswith(("nl.", "nisa.", "nki.")):
+        return True
+    return table.status(name, v) in ("present", "deprecated")
+
+
 @check("NKI501")
 def removed_api(nf: NkiFile, t: Target):
     if nf.dialect != "new":
         return
+    v = target_version(t)
     for k in nf.kernels:
         for r in k.api_refs:
             if r.kwarg is not None:
-                if r.kwarg in REMOVED_KWARGS and (r.kwarg != "platform_target" or r.api == "nki.jit"):
-                    repl, ver = REMOVED_KWARGS[r.kwarg]
-                    yield emit("NKI501", nf, r.line, r.col, r.end_line, r.end_col,
-                               f"`{r.kwarg}=` on `{r.api}` was removed in NKI {ver}; use {repl}.",
-                               {"api": r.api, "kwarg": r.kwarg, "removed_in": ver, "replacement": repl},
-                               fix=f"Drop `{r.kwarg}=` and use {repl}.")
-                continue
-            if r.api in REMOVED_IN_NEW:
-                repl, ver, sev = REMOVED_IN_NEW[r.api]
-                verb = "deprecated" if sev is Severity.WARNING else "removed or renamed"
+                if r.kwarg not in NKI501_KWARGS or (r.kwarg == "platform_target" and r.api != "nki.jit"):
+                    continue
+                st = table.kwarg_status(r.api, r.kwarg, v)
+                fact = table.kwarg_fact(r.api, r.kwarg) or {}
+                if st not in ("removed", "deprecated"):
+                    continue
+                repl = fact.get("replacement", "the documented replacement")
+                ver = fact.get("removed") if st == "removed" else fact.get("deprecated")
                 yield emit("NKI501", nf, r.line, r.col, r.end_line, r.end_col,
-                           f"`{r.api}` was {verb} in NKI {ver}; use {repl}.",
-                           {"api": r.api, "removed_in": ver, "replacement": repl},
-                           severity=sev, fix=f"Replace `{r.api}` with {repl}.")
+                           f"`{r.kwarg}=` on `{r.api}` was {st} in NKI {ver}; use {repl}.",
+                           {"api": r.api, "kwarg": r.kwarg, f"{st}_in": ver, "replacement": repl, "nki_version": v},
+                           severity=Severity.ERROR if st == "removed" else Severity.WARNING,
+                           fix=f"Drop `{r.kwarg}=` and use {repl}.")
+                continue
+            if r.api not in NKI501_APIS:
+                continue
+            st = table.status(r.api, v)
+            if st not in ("removed", "deprecated"):
+                continue  # present at the target (deprecated later, if at all): silent
+            e = table.lookup(r.api, v)
+            repl = e.replacement if e and e.replacement else "the documented replacement"
+            ver = e.removed if st == "removed" else e.deprecated
+            ev = {"api": r.api, f"{st}_in": ver, "replacement": repl, "nki_version": v}
+            yield emit("NKI501", nf, r.line, r.col, r.end_line, r.end_col,
+                       f"`{r.api}` was {st} in NKI {ver}; use {repl}.", ev,
+                       severity=Severity.ERROR if st == "removed" else Severity.WARNING,
+                       fix=f"Replace `{r.api}` with {repl}." if _replacement_ok(repl, v) else None)
 
 
 @check("NKI502")
 def deprecated_loops(nf: NkiFile, t: Target):
     if nf.dialect != "new":
         return
+    v = target_version(t)
     for k in nf.kernels:
         for r in k.api_refs:
-            if r.kwarg is None and r.api in LOOP_ALIASES:
+            if r.kwarg is None and r.api in LOOP_ALIASES and table.status(r.api, v) == "deprecated":
                 yield emit("NKI502", nf, r.line, r.col, r.end_line, r.end_col,
                            f"`{r.api}` is a deprecated alias of `range` in new NKI: the loop is unrolled at "
                            "specialization and its legacy scheduling meaning is gone.",
-                           {"api": r.api, "replacement": "range"},
-                           fix=f"Replace `{r.api}(...)` with `range(...)` (or nl.fori_loop for a runtime loop).")
+                           {"api": r.api, "replacement": "range", "nki_version": v},
+                           fix=f"Replace `{r.api}(...)` with `range(...)`" + (
+                               " (or nl.fori_loop for a runtime loop)." if table.status("nl.fori_loop", v) == "present"
+                               else "."))
 
 
 @check("NKI503")
@@ -106,11 +122,25 @@ def mixed_namespaces(nf: NkiFile, t: Target):
                                                                       for m in nf.imports_full)))
     if not legacy:
         return
+    v = target_version(t)
+    u = usage(nf)
+    uses = [x for x in (u.legacy_uses if u else []) if x[0] in {a for _, a in legacy}]
+    in_kernel = [x for x in uses if x[3] and not x[2]]
+    only_annotations = u is not None and bool(uses) and all(x[2] for x in uses)
+    rejects = table.vkey(v) >= (0, 4)  # RN 0.4.0: neuronxcc.nki inside kernels is a compile error
+    if only_annotations and not rejects:
+        return  # type annotations only: Python evaluates them, NKI never traces them; legal up to 0.3
     (line, col, end_col), alias = legacy[0]
+    sev = Severity.ERROR if rejects and in_kernel else Severity.WARNING
+    where = f"; the kernel uses it at line {in_kernel[0][1]}" if in_kernel else ""
     yield emit("NKI504", nf, line, col, line, end_col,
-               f"This file imports both the legacy `neuronxcc.nki` namespace (`{alias}`) and new `nki`; NKI 0.4+ "
-               "rejects neuronxcc.nki inside kernels and all kernels in a model must use one NKI version.",
-               {"legacy_alias": alias, "imports": dict(sorted(nf.imports.items()))})
+               f"This file imports both the legacy `neuronxcc.nki` namespace (`{alias}`) and new `nki`{where}; "
+               + ("NKI 0.4+ rejects neuronxcc.nki inside kernels" if rejects else
+                  f"NKI {v} still accepts it, but it is deprecated (a compile error from 0.4)")
+               + " and all kernels in a model must use one NKI version.",
+               {"legacy_alias": alias, "imports": dict(sorted(nf.imports.items())), "nki_version": v,
+                "used_in_kernel": bool(in_kernel), "annotations_only": only_annotations},
+               severity=sev)
 
 
 @check("NKI505")

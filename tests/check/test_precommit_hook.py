@@ -46,6 +46,10 @@ def test_hook_fails_on_errors_and_passes_clean_or_other_python(tmp_path):
     for name in ("renamed_apis_new.py", "loop_aliases.fixed.py"):
         shutil.copy(FIXES / name, tmp_path / name)
     (tmp_path / "setup.py").write_text("print('not a kernel')\n")
+    # mask= was removed in NKI 0.2: an error at any new-dialect target version
+    masked = (FIXES / "renamed_apis_new.py").read_text().replace(
+        "nisa.dma_copy(dst=t, src=a[0:128, 0:512])", "t = nl.load(a[0:128, 0:512], mask=None)")
+    (tmp_path / "renamed_apis_new.py").write_text(masked)
     bad = _run_hook([], [tmp_path / "renamed_apis_new.py", tmp_path / "setup.py"], tmp_path)
     assert bad.returncode == 1 and "NKI501 [error]" in bad.stdout
     good = _run_hook([], [tmp_path / "loop_aliases.fixed.py", tmp_path / "setup.py"], tmp_path)

@@ -564,14 +564,16 @@ Use `nl.float8_e4m3` with a scale that keeps values within 240, or target trn3.
 """),
     # dialect / API version
     RuleSpec("NKI501", "removed-api-in-new-nki", "deprecated-api", E,
-             "New-dialect file uses an API removed or renamed after NKI 0.1 (mask=, nl.arange, psum_fmax, ...).",
+             "New-dialect file uses an API removed (error) or deprecated (warning) at or before the target NKI version.",
              fix="Use the replacement named in the message (see the NKI migration guide).",
              doc="""\
 ## What it finds
-In a new-dialect file (`import nki`): APIs and keyword arguments removed or renamed after NKI 0.1. These are `mask=`, `nl.arange`/`nl.mgrid`, `nl.tile_size.psum_fmax` (now `psum_bank_fmax`), `tensor_copy_dynamic_src/dst`, `dst_rmw_op=`, `nki.jit(platform_target=)`, `nki.simulate_kernel`/`baremetal`/`benchmark`/`profile`, and `nl.dynamic_range` (deprecated in 0.6).
+In a new-dialect file (`import nki`): APIs and keyword arguments that the versioned NKI API table (docs/api-table.md) lists as removed or deprecated at or before the target NKI version (`nki-version`, `--nki-version`, the project's pins, else the newest). These are `mask=` (removed 0.2), `nl.arange`/`nl.mgrid`, `nki.simulate_kernel`/`baremetal`/`benchmark`/`profile` (removed 0.2), `dst_rmw_op=` and `nki.jit(platform_target=)` (removed 0.3), `tensor_copy_dynamic_src/dst` (deprecated 0.3, removed 0.4), `nl.tile_size.psum_fmax` and `total_available_sbuf_size` (deprecated 0.4, not removed), and `nl.dynamic_range` (deprecated 0.6).
+
+Removed at or before the target is an `error`; deprecated at or before it is a `warning` (it still compiles); deprecated or removed only after the target is silent. So `nl.tile_size.psum_fmax` is fine for a project that targets 0.3, which is what nki-library uses it for. A fix names the replacement only when the target version has it.
 
 ## Why it matters on Trainium
-The new compiler rejects these outright. Kernels half-ported from legacy samples fail to compile, or (for masks) lose their tail handling when the mask is just deleted.
+The compiler rejects removed APIs outright. Kernels half-ported from legacy samples fail to compile, or (for masks) lose their tail handling when the mask is just deleted. Deprecated APIs still work but will break on the next upgrade.
 
 ## Example
 ```python
@@ -579,7 +581,7 @@ x = nl.load(a[0:128, 0:512], mask=(i_p < M))   # mask= removed in 0.2
 ```
 
 ## Fix
-Use the replacement named in the message: `min()`-clamped slices instead of masks, slices or `.ap()` instead of `nl.arange`, `psum_bank_fmax`, `nisa.dma_compute`, `nki.simulate`, `nl.fori_loop`.
+Use the replacement in the message: min()-clamped slices instead of masks, slices or `.ap()` instead of `nl.arange`, `nl.tile_size.psum_bank_fmax` (0.4+) instead of `psum_fmax`.
 """),
     RuleSpec("NKI502", "deprecated-loop-iterator", "deprecated-api", I,
              "New NKI: nl.affine_range / sequential_range / static_range are deprecated aliases of range.",
@@ -622,7 +624,7 @@ Use the legacy equivalent named in the message, or port the whole file to `impor
              fix="Import only `nki` (nki.language, nki.isa) and port the legacy calls.",
              doc="""\
 ## What it finds
-A file that imports both the legacy `neuronxcc.nki` namespace and the new `nki` namespace.
+A file that imports both the legacy `neuronxcc.nki` namespace and the new `nki` namespace. At a target NKI version of 0.4 or later, with the legacy namespace used inside a kernel, it is an `error` (a compile error since 0.4); otherwise a `warning`. Up to 0.3 a legacy import used only in type annotations (`neuronxcc.nki.typing`) is legal and not reported.
 
 ## Why it matters on Trainium
 Since NKI 0.4, using `neuronxcc.nki` inside a kernel is a compile error, and all kernels in one model must use the same NKI version. Mixed files are half-migrated and break on current toolchains.

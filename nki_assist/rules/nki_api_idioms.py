@@ -1,0 +1,140 @@
+"""Python idioms new NKI does not trace (NKI515, NKI516): arithmetic operators on tiles, and min()/max()
+of an affine_range loop index. Read from the kernels' Python AST (rules/nki_api_usage.py)."""
+
+from __future__ import annotations
+
+import ast
+
+from ..api import table
+from ..api.version import target_version
+from ..findings import Severity
+from ..hardware import Target
+from ..parse.nki_model import NkiFile
+from .nki_api_usage import dotted, usage
+from .nki_common import check, emit
+
+_ALLOCS = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.zeros_like", "nl.empty_like",
+                     "nl.ones_like", "nl.full_like", "nl.rand"})
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+        ast.Pow: "**", ast.MatMult: "@"}
+_NL_FOR = {ast.Add: "nl.add", ast.Sub: "nl.subtract", ast.Mult: "nl.multiply", ast.Div: "nl.divide",
+           ast.Pow: "nl.power", ast.MatMult: "nl.matmul", ast.Mod: "nl.mod"}
+
+
+def _new(nf: NkiFile) -> bool:
+    return nf.dialect in ("new", "transitional")
+
+
+def _tile_producer(call: ast.AST, aliases: dict[str, str], v: str) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    name = dotted(call.func, aliases)
+    if name is None:
+        return False
+    if name in _ALLOCS:
+        return True
+    e = table.lookup(name, v) if name.startswith("nl.") else None
+    return bool(e and e.kind == "function" and e.returns == "value" and e.params
+                and e.params[0].name in ("x", "src", "data"))
+
+
+def _tiles(u, v: str) -> dict[tuple, set[str]]:
+    """Per kernel (name, line): names every assignment of which in it binds a tile (an allocation or the tile an
+    nl call returns); a name also bound to anything else, or used as a loop variable, is not one."""
+    tile: dict[tuple, set[str]] = {}
+    other: dict[tuple, set[str]] = {}
+    for k, node in u.assigns:
+        producer = _tile_producer(node.value, u.aliases, v)
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                (tile if producer else other).setdefault((k.name, k.line), set()).add(t.id)
+    return {kid: names - other.get(kid, set()) for kid, names in tile.items()}
+
+
+def _is_tile(node: ast.AST, tiles: set[str]) -> str | None:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) and node.id in tiles else None
+
+
+def _operators_certain(v: str) -> bool:
+    """The version's stub lists NkiTensor's dunder methods (so an absent __add__ means none)."""
+    e = table.lookup("nl.NkiTensor", v)
+    methods = set(e.methods) if e else set()
+    return "__getitem__" in methods and not methods & {"__add__", "__mul__", "__sub__"}
+
+
+@check("NKI515", per_file=True)
+def tile_arithmetic(nf: NkiFile, t: Target):
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version():
+        return
+    certain = _operators_certain(v)
+    by_kernel = _tiles(u, v)
+    for k, node in u.arith:
+        tiles = by_kernel.get((k.name, k.line))
+        if not tiles:
+            continue
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            name = _is_tile(node.left, tiles) or _is_tile(node.right, tiles)
+            op = node.op
+        elif isinstance(node, ast.AugAssign) and type(node.op) in _OPS:
+            name = _is_tile(node.target, tiles) or _is_tile(node.value, tiles)
+            op = node.op
+        else:
+            continue
+        if name is None:
+            continue
+        sym = _OPS[type(op)]
+        repl = _NL_FOR.get(type(op))
+        yield emit("NKI515", nf, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
+                   (node.end_col_offset or node.col_offset) + 1,
+                   f"Python `{sym}` on tile `{name}`: new NKI tiles (NkiTensor) have no arithmetic operators "
+                   f"at NKI {v}; the kernel fails when it is traced.",
+                   {"tile": name, "operator": sym, "nki_version": v, "kernel": k.name,
+                    "replacement": repl},
+                   severity=Severity.ERROR if certain else Severity.WARNING,
+                   confidence="high" if certain else "medium",
+                   fix=(f"Compute it with an instruction: nisa.tensor_tensor(dst=..., data1=..., data2=..., "
+                        f"op={repl}) (or nisa.tensor_scalar for a scalar operand)." if repl else
+                        "Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile."))
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+@check("NKI516", per_file=True)
+def affine_min_bound(nf: NkiFile, t: Target):
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version():
+        return
+    for k, loop in u.affine_loops:
+        if not isinstance(loop.target, ast.Name):
+            continue
+        derived = {loop.target.id}
+        for stmt in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if isinstance(stmt, ast.Assign) and _names(stmt.value) & derived:
+                derived |= {tg.id for tg in stmt.targets if isinstance(tg, ast.Name)}
+        for sl in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+            if not isinstance(sl, ast.Slice):
+                continue
+            for bound in (sl.lower, sl.upper):
+                for c in ast.walk(bound) if bound is not None else ():
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max") \
+                            and _names(c) & derived:
+                        yield emit("NKI516", nf, c.lineno, c.col_offset + 1, c.end_lineno or c.lineno,
+                                   (c.end_col_offset or c.col_offset) + 1,
+                                   f"`{c.func.id}(...)` of the affine_range index `{loop.target.id}` as a slice "
+                                   "bound: NKI 0.3+ cannot evaluate it symbolically, so the slice size is not a "
+                                   "compile-time constant.",
+                                   {"loop_var": loop.target.id, "loop_line": loop.lineno, "nki_version": v,
+                                    "kernel": k.name, "bound": ast.unparse(c)},
+                                   confidence="medium",
+                                   fix="Use a constant tile size (assert the size divides evenly, or handle the "
+                                       "tail in a separate statically sized step) instead of clamping with "
+                                       f"{c.func.id}().")
