@@ -349,9 +349,10 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
     ctx, line, depth = ctx_site()
     on_chip_operand(ctx, line, op_label, x)
     axes = _axes(axis, len(x.shape))
-    if 0 in axes and len(x.shape) > 1:
-        ctx.report("SIM115", line, f"{op_label} over axis 0 (the partition axis): Vector Engine reductions run "
-                   "along free axes only; transpose first or matmul with a ones vector.", api=op_label)
+    if 0 in axes and len(x.shape) > 1 and x.shape[0] > 1:
+        ctx.report("SIM119", line, f"{op_label} over axis 0 (the partition axis) of a {list(x.shape)} tile: "
+                   "Vector Engine reductions run along free axes only, so this does not compile; matmul with a "
+                   "ones vector (or transpose first).", api=op_label, shape=list(x.shape), axis=list(axes))
     m = tile_mask(mask, x.shape) if mask is not None else None
     with unwritten.collect() as poison:
         v = fvals(x, m, line)
