@@ -291,6 +291,36 @@ for k in nl.affine_range(8):
 ## Fix
 Use `nl.sequential_range` for loops with a carried dependency, or accumulate matmuls in a PSUM tile with `+=`.
 """),
+    RuleSpec("NKI210", "partition-axis-reduction", "unsupported-construct", E,
+             "A Vector Engine reduction (nl.sum/max/min/mean/..., nisa.tensor_reduce) over axis 0, the partition "
+             "axis: the engines reduce along free axes only, so the kernel does not compile.",
+             fix="Contract the partition axis on the Tensor Engine: matmul with a ones vector into PSUM, or "
+                 "transpose first and reduce along the free axis.",
+             doc="""\
+## What it finds
+A reduction call whose `axis` (keyword or positional) is the literal `0`, or a tuple/list containing
+`0`, on an on-chip tile that has more than one partition: `nl.sum`, `nl.max`, `nl.min`, `nl.mean`,
+`nl.prod`, `nl.all`, `nl.any`, `nl.var`, `nisa.tensor_reduce`. The simulator reports the same
+construct at run time as SIM119.
+
+## Why it matters on Trainium
+The Vector Engine has one lane per partition and reduces along the free axes of each lane; it cannot
+combine lanes (`nki.isa.tensor_reduce`: free axes only, never the partition axis). The compiler
+rejects the call: this is a construct the hardware cannot execute, not a slow path. CUDA code that
+sums a column with a block-wide tree has no one-instruction equivalent on a NeuronCore.
+
+## Example
+```python
+t = nl.load(x[0:128, 0:512])
+col = nl.sum(t, axis=0, keepdims=True)       # sums across the 128 partitions
+```
+
+## Fix
+Use the Tensor Engine, which contracts over the partition axis natively:
+`nl.matmul(ones, t, transpose_x=True)` with `ones = nl.full((128, 1), 1.0, dtype=nl.float32)` gives
+the [1, 512] column sums in fp32 PSUM. For max/min, transpose 128x128 blocks (`nisa.nc_transpose`) and
+reduce along the free axis.
+"""),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", W,
              "A kernel parameter is never read.",
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
