@@ -10,6 +10,7 @@ from .nki_common import allocation_of, check, defined_outside, emit, fresh_in_lo
 
 _MAX_APIS = {"nl.max", "nisa.max8", "nl.amax", "nl.reduce_max"}
 _ACT_APIS = {"nisa.activation", "nisa.activation_reduce"}
+_SIG_BITS = {"bfloat16": 8, "float16": 11, "float8_e4m3": 4, "float8_e4m3fn": 4, "float8_e5m2": 3}  # incl. the implicit bit
 
 
 @check("NKI401")
@@ -26,13 +27,19 @@ def low_precision_acc(nf: NkiFile, t: Target):
             for lp in reversed(w.loops):
                 if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
+                matmul = w.value_kind == "matmul"
                 yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
-                           f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates across {loop_label(lp)}: "
-                           f"every add rounds the running sum to {a.dtype} (8 significant bits for bfloat16).",
+                           f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates "
+                           + ("matmul results " if matmul else "")
+                           + f"across {loop_label(lp)}: every add rounds the running sum to {a.dtype}"
+                           + (f" ({_SIG_BITS[a.dtype]} significant bits)" if a.dtype in _SIG_BITS else "") + ".",
                            {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
-                            "allocation_line": a.line},
-                           fix=f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} "
-                               "once after the loop.")
+                            "allocation_line": a.line, "matmul": matmul},
+                           fix=(f"Accumulate across the K loop in PSUM: allocate `{w.name}` with buffer=nl.psum and "
+                                f"dtype=nl.float32 (the Tensor Engine adds into fp32 PSUM as it multiplies, with "
+                                f"no Vector Engine add per K tile), then copy it to {a.dtype} once after the loop."
+                                if matmul else
+                                f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} once after the loop."))
                 break
 
 

@@ -515,7 +515,10 @@ for k in nl.sequential_range(16):
 ```
 
 ## Fix
-Accumulate in a float32 tile (or in PSUM) and convert to bf16 once after the loop.
+When the running sum adds matmul results (a K loop), accumulate in PSUM: allocate the accumulator with
+`buffer=nl.psum, dtype=nl.float32`; the Tensor Engine adds into fp32 PSUM as it multiplies, which also
+removes a Vector Engine add per K tile. Copy it to bf16 once after the loop. For other sums, accumulate
+in a float32 SBUF tile and convert to bf16 once after the loop.
 """),
     RuleSpec("NKI402", "exp-without-max-subtraction", "overflow-risk", W,
              "exp() of data with no preceding max reduction: large inputs overflow to inf.",
