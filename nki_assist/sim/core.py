@@ -469,7 +469,7 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, revers
     """(data op0 operand0) op1 operand1, operand1 a tensor."""
     ctx, line, depth = ctx_site()
     v = fvals(data, None, line)
-    o0 = operand_value(operand0, None, line)
+    o0 = palign(operand_value(operand0, None, line), v)[0]  # a [P, 1] scalar column against an N-D tile
     n0, n1 = opname(op0), opname(op1)
     r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
     o1 = fvals(operand1, None, line)
