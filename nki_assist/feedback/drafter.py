@@ -282,8 +282,24 @@ def rubric_scores(review: Review, rubric: Rubric) -> list[RubricScore]:
 # Assessment.
 
 
+def causes_first(groups: list[list[Finding]]) -> list[list[Finding]]:
+    """A group holding the cause another group names (evidence `symptom_of`) moves just before that group."""
+    out = list(groups)
+    for g in list(out):
+        for f in g:
+            ref = f.evidence.get("symptom_of")
+            if not isinstance(ref, dict):
+                continue
+            cause = next((c for c in out if any(x.rule == ref.get("rule") and x.line == ref.get("line")
+                                                 and x.file == f.file for x in c)), None)
+            if cause is not None and cause is not g and out.index(cause) > out.index(g):
+                out.remove(cause)
+                out.insert(out.index(g), cause)
+    return out
+
+
 def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
-    groups = sorted(group_findings(list(review.findings)), key=_group_key)
+    groups = causes_first(sorted(group_findings(list(review.findings)), key=_group_key))
     items = []
     for prio, group in enumerate(groups, 1):
         item = item_for(group, target)

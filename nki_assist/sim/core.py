@@ -175,7 +175,7 @@ def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
             return
         ctx.report("SIM116", line,
                    f"running sum accumulated in {st.dt.name} {st.name or st.buffer + ' tile'}{list(st.shape)} "
-                   f"inside a loop: each add rounds to {st.dt.name} (bfloat16 keeps 8 significant bits, 7 stored), so the "
+                   f"inside a loop: each add rounds to {st.dt.name} (bfloat16 keeps 8 significant bits, one of them implicit), so the "
                    f"sum drifts and small terms vanish.",
                    tensor=st.name, dtype=st.dt.name, shape=list(st.shape))
 

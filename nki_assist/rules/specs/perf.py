@@ -118,6 +118,12 @@ Matmuls that reach under half of TensorE peak while the Tensor Engine is busy, b
 (K on partitions), the stationary free size (M) or the moving free size (N) is short. The message names
 the median sizes against 128/128/512 and the speedup of full tiles.
 
+It also fires when the Tensor Engine is *not* busy but its short K tile is why the kernel is slow: the
+loads that feed the matmul operands move only K partitions each, and those loads take at least a quarter
+of the kernel's time (evidence `cause = "contraction"`, `operand_load_lines`). The speedup then counts
+both the matmuls and the operand DMAs a 128-row K tile makes 128/K times fewer; the small-DMA findings
+on those load lines (NKI108) are marked as its symptoms and the review puts this cause first.
+
 ## Why it matters on Trainium
 A matmul pass costs `max(min(64, M), N)` PE cycles whatever K is, so a 32-row contraction uses a quarter
 of the 128x128 array for the same time. Moving sizes under 64 hit the 64-cycle initiation floor. Peak

@@ -501,7 +501,7 @@ A running sum is accumulated in a bf16/fp16/fp8 tile inside a loop: the tile is 
 destination of an add in each iteration.
 
 ## Why it matters on Trainium
-Each add rounds the sum to bf16's 8 significant bits (7 stored); once the sum is large, small terms vanish and the
+Each add rounds the sum to bf16's 8 significant bits (one of them implicit); once the sum is large, small terms vanish and the
 error grows with the trip count. CUDA code usually accumulates in fp32 registers, so the port loses
 accuracy that the original had.
 
