@@ -408,6 +408,46 @@ def _engine_imbalance(est: PerfEstimate, file: str | None) -> Finding | None:
     })
 
 
+def _psum_evictions(est: PerfEstimate, run: RunResult, target: Target, file: str | None) -> Finding | None:
+    """VectorE busier than TensorE because it copies PSUM out slice by slice (a [128, 64] eviction per
+    matmul block): the engine timeline shows the imbalance; full-bank evictions and ScalarE share the work."""
+    vec, ten = est.busy_s.get("vector", 0.0), est.busy_s.get("tensor", 0.0)
+    if ten <= 0 or vec < 2 * ten or vec < 0.25 * est.estimated_time_s:
+        return None
+    ev_seqs = {e.seq for e in run.trace if e.engine == "vector" and e.srcs and e.srcs[0].buffer == "psum"
+               and e.dst is not None and e.dst.buffer == "sbuf"}
+    ev = [c for c in est.costs if c.seq in ev_seqs and c.seconds > 0]
+    ev_t = sum(c.seconds for c in ev)
+    if not ev or ev_t < 0.5 * vec:
+        return None
+    frees = sorted(c.free for c in ev)
+    free = frees[len(frees) // 2]
+    bank = target.psum_bank_bytes // 4  # fp32 elements in one bank per partition
+    merge = min(1.0, free / bank) if free else 1.0
+    changed = {c.seq: replace(c, seconds=c.work_seconds + (c.seconds - c.work_seconds) * merge) for c in ev}
+    left = sum(x.seconds for x in changed.values())
+    half = max(0.0, min(left / 2, (vec - ev_t + left - ten) / 2))  # hand part of what remains to ScalarE
+    if half > 0:
+        keep = 1 - half / left
+        changed = {k: scaled(c, keep) for k, c in changed.items()}
+    ghost = InstrCost(seq=-1, engine="scalar", op="moved", line=None, seconds=half, work_seconds=half)
+    sp = _speedup(est, changed, [ghost] if half > 0 else [])
+    if sp < MIN_SPEEDUP:
+        return None
+    line, related = _top_line(ev)
+    change = (f"Evicting whole PSUM banks ({bank} fp32 columns) and moving part of the copies to ScalarE"
+              if free < bank else "Moving part of the copies to ScalarE")
+    msg = (f"vector is busy {vec * 1e6:.1f} us while tensor is busy {ten * 1e6:.1f} us ({vec / ten:.1f}x): "
+           f"{len(ev)} PSUM evictions of {free} columns take {ev_t * 1e6:.1f} us of it. {change} "
+           f"(nisa.activation with a copy, alternating with VectorE) could be up to {sp:.2f}x faster (estimate).")
+    return _make("PERF108", est, message=msg, speedup=sp, line=line, related=related, file=file, evidence={
+        "focus_metric": "busy_ratio", "value": round(vec / ten, 2), "engine": "vector", "idle_engine": "tensor",
+        "evictions": len(ev), "eviction_free": free, "eviction_us": round(ev_t * 1e6, 3), "cause": "psum-eviction",
+        "confirm_with": {"metric": "vector_engine_active_time_percent",
+                         "direction": "decrease while tensor_engine_active_time_percent increases"},
+    })
+
+
 def _dma_transpose(est: PerfEstimate, target: Target, file: str | None) -> Finding | None:
     dma = [c for c in est.costs if c.engine == "dma"]
     tr = [c for c in dma if c.dma_transpose]
@@ -493,7 +533,7 @@ def transpose_overhead(i: _Inputs) -> Finding | None:
 
 @CHECKS.register("PERF108")
 def engine_imbalance(i: _Inputs) -> Finding | None:
-    return _engine_imbalance(i.est, i.file)
+    return _engine_imbalance(i.est, i.file) or _psum_evictions(i.est, i.run, i.target, i.file)
 
 
 @CHECKS.register("PERF109")

@@ -234,6 +234,13 @@ A compute-bound kernel whose busiest engine (Vector, Scalar or GpSimd) is at lea
 another of them, while at least 10% of its time is in work another engine can do (copies, tensor_scalar,
 activation, memset). The speedup assumes that work is split evenly.
 
+It also compares VectorE with TensorE on the engine timeline: when VectorE is at least twice as busy
+as TensorE (and carries a quarter of the kernel's time) and most of that is copying PSUM out to SBUF,
+the finding names the evictions (`cause = "psum-eviction"`, their count and width). Evicting one
+whole PSUM bank (512 fp32 columns) instead of a narrow slice per matmul pays the fixed per-instruction
+cost once per bank, and alternating evictions with ScalarE (`nisa.activation` with a copy) halves what
+is left on VectorE.
+
 ## Why it matters on Trainium
 The four engines run independent instruction streams in parallel. A kernel that puts all PSUM evictions
 and elementwise work on VectorE leaves ScalarE and GpSimd idle and serializes on one engine.
