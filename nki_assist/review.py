@@ -241,7 +241,9 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         return [], None
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
-    gpu = opts.gpu_precision or _cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+    # no CUDA kernel: nothing to model on the GPU side (golden files, when given, still are the GPU output)
+    gpu = opts.gpu_precision or (_cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+                                 if spec.cuda_path is not None else None)
     res = run_scenarios(spec, target=target, backend=backend, sizes=opts.sizes, gpu_precision=gpu,
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
