@@ -79,14 +79,20 @@ class NumericsResult:
     cancelled: bool = False
 
 
+_HALO = 16  # widest stencil halo taken for padding, not reduction (a 17x17 window)
+
+
 def reduction_symbol(spec: PortSpec, output_shapes: list[tuple[int, ...]], size: SizeSpec) -> str | None:
     """The size symbol that is reduced over: bound in the inputs but absent from every output dim.
 
-    With several candidates the largest is taken (K of a GEMM is larger than a batch of 1)."""
+    With several candidates the largest is taken (K of a GEMM is larger than a batch of 1). A padded extent
+    (a convolution's H + 2 input rows for H output rows) is a halo, not a reduction: within _HALO of an output
+    dim it is no candidate."""
     b = size.bindings
     out_dims = {d for shape in output_shapes for d in shape}
     used = {s for inp in spec.inputs.values() for s in inp.symbols}
-    cands = [s for s in used if b.get(s) not in out_dims]
+    cands = [s for s in used if b.get(s) not in out_dims
+             and not any(0 < b.get(s, 0) - d <= _HALO for d in out_dims)]
     return max(cands, key=lambda s: b[s]) if cands else None
 
 
