@@ -55,3 +55,18 @@ def test_full_k_tile_has_no_contraction_cause(tmp_path):
     r = _review(tmp_path, 128)
     assert not [f for f in r.findings if f.rule == "PERF104" and f.evidence.get("cause") == "contraction"]
     assert not [f for f in r.findings if "symptom_of" in f.evidence]
+
+
+def test_dma_advice_on_a_line_agrees_with_the_run(k32):
+    """PERF102 is contradicted by the HBM row length (512 bf16 = 1,024 B rows); NKI108 on the same lines must not
+    keep asking for 2 KiB per partition: whole rows at most, the partition count still the kernel's."""
+    (p102,) = [f for f in k32.findings if f.rule == "PERF102"]
+    assert p102.evidence["reconciled"]["status"] == "contradicted"
+    loads = {f.line: f for f in k32.findings if f.rule == "NKI108"}
+    lhs, store = loads[17], loads[20]
+    assert lhs.evidence["reconciled"]["row_bytes"] == 1024 and "2048" not in lhs.message
+    assert "moves 32 of 128 partitions and 256 B per partition" in lhs.message  # bf16 [32, 128]: the run's bytes
+    assert "can grow to whole rows (1,024 B per partition, 4x what it moves) but no further" in lhs.message
+    assert lhs.fix == "Load all 128 partitions per DMA. Load whole `lhsT` rows (1,024 B) per partition."
+    assert store.fix == "Store whole `out` rows (1,024 B) per partition." and store.severity.value == "warning"
+    assert "wider strip" not in " ".join(f.message for f in loads.values())
