@@ -261,9 +261,15 @@ def _narrow_contraction(est: PerfEstimate, target: Target, file: str | None, run
 def _tensor_underutilized(est: PerfEstimate, target: Target, file: str | None,
                           run: RunResult | None = None) -> Finding | None:
     mm = [c for c in est.costs if c.engine == "tensor" and not c.is_transpose and c.seconds > 0]
-    mm_t = sum(c.seconds for c in mm)
-    if mm and run is not None and mm_t < 0.2 * est.estimated_time_s:
+    busy = _busy_underuse(est, target, file, mm)
+    if busy is None and mm and run is not None:
         return _narrow_contraction(est, target, file, run, mm)
+    return busy
+
+
+def _busy_underuse(est: PerfEstimate, target: Target, file: str | None, mm: list[InstrCost]) -> Finding | None:
+    """The Tensor Engine carries a fifth of the time or more at under half its peak."""
+    mm_t = sum(c.seconds for c in mm)
     if not mm or mm_t < 0.2 * est.estimated_time_s:
         return None
     peak = target.peak_bf16_flops
