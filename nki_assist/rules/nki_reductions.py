@@ -6,7 +6,7 @@ import re
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit
+from .nki_common import check, emit, shape_str
 
 # api -> index of `axis` among positional arguments (dst-style calls shift it by one)
 _AXIS_POS = {"nl.sum": 1, "nl.max": 1, "nl.min": 1, "nl.mean": 1, "nl.prod": 1, "nl.all": 1, "nl.any": 1,
@@ -38,7 +38,7 @@ def partition_axis_reduction(nf: NkiFile, t: Target):
             shape = list(data.shape) if data is not None and data.shape is not None else None
             yield emit("NKI210", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` reduces over axis {axis.strip()} (the partition axis)"
-                       + (f" of a {shape} tile" if shape else "")
+                       + (f" of a {shape_str(data.shape)} tile" if shape else "")
                        + ": Vector Engine reductions run along free axes only, so this does not compile.",
                        {"api": c.api, "axis": axis.strip(), "shape": shape},
                        fix="Sum across partitions with a ones-vector matmul into PSUM "
