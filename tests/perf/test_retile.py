@@ -89,3 +89,26 @@ def test_plan_reaches_the_review_fix(tmp_path):
     assert r.performance.estimated_time_us is None and r.performance.model_extra["not_estimated"] == "SIM104"
     item = next(i for i in r.assessment.items if set(i.finding_ids) & {f.id for f in sbuf})
     assert f"{plan['bands']} bands of {plan['band']} rows" in item.fix
+
+
+@pytest.mark.parametrize("case,kernel", [("dwconv_sbuf_whole_map_legacy", "dwconv_whole_map.py"),
+                                         ("dwconv_sbuf_whole_map_new", "new_dwconv_whole_map.py")])
+def test_eval_case_fix_text_carries_the_recomputed_plan(reviewed_ports, case, kernel):
+    """The eval cases' review items say the plan whose numbers this test recomputes from the shapes."""
+    r = reviewed_ports[f"evals/cases/{case}/port.toml"].review
+    hp, h, budget = 172, 170, TRN2.sbuf_usable_bytes_per_partition
+    fixed = 9 * F32
+
+    def need(band: int) -> int:
+        return fixed + sum((n if n == 2 else 1) * (band + (2 if padded else 0)) * (hp if padded else h) * F32
+                           for padded, n in CASES[kernel])
+
+    widest = max(b for b in range(1, h + 1) if need(b) <= budget)
+    bands = math.ceil(h / widest)
+    band = math.ceil(h / bands)
+    (item,) = [it for it in r.assessment.items if any(
+        f.rule == "SIM104" for f in r.findings if f.id in it.finding_ids)]
+    assert f"into {bands} bands of {band} rows" in item.fix and f"each band loads {band + 2} input rows" in item.fix
+    assert f"{need(band) / 1024:.1f} KiB with the plan" in item.fix
+    before = fixed + sum((hp * hp if padded else h * h) * F32 for padded, _ in CASES[kernel])
+    assert f"Per partition: {before / 1024:.1f} KiB as written" in item.fix
