@@ -8,7 +8,7 @@ from functools import partial
 from ..findings import Finding, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from . import nki_dialect, nki_dim_roles, nki_memory, nki_migration, nki_numerics, nki_reductions, nki_tails, nki_utilization, nki_windows  # noqa: F401,E501
+from . import nki_dialect, nki_dim_roles, nki_loopvars, nki_memory, nki_migration, nki_numerics, nki_reductions, nki_tails, nki_utilization, nki_windows  # noqa: F401,E501
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 

@@ -351,6 +351,33 @@ nl.store(result[(TILES_IN_BLOCK_M * m + bm) * TILE_K + i.p, BLOCK_N * n + i.x], 
 ## Fix
 Use the constant of the axis being indexed (`TILE_M` for result's rows); size tiles by the axis they hold.
 """),
+    RuleSpec("NKI212", "loop-variable-after-loop", "indexing-error", W,
+             "A loop variable is read after its loop has ended (`k` where the enclosing loop's `m` was meant).",
+             fix="Use the variable of the loop the statement is in, or compute the value explicitly.",
+             doc="""\
+## What it finds
+A name bound by a `for` loop inside a kernel that a later statement of the same block reads before
+assigning it again: `for k in nl.affine_range(...): ...` followed by `x[k * 128:...]` outside that loop.
+Reads inside a later loop that rebinds the name, and reads after the name is assigned again, are not
+reported.
+
+## Why it matters on Trainium
+An `nl.affine_range`/`sequential_range` index has no value outside its loop; a Python `range` variable
+keeps its last value, which in a kernel is almost always the wrong tile (`k` where the enclosing loop's `m`
+was meant). The kernel still traces and runs, and only the rows it misplaces show the mistake, often
+explained as a tail problem.
+
+## Example
+```python
+for m in nl.affine_range(M // 128):
+    for k in nl.affine_range(K // 128):
+        ...
+    nl.store(out[k * 128:(k + 1) * 128, :], value=res)   # `m` was meant
+```
+
+## Fix
+Index with the variable of the loop the statement is in.
+"""),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", W,
              "A kernel parameter is never read.",
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
