@@ -17,16 +17,31 @@ _SIG_BITS = {"bfloat16": 8, "float16": 11, "float8_e4m3": 4, "float8_e4m3fn": 4,
 def low_precision_acc(nf: NkiFile, t: Target):
     for k in nf.kernels:
         for w in k.assignments:
-            if not w.loops or not reads_self(w):
-                continue
-            if not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub")):
+            if not w.loops:
                 continue
             a = allocation_of(k, w.name, w.line)
-            if a is None or a.dtype not in LOW_PRECISION_FLOATS or a.buffer not in ("sbuf", "unknown"):
+            if a is None or a.dtype not in LOW_PRECISION_FLOATS:
+                continue
+            # a matmul whose destination is a bf16 PSUM tile accumulates there however it is written
+            # (`nisa.nc_matmul(dst=acc, ...)` reads nothing): each accumulate rounds to the tile's dtype
+            psum_mm = a.buffer == "psum" and w.value_kind == "matmul" and (w.op in ("+=", "call"))
+            if not psum_mm and (not reads_self(w) or not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub"))
+                                or a.buffer not in ("sbuf", "unknown")):
                 continue
             for lp in reversed(w.loops):
                 if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
+                if psum_mm:
+                    yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                               f"`{w.name}` ({a.dtype}, PSUM, line {a.line}) is the accumulating matmul destination "
+                               f"across {loop_label(lp)}: the Tensor Engine adds in fp32 but rounds the sum to "
+                               f"{a.dtype} on every write, so each K tile's partial sum is rounded"
+                               + (f" to {_SIG_BITS[a.dtype]} significant bits" if a.dtype in _SIG_BITS else "") + ".",
+                               {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
+                                "allocation_line": a.line, "matmul": True, "buffer": "psum"},
+                               fix=f"Allocate `{w.name}` as an nl.float32 PSUM tile (one 2 KiB bank holds 512 fp32 "
+                                   f"columns) and cast to {a.dtype} once when evicting it after the loop.")
+                    break
                 matmul = w.value_kind == "matmul"
                 yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
                            f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates "

@@ -560,6 +560,9 @@ Cast the operands to bfloat16 (or fp8 with scaling) when loading them; keep the 
              doc="""\
 ## What it finds
 A bfloat16/float16/fp8 SBUF tile that is defined before a loop and accumulates a sum in it (`acc += x`, `nisa.tensor_tensor(dst=acc, data1=acc, ..., op=nl.add)`).
+Also a bfloat16/float16 PSUM tile defined before a loop that is the accumulating matmul destination in it
+(`nisa.nc_matmul(dst=acc, ...)` or `acc += nl.matmul(...)`): the Tensor Engine adds in fp32 but rounds the
+sum to the tile's dtype on every write, so each K tile's partial sum is rounded.
 
 ## Why it matters on Trainium
 Vector and Scalar engines compute in fp32 but round the result to the destination dtype on every write. A bf16 running sum keeps 8 significant bits: after a few hundred additions, small terms stop changing it at all. CUDA kernels typically accumulate in fp32 registers.
