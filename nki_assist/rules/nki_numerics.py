@@ -92,11 +92,40 @@ def exp_overflow(nf: NkiFile, t: Target):
                            {"api": c.api, "operand": arg, "scale": scale, "overflow_threshold_fp32": 88.72},
                            severity=Severity.INFO, fix=_exp_fix(k, c, arg), confidence="low")
                 continue
+            run = _running_sum(k, data.name if data is not None else None, c.line)
+            if run is not None:  # the argument grows with the loop: overflow is a matter of trip count
+                yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
+                           f"`{c.api}` exponentiates `{arg}`, a running sum over {loop_label(run)}: its range "
+                           "grows with the trip count, so exp overflows float32 once the sum passes 88.7 "
+                           "(bfloat16 too), giving inf and then NaN.",
+                           {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72, "cumulative": True,
+                            "loop_line": run.line, "trip_count": run.trip_count},
+                           fix=f"Keep the exponent bounded across {loop_label(run)}: subtract a running max (rescale "
+                               "the earlier terms when it grows, as online softmax does), or carry the product "
+                               "exp(a)·exp(b) of per-step factors instead of exp of the sum.",
+                           confidence="high")
+                continue
             yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` exponentiates `{arg}` with no max reduction before it in `{k.name}`: "
                        "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
                        {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
                        fix=_exp_fix(k, c, arg), confidence="medium")
+
+
+def _running_sum(k, name: str | None, line: int):
+    """The loop over which `name` accumulates (`name += x` or an add whose destination is also an input),
+    when the exp at `line` is inside it or after it; None otherwise."""
+    if not name:
+        return None
+    for w in k.assignments:
+        if w.name != name or not w.loops or not reads_self(w):
+            continue
+        if not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub")):
+            continue
+        for lp in reversed(w.loops):
+            if defined_outside(k, name, lp) and lp.line <= line:
+                return lp
+    return None
 
 
 def _number(text: str) -> float | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pathlib import Path
+
 from nki_assist.check import CheckOptions, check_source
 
 GEMM = """import neuronxcc.nki as nki
@@ -39,3 +41,14 @@ def test_elementwise_accumulator_is_told_to_use_an_fp32_tile(tmp_path):
     (f,) = _nki401(tmp_path, "nl.multiply(b, 2.0)")
     assert f.evidence["matmul"] is False
     assert "psum" not in f.fix.lower() and f.fix.startswith("Allocate `acc` as nl.float32")
+
+
+def test_exp_of_a_running_sum_names_the_loop():
+    src = (Path(__file__).resolve().parent.parent / "fixtures" / "rules" / "NKI402" / "pos_new_cumulative.py").read_text()
+    (f,) = [x for x in check_source("k.py", src, CheckOptions(select=["NKI402"]))]
+    assert f.evidence["cumulative"] is True and f.evidence["loop_line"] == 14
+    assert "a running sum over loop `t`" in f.message and "running max" in f.fix
+    # the same exp of a fresh load each iteration is the generic warning
+    plain = src.replace("nisa.activation(dst=e, op=nl.exp, data=cum)", "nisa.activation(dst=e, op=nl.exp, data=xt)")
+    (g,) = check_source("k.py", plain, CheckOptions(select=["NKI402"]))
+    assert "cumulative" not in g.evidence

@@ -586,6 +586,9 @@ in a float32 SBUF tile and convert to bf16 once after the loop.
              doc="""\
 ## What it finds
 `nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check.
+When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
+`tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
+grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
 
 ## Why it matters on Trainium
 exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.
