@@ -1,8 +1,7 @@
-"""NKI401's advice fits the accumulation: a matmul K loop goes to fp32 PSUM, an elementwise sum to an fp32 tile."""
+"""Numerics advice fits the code: NKI401 sends a matmul K loop to fp32 PSUM and an elementwise sum to an fp32 tile;
+NKI402 names the loop when exp's argument is a running sum."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from pathlib import Path
 
