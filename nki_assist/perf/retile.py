@@ -119,6 +119,15 @@ def _balanced(band: int, extent: int) -> int:
     return math.ceil(extent / math.ceil(extent / band))
 
 
+def _scaled(o: Operand | None, axis: int, rows: int, halo: int, extent: int, boxed: bool) -> Operand | None:
+    """An operand cut to one band: `rows` on the banded axis, plus the halo for the tile that carries it."""
+    if o is None or len(o.shape) <= axis or o.buffer in _HBM and not boxed:
+        return o
+    old = o.shape[axis]
+    new = rows + (halo if old > extent else 0)
+    return dataclasses.replace(o, shape=o.shape[:axis] + (min(old, new),) + o.shape[axis + 1:])
+
+
 def _banded_trace(trace: list[TraceEntry], banded: dict[str, Tile], axis: int, extent: int, band: int,
                   halo: int) -> list[TraceEntry]:
     """The instruction stream with every instruction on a banded tile repeated per band at band size."""
@@ -134,12 +143,6 @@ def _banded_trace(trace: list[TraceEntry], banded: dict[str, Tile], axis: int, e
             out.append(dataclasses.replace(e, seq=len(out)))
             continue
         for start, rows in bounds:
-            def scale(o: Operand | None) -> Operand | None:
-                if o is None or len(o.shape) <= axis or o.buffer in _HBM and e.hbm_box is None:
-                    return o
-                old = o.shape[axis]
-                new = rows + (halo if old > extent else 0)
-                return dataclasses.replace(o, shape=o.shape[:axis] + (min(old, new),) + o.shape[axis + 1:])
             main = touched[0]
             old = main.shape[axis]
             new = min(old, rows + (halo if old > extent else 0))
@@ -148,8 +151,10 @@ def _banded_trace(trace: list[TraceEntry], banded: dict[str, Tile], axis: int, e
             if box is not None and len(box) > axis:
                 lo = box[axis][0] + start
                 box = box[:axis] + ((lo, lo + new),) + box[axis + 1:]
+            boxed = e.hbm_box is not None
             out.append(dataclasses.replace(
-                e, seq=len(out), dst=scale(e.dst), srcs=[scale(s) for s in e.srcs],
+                e, seq=len(out), dst=_scaled(e.dst, axis, rows, halo, extent, boxed),
+                srcs=[_scaled(s, axis, rows, halo, extent, boxed) for s in e.srcs],
                 free_elems=max(1, round(e.free_elems * f)) if e.free_elems else 0,
                 bytes=round(e.bytes * f), hbm_box=box))
     return out

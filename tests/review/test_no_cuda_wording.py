@@ -16,7 +16,7 @@ from nki_assist.review import ReviewOptions, review_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted(p.parent for p in (ROOT / "evals" / "cases").glob("*/port.toml"))
-GPU_WORDS = re.compile(r"\bCUDA\b|\bwarps?\b|__global__|threadIdx|blockIdx|\bGPU\b|gpu-model", re.I)
+GPU_WORDS = re.compile(r"\bCUDA\b|\bwarps?\b|__global__|threadIdx|blockIdx|\bGPU\b|gpu-model", re.IGNORECASE)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
