@@ -20,6 +20,8 @@ override the ones inferred from the CUDA declarations.
 
 from __future__ import annotations
 
+import re
+
 import ast
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -253,6 +255,7 @@ class _Reconciler:
             return f
         tensors = self._hbm_tensors(sr.bindings, run)
         rows: dict[str, tuple[int, int, str, float]] = {}  # tensor -> (row bytes, row elems, dtype, moved B)
+        lines: dict[int, tuple[str, int, float]] = {}  # line -> (tensor, row bytes, bytes moved per descriptor)
         for e in run.trace:
             if e.engine != "dma" or not e.transfers or e.bytes / e.transfers >= thr:
                 continue
@@ -265,11 +268,15 @@ class _Reconciler:
                 return f  # this tensor's rows allow longer descriptors: the gain is available
             moved = max(rows.get(e.hbm_tensor, (0, 0, "", 0.0))[3], e.bytes / e.transfers)
             rows[e.hbm_tensor] = (row, shape[-1], dtype, moved)
+            if e.line:
+                lines[e.line] = (e.hbm_tensor, row, max(lines.get(e.line, ("", 0, 0.0))[2], e.bytes / e.transfers))
         if not rows:
             return f
         listed = ", ".join(f"`{n}` {el} x {dt} = {rb:,} B" for n, (rb, el, dt, _) in rows.items())
         partial = [f"`{n}` moves {mv:,.0f} of its {rb:,} B rows per partition" for n, (rb, _, _, mv) in rows.items()
                    if mv < rb]
+        f = f.model_copy(update={"evidence": {**f.evidence, "layout_limited_lines": {
+            str(ln): {"tensor": t, "row_bytes": rb, "moved_bytes": round(mv)} for ln, (t, rb, mv) in sorted(lines.items())}}})
         return _contradict(
             f, f"on size `{perf_size}` every small transfer moves rows of a tensor whose HBM rows are shorter than "
                f"{thr:,} B ({listed}); a descriptor cannot span more than one row, so the estimated gain needs "
@@ -438,4 +445,44 @@ def reconcile(findings: list[Finding], *, spec=None, res=None, source: str = "",
             g = r.layout_limited_dma(f, perf_size)
         if g is not None:
             out.append(g)
-    return _link_windows(_link_causes(out))
+    return _align_dma_advice(_link_windows(_link_causes(out)))
+
+
+def _align_dma_advice(findings: list[Finding]) -> list[Finding]:
+    """One verdict per DMA line: when the run shows a line's transfers are capped by its tensor's HBM row length
+    (PERF102 contradicted), NKI108 on that line asks for whole rows at most, never for the 2 KiB the rows cannot
+    give; a partition-count problem it also names still stands."""
+    capped = [f for f in findings if f.rule == "PERF102" and f.evidence.get("layout_limited_lines")]
+    if not capped:
+        return findings
+    out = []
+    for f in findings:
+        p = next((p for p in capped if f.rule == "NKI108" and _same_file(f.file, p.file)
+                  and str(f.line) in p.evidence["layout_limited_lines"]), None)
+        if p is None or "bytes_per_partition" not in f.evidence:
+            out.append(f)
+            continue
+        row = p.evidence["layout_limited_lines"][str(f.line)]
+        t, rb, mv = row["tensor"], row["row_bytes"], row["moved_bytes"]
+        head = re.sub(r"[\d,]+ B per partition \(at most, fp32\)", f"{mv:,} B per partition", f.message.split("; DMA needs")[0])
+        cap = f"the run shows `{t}` rows are {rb:,} B in HBM, and a descriptor cannot span two rows"
+        grow = mv < rb
+        api = head.split("`")[1] if head.count("`") >= 2 else ""
+        verb = "Store" if "store" in api else "Load"
+        parts = "partitions" in f.evidence
+        verdict = (f"{head}. {cap[0].upper() + cap[1:]}: this transfer can grow to whole rows ({rb:,} B per partition, "
+                   f"{rb / max(mv, 1):.0f}x what it moves) but no further"
+                   if grow else f"{head}. {cap[0].upper() + cap[1:]}: it already moves whole rows")
+        verdict += ("; the partition count is the kernel's to fix." if parts else
+                    "." if grow else "; only a producer-side HBM layout with longer rows would help.")
+        fixes = ([f"Load all 128 partitions per DMA."] if parts else []) + (
+            [f"{verb} whole `{t}` rows ({rb:,} B) per partition."] if grow else [])
+        ev = {**f.evidence, "static_message": f.message,
+              "reconciled": {"status": "narrowed", "evidence": cap, "by": p.rule, "row_bytes": rb}}
+        upd = {"message": verdict, "evidence": ev,
+               "fix": " ".join(fixes) or "Nothing to change in the kernel: only an HBM layout with longer rows "
+                                        "(a producer-side change) makes these descriptors longer."}
+        if not (parts or grow):
+            upd["severity"] = Severity.INFO
+        out.append(f.model_copy(update=upd))
+    return out

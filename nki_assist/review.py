@@ -246,12 +246,14 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         return [], None
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
-    gpu = opts.gpu_precision or _cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+    # no CUDA kernel: nothing to model on the GPU side (golden files, when given, still are the GPU output)
+    gpu = opts.gpu_precision or (_cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+                                 if spec.cuda_path is not None else None)
     res = run_scenarios(spec, target=target, backend=backend, sizes=opts.sizes, gpu_precision=gpu,
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
                         cancelled=(cancel.is_set if cancel else None))
-    out = [_rebase(f, spec.nki_path, nki_disp) for f in res.findings]
+    out = _with_retile_plan([_rebase(f, spec.nki_path, nki_disp) for f in res.findings], res, target)
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
 
@@ -322,6 +324,27 @@ def _peaks(run, target: Target) -> dict[str, Any] | None:
     return {"status": run.status, **peaks, "instructions": len(run.trace)}
 
 
+def _with_retile_plan(findings: list[Finding], res, target: Target) -> list[Finding]:
+    """SIM104 (SBUF over budget) gets a concrete banding plan computed from the run that overflowed."""
+    over = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.trace
+            and any(f.rule == "SIM104" for f in r.findings)]
+    if not over or not any(f.rule == "SIM104" for f in findings):
+        return findings
+    sr = over[-1]  # the largest size that overflowed: a band that fits it fits the smaller ones
+    plan = perf.plan_sbuf_retile(sr.runs[TRAINIUM.name], target)
+    if plan is None:
+        return findings
+    text = perf.plan_text(plan)
+    evidence = {"retile_plan": {**plan.to_json(), "size": sr.size}}
+    return [f.model_copy(update={"fix": text, "evidence": {**f.evidence, **evidence}}) if f.rule == "SIM104" else f
+            for f in findings]
+
+
+# Simulator errors that mean the kernel does not fit or compile as written (no meaningful time estimate).
+_CANNOT_RUN = frozenset({"SIM101", "SIM102", "SIM104", "SIM105", "SIM106", "SIM119"})
+_ESTIMATES = ("bounds", "estimated_mfu_percent", "hfu_estimated_percent", "mbu_estimated_percent", "roofline", "comparison")
+
+
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                  nki_disp: str) -> list[Finding]:
 
@@ -344,7 +367,16 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
     performance = perf.to_performance(est)
     extra = dict(performance.model_extra or {})
     extra["size"] = sr.size
-    review.performance = Performance(**{**performance.model_dump(exclude=set(extra)), **extra})
+    fields = performance.model_dump(exclude=set(extra))
+    blocker = next((f for f in run.findings if f.rule in _CANNOT_RUN and f.severity.value == "error"), None)
+    if blocker is not None:  # a time for code that cannot allocate or compile would only mislead
+        why = f"not estimated: the kernel cannot run as written ({blocker.rule} at line {blocker.line})"
+        fields.update(estimated_time_us=None, mfu_estimated_percent=None)
+        for key in _ESTIMATES:
+            extra.pop(key, None)
+        extra["label"], extra["not_estimated"] = why, blocker.rule
+        review.notes.append(f"performance: {why}; engine busy times are shown for the code as written")
+    review.performance = Performance(**{**fields, **extra})
     if opts.plots:
         try:
             plots.update(perf.render_plots(est))

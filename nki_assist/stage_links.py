@@ -5,6 +5,9 @@
 - A format-range constant (MIG112) and the NaN/Inf its cast produced (NUM104, whose sanitizer fault sits
   on the MIG112 cast line).
 Linked findings share an evidence `root_cause`, so the drafter writes them as one item.
+- A short K tile (PERF104 with cause `contraction`, from the trace) and the small operand loads it forces
+  (NKI108 on those load lines): the loads get `symptom_of`, so the drafter puts the cause's item first
+  and the load item says what it is a symptom of (they stay two items: NKI108 also groups other DMAs).
 """
 
 from __future__ import annotations
@@ -17,7 +20,26 @@ def _with(f: Finding, **evidence) -> Finding:
 
 
 def link_stages(findings: list[Finding]) -> list[Finding]:
-    return _format_overflow(_redundant_loads(findings))
+    return _contraction_symptoms(_format_overflow(_redundant_loads(findings)))
+
+
+def _contraction_symptoms(findings: list[Finding]) -> list[Finding]:
+    causes = [f for f in findings if f.rule == "PERF104" and f.evidence.get("cause") == "contraction"]
+    if not causes:
+        return findings
+    out = []
+    for f in findings:
+        c = next((c for c in causes if f.rule == "NKI108" and c.file == f.file
+                  and f.line in (c.evidence.get("operand_load_lines") or [])
+                  and f.evidence.get("partitions") == c.evidence.get("median_k")), None)
+        if c is not None:
+            k = c.evidence["median_k"]
+            f = f.model_copy(update={
+                "message": f"{f.message} It moves {k} partitions because the matmul at line {c.line} contracts "
+                           f"{k} rows: a symptom of that K tile (PERF104).",
+                "evidence": {**f.evidence, "symptom_of": {"rule": c.rule, "line": c.line}}})
+        out.append(f)
+    return out
 
 
 def _redundant_loads(findings: list[Finding]) -> list[Finding]:

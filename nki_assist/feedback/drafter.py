@@ -91,11 +91,33 @@ def _texts(f: Finding) -> dict[str, str]:
     return base
 
 
-def _render(f: Finding, field: str, t: Target, n: int) -> str:
-    src = _texts(f).get(field)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_GPU_WORDS = re.compile(r"\bCUDA\b|\bwarps?\b|\bGPU\b")
+
+
+_GPU_ASIDE = re.compile(r"\s*\([^()]*(?:\bCUDA\b|\bGPU\b|\bwarps?\b)[^()]*\)")
+
+
+def without_cuda(text: str) -> str:
+    """The text minus the asides and clauses that talk about a CUDA kernel (for a port reviewed without one)."""
+    out = []
+    for sentence in _SENTENCE.split(_GPU_ASIDE.sub("", text)):
+        if not _GPU_WORDS.search(sentence):
+            out.append(sentence)
+            continue
+        kept = [c for c in sentence.rstrip(".").split("; ") if not _GPU_WORDS.search(c)]
+        if kept:
+            out.append("; ".join(kept).rstrip() + ".")
+    return " ".join(out)
+
+
+def _render(f: Finding, field: str, t: Target, n: int, cuda: bool = True) -> str:
+    texts = _texts(f)
+    src = (None if cuda else texts.get(f"{field}_nocuda")) or texts.get(field)
     if not src:
         return ""
-    return render_text(src, t=t, f=f, ev=f.evidence, n=n)
+    text = render_text(src, t=t, f=f, ev=f.evidence, n=n)
+    return text if cuda else without_cuda(text)
 
 
 def _loc(f: Finding) -> str:
@@ -146,14 +168,15 @@ def _same_advice(a: str, b: str) -> bool:
     return bool(small) and len(small & big) / len(small) >= 0.6
 
 
-def item_for(group: list[Finding], t: Target) -> AssessmentItem:
-    """The drafted item for one group of findings (title, what, why, fix, profiling)."""
+def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentItem:
+    """The drafted item for one group of findings (title, what, why, fix, profiling); `cuda=False` for a port
+    reviewed without a CUDA file (no text about a CUDA kernel that is not there)."""
     primary = _primary(group)
     group = [primary] + [f for f in group if f is not primary]  # the root cause leads, its symptoms follow
     n = len(group)
     cleared = _contradicted(primary) if len(group) == 1 else None
     title = (f"{primary.rule} {primary.name.replace('-', ' ')}: not borne out by the run" if cleared else
-             _render(primary, "title", t, n) or primary.name.replace("-", " ").capitalize())
+             _render(primary, "title", t, n, cuda) or primary.name.replace("-", " ").capitalize())
     locs = [loc for loc in dict.fromkeys(_loc(f) for f in group) if loc]
     if locs:
         title += f" ({', '.join(locs[:3])}{', ...' if len(locs) > 3 else ''})"
@@ -169,7 +192,7 @@ def item_for(group: list[Finding], t: Target) -> AssessmentItem:
 
     whys: list[str] = []
     for f in group:
-        text = f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else _render(f, "why", t, n)
+        text = f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else _render(f, "why", t, n, cuda)
         if text and text not in whys:
             whys.append(text)
     why = " ".join(whys[:MAX_WHY_PARTS]) or taxonomy.category_description(primary.category)
@@ -177,12 +200,12 @@ def item_for(group: list[Finding], t: Target) -> AssessmentItem:
     fixes: list[str] = []
     # a confirmed root cause's fix covers its symptoms; without one, every finding's own fix is listed
     for f in [g for g in group if _lead(g)] or group:
-        text = (f.fix or "").strip() or _render(f, "fix", t, n)
+        text = ((f.fix or "").strip() if cuda else without_cuda((f.fix or "").strip())) or _render(f, "fix", t, n, cuda)
         if text and not any(_same_advice(text, seen) for seen in fixes):
             fixes.append(text)
     fix = " Also: ".join(fixes) if fixes else "See the rule documentation (`nki-assist explain " + primary.rule + "`)."
 
-    profiling = _render(primary, "profiling", t, n)
+    profiling = _render(primary, "profiling", t, n, cuda)
     gains = [(f.est_speedup, f.id) for f in group if f.est_speedup]
     if gains:
         best, fid = max(gains)
@@ -282,11 +305,27 @@ def rubric_scores(review: Review, rubric: Rubric) -> list[RubricScore]:
 # Assessment.
 
 
+def causes_first(groups: list[list[Finding]]) -> list[list[Finding]]:
+    """A group holding the cause another group names (evidence `symptom_of`) moves just before that group."""
+    out = list(groups)
+    for g in list(out):
+        for f in g:
+            ref = f.evidence.get("symptom_of")
+            if not isinstance(ref, dict):
+                continue
+            cause = next((c for c in out if any(x.rule == ref.get("rule") and x.line == ref.get("line")
+                                                 and x.file == f.file for x in c)), None)
+            if cause is not None and cause is not g and out.index(cause) > out.index(g):
+                out.remove(cause)
+                out.insert(out.index(g), cause)
+    return out
+
+
 def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
-    groups = sorted(group_findings(list(review.findings)), key=_group_key)
+    groups = causes_first(sorted(group_findings(list(review.findings)), key=_group_key))
     items = []
     for prio, group in enumerate(groups, 1):
-        item = item_for(group, target)
+        item = item_for(group, target, cuda=review.port.cuda is not None)
         item.priority = prio
         items.append(item)
     verdict = verdict_for(list(review.findings))

@@ -20,7 +20,7 @@ def mechanical_reply(review: Review, rubric: Rubric, target: Target) -> Assessme
     base = draft(review, rubric, target)
     items = []
     for prio, f in enumerate(review.findings, 1):  # F1..Fn are in priority order: errors first
-        drafted = item_for([f], target)
+        drafted = item_for([f], target, cuda=review.port.cuda is not None)
         items.append(ReplyItem(
             finding_ids=[f.id], priority=prio, criterion=f.criterion, severity=f.severity.value,
             title=drafted.title, what=f.message, why=drafted.why, fix=(f.fix or "").strip() or drafted.fix,

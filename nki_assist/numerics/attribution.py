@@ -140,6 +140,13 @@ def _traced_text(loc: Located) -> str:
     return f" The first differing element: {text}." if text else ""
 
 
+def _oob_read(prior, nki_path: str):
+    """The simulator's out-of-bounds read (SIM108) in the kernel file: it reads NaN, the first suspect of a NaN output."""
+    name = nki_path.split("/")[-1]
+    return next((f for f in prior if f.rule == "SIM108" and f.line and f.file
+                 and (f.file == nki_path or f.file.endswith(name))), None)
+
+
 def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kernel_line: int | None,
               cuda_store: tuple[str, int] | None = None) -> list[Finding]:
     """Findings explaining every failing scenario; `prior` are static/migration/simulation findings;
@@ -192,9 +199,12 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
                 order = _nonfinite_order(nan_trn, sr)
                 if sr.size not in tile_ragged:
                     order = _without_tail(order)
-                anchor = unwritten_anchor(origin, prior, nki_path) or _anchor(prior, order, nki_path)
+                oob = _oob_read(prior, nki_path)
+                anchor = unwritten_anchor(origin, prior, nki_path) or oob or _anchor(prior, order, nki_path)
                 uninit = anchor is not None and anchor.category == "uninitialized-read"
-                cause = (f"{unwritten} output elements were never written" if uninit and unwritten else
+                cause = (f"the out-of-bounds read at line {oob.line}, which reads NaN past the tensor's end"
+                         if anchor is oob and oob is not None else
+                         f"{unwritten} output elements were never written" if uninit and unwritten else
                          "output elements no store wrote" if anchor is not None and anchor.rule == "SIM112" else
                          "memory read before it was written" if uninit else "values leaving the dtype's range")
                 fallback = ("Find the statement that first produces a non-finite value (return intermediates as "
@@ -217,9 +227,11 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
         cats = ALGORITHM_CATEGORIES
         if any(s.size not in tile_ragged for s in aligned_fail_fp32):
             cats = _without_tail(cats)
-        if ag is not None and (ag.nan_actual or ag.inf_actual) and not (ag.nan_expected or ag.inf_expected):
+        nonfinite = ag is not None and (ag.nan_actual or ag.inf_actual) and not (ag.nan_expected or ag.inf_expected)
+        if nonfinite:
             cats = _nonfinite_order(ag, sr) + tuple(c for c in cats if c not in NONFINITE_CATEGORIES)
-        anchor = _anchor(prior, cats, nki_path)
+        # NaN the run read past a tensor's end explain a non-finite output before any overflow rule does
+        anchor = (_oob_read(prior, nki_path) if nonfinite else None) or _anchor(prior, cats, nki_path)
         sizes = ", ".join(s.size for s in aligned_fail_fp32)
         loc = _traced(sr, TRAINIUM_FP32.name, ag, nki_path, cuda_store)
         if loc.line is not None and anchor is not None and anchor.category in _UNWRITTEN_CAUSES:

@@ -70,7 +70,7 @@ class SizeResult:
 class NumericsResult:
     sizes: list[SizeResult]
     scenarios: list[str]
-    gpu_precision: str
+    gpu_precision: str | None
     reduction_symbol: str | None
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # kernel/reference findings collected per run
@@ -79,14 +79,20 @@ class NumericsResult:
     cancelled: bool = False
 
 
+_HALO = 16  # widest stencil halo taken for padding, not reduction (a 17x17 window)
+
+
 def reduction_symbol(spec: PortSpec, output_shapes: list[tuple[int, ...]], size: SizeSpec) -> str | None:
     """The size symbol that is reduced over: bound in the inputs but absent from every output dim.
 
-    With several candidates the largest is taken (K of a GEMM is larger than a batch of 1)."""
+    With several candidates the largest is taken (K of a GEMM is larger than a batch of 1). A padded extent
+    (a convolution's H + 2 input rows for H output rows) is a halo, not a reduction: within _HALO of an output
+    dim it is no candidate."""
     b = size.bindings
     out_dims = {d for shape in output_shapes for d in shape}
     used = {s for inp in spec.inputs.values() for s in inp.symbols}
-    cands = [s for s in used if b.get(s) not in out_dims]
+    cands = [s for s in used if b.get(s) not in out_dims
+             and not any(0 < b.get(s, 0) - d <= _HALO for d in out_dims)]
     return max(cands, key=lambda s: b[s]) if cands else None
 
 
@@ -131,15 +137,18 @@ def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> l
 
 
 def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
-                  gpu_precision: str = "float32", stochastic: bool = False, timeout_s: float = 60.0,
+                  gpu_precision: str | None = "float32", stochastic: bool = False, timeout_s: float = 60.0,
                   memory_mb: int = 4096, progress: Progress | None = None,
                   cancelled: Callable[[], bool] | None = None) -> NumericsResult:
-    """Run every scenario on every selected size; never raises for anything user code does."""
+    """Run every scenario on every selected size; never raises for anything user code does.
+
+    `gpu_precision=None` (a port with no CUDA kernel) models no GPU output: gpu-model runs only from golden files."""
     t0 = time.perf_counter()
     chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
     scen = [s.name for s in kernel_scenarios(stochastic=stochastic)]
     rtol, atol = spec.tolerance.rtol, spec.tolerance.atol
-    result = NumericsResult([], [REFERENCE, *scen, GPU_MODEL.name], gpu_precision, None)
+    models_gpu = gpu_precision is not None or spec.golden is not None
+    result = NumericsResult([], [REFERENCE, *scen, *([GPU_MODEL.name] if models_gpu else [])], gpu_precision, None)
     steps = len(chosen) * (len(scen) + 2)
     step = 0
 
@@ -202,7 +211,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             sr.gpu_model, sr.gpu_model_source = golden, "golden"
         elif batch and batch.get(GPU_MODEL.name) is not None:  # the batch models the GPU only without golden
             sr.gpu_model, sr.gpu_model_source = batch[GPU_MODEL.name], f"reference@{gpu_precision}"
-        elif ref.ok:
+        elif ref.ok and gpu_precision is not None:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
@@ -320,7 +329,7 @@ def _batch_ok(value: Any, scen: list[str]) -> bool:
 
 
 def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
-           gpu_precision: str, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
+           gpu_precision: str | None, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
     """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
 
     if not isinstance(backend, BuiltinBackend) or not jobs:

@@ -270,6 +270,15 @@ def _module(root, ex: Extractor, env: Env, nf: NkiFile):
             v = ex.folder.fold(right, env)
             if v is not None:
                 env.values[ex.text(left)] = v
+        elif (left is not None and left.type in ("pattern_list", "tuple_pattern", "list_pattern")
+              and right.type in ("expression_list", "tuple", "list")
+              and len(left.named_children) == len(right.named_children)):
+            # BM, BN, BK = 128, 64, 32: the same constants as three assignments
+            for t, r in zip(left.named_children, right.named_children):
+                if t.type == "identifier" and counts.get(ex.text(t)) == 1:
+                    v = ex.folder.fold(r, env)
+                    if v is not None:
+                        env.values[ex.text(t)] = v
         # kernel = nki.jit(fn)
         if right.type == "call":
             d = ex.folder.dotted(right.child_by_field_name("function"))

@@ -18,10 +18,12 @@ from .findings import perf_findings
 from .model import PerfEstimate, estimate
 from .plots import render_plots
 from .profile import ProfileError, ProfileSummary, load_profile, merge_profile, profile_findings
+from .retile import RetilePlan, plan_sbuf_retile, plan_text
 
 __all__ = [
     "PerfEstimate", "ProfileError", "ProfileSummary", "estimate", "load_profile", "merge_profile",
-    "perf_findings", "profile_findings", "render_plots", "to_performance",
+    "perf_findings", "plan_sbuf_retile", "plan_text", "profile_findings", "render_plots", "RetilePlan",
+    "to_performance",
 ]
 
 

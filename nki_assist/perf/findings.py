@@ -208,8 +208,67 @@ def _partition_underutilized(est: PerfEstimate, target: Target, file: str | None
     })
 
 
-def _tensor_underutilized(est: PerfEstimate, target: Target, file: str | None) -> Finding | None:
+def _operand_loads_of_k(run: RunResult, k: int) -> set[int]:
+    """Loads whose destination is a matmul operand with `k` partitions: the DMAs a K tile of k rows forces."""
+    keys = set()
+    for e in run.trace:
+        if e.engine == "tensor" and e.op == "nc_matmul" and not e.extra.get("is_transpose"):
+            keys.update((o.shape, o.dtype, o.name) for o in e.srcs if o.partitions == k)
+    return {e.seq for e in run.trace if e.engine == "dma" and e.direction == "load" and e.dst is not None
+            and e.dst.partitions == k and (e.dst.shape, e.dst.dtype, e.dst.name) in keys}
+
+
+def _narrow_contraction(est: PerfEstimate, target: Target, file: str | None, run: RunResult,
+                        mm: list[InstrCost]) -> Finding | None:
+    """The Tensor Engine is not busy, but its short K tile is the cause of the DMA time: each operand load
+    moves only K partitions, so a 128-row K tile would make those loads 128/K times fewer and larger."""
+    ks = sorted(c.k for c in mm)
+    k = ks[len(ks) // 2]
+    if not k or k >= target.contraction_max:
+        return None
+    loads = _operand_loads_of_k(run, k)
+    dma = [c for c in est.costs if c.seq in loads and c.seconds > 0]
+    load_t = sum(c.seconds for c in dma)
+    if not dma or load_t < 0.25 * est.estimated_time_s:
+        return None
+    grow = k / target.contraction_max
+    setup = access_setup_cycles(target) / target.tensor_clock_hz
+    peak = target.peak_bf16_flops
+    changed = {c.seq: replace(c, seconds=c.payload_seconds + (c.seconds - c.payload_seconds) * grow) for c in dma}
+    for c in mm:
+        ideal = c.flops / (peak / (4 if c.fp32 else 1)) + setup
+        changed[c.seq] = replace(c, seconds=min(c.seconds, ideal), work_seconds=min(c.work_seconds, ideal))
+    sp = _speedup(est, changed)
+    if sp < MIN_SPEEDUP:
+        return None
+    ns = sorted(c.n for c in mm)
+    n_med = ns[len(ns) // 2]
+    line, related = _top_line(mm)
+    share = 100 * load_t / est.estimated_time_s
+    msg = (f"{len(mm)} matmuls contract {k} of {target.contraction_max} rows (moving free {n_med}); the operand "
+           f"loads this K tile forces ({len(dma)} DMAs of {k} partitions) take {share:.0f}% of the kernel's time. "
+           f"128-row K tiles would make them {1 / grow:.0f}x fewer and {1 / grow:.0f}x larger: up to {sp:.2f}x "
+           "faster (estimate). The small DMAs are a symptom of the K tile.")
+    return _make("PERF104", est, message=msg, speedup=sp, line=line, related=related, file=file, evidence={
+        "focus_metric": "contraction_rows", "value": k, "median_k": k, "median_n": n_med, "matmuls": len(mm),
+        "operand_loads": len(dma), "operand_load_share_percent": round(share, 1),
+        "operand_load_lines": sorted({c.line for c in dma if c.line}), "cause": "contraction",
+        "confirm_with": {"metric": "dma_active_time_percent", "direction": "decrease",
+                         "also": "average_dma_size grows by the K ratio; matmul count drops by the same factor"},
+    })
+
+
+def _tensor_underutilized(est: PerfEstimate, target: Target, file: str | None,
+                          run: RunResult | None = None) -> Finding | None:
     mm = [c for c in est.costs if c.engine == "tensor" and not c.is_transpose and c.seconds > 0]
+    busy = _busy_underuse(est, target, file, mm)
+    if busy is None and mm and run is not None:
+        return _narrow_contraction(est, target, file, run, mm)
+    return busy
+
+
+def _busy_underuse(est: PerfEstimate, target: Target, file: str | None, mm: list[InstrCost]) -> Finding | None:
+    """The Tensor Engine carries a fifth of the time or more at under half its peak."""
     mm_t = sum(c.seconds for c in mm)
     if not mm or mm_t < 0.2 * est.estimated_time_s:
         return None
@@ -355,6 +414,46 @@ def _engine_imbalance(est: PerfEstimate, file: str | None) -> Finding | None:
     })
 
 
+def _psum_evictions(est: PerfEstimate, run: RunResult, target: Target, file: str | None) -> Finding | None:
+    """VectorE busier than TensorE because it copies PSUM out slice by slice (a [128, 64] eviction per
+    matmul block): the engine timeline shows the imbalance; full-bank evictions and ScalarE share the work."""
+    vec, ten = est.busy_s.get("vector", 0.0), est.busy_s.get("tensor", 0.0)
+    if ten <= 0 or vec < 2 * ten or vec < 0.25 * est.estimated_time_s:
+        return None
+    ev_seqs = {e.seq for e in run.trace if e.engine == "vector" and e.srcs and e.srcs[0].buffer == "psum"
+               and e.dst is not None and e.dst.buffer == "sbuf"}
+    ev = [c for c in est.costs if c.seq in ev_seqs and c.seconds > 0]
+    ev_t = sum(c.seconds for c in ev)
+    if not ev or ev_t < 0.5 * vec:
+        return None
+    frees = sorted(c.free for c in ev)
+    free = frees[len(frees) // 2]
+    bank = target.psum_bank_bytes // 4  # fp32 elements in one bank per partition
+    merge = min(1.0, free / bank) if free else 1.0
+    changed = {c.seq: replace(c, seconds=c.work_seconds + (c.seconds - c.work_seconds) * merge) for c in ev}
+    left = sum(x.seconds for x in changed.values())
+    half = max(0.0, min(left / 2, (vec - ev_t + left - ten) / 2))  # hand part of what remains to ScalarE
+    if half > 0:
+        keep = 1 - half / left
+        changed = {k: scaled(c, keep) for k, c in changed.items()}
+    ghost = InstrCost(seq=-1, engine="scalar", op="moved", line=None, seconds=half, work_seconds=half)
+    sp = _speedup(est, changed, [ghost] if half > 0 else [])
+    if sp < MIN_SPEEDUP:
+        return None
+    line, related = _top_line(ev)
+    change = (f"Evicting whole PSUM banks ({bank} fp32 columns) and moving part of the copies to ScalarE"
+              if free < bank else "Moving part of the copies to ScalarE")
+    msg = (f"vector is busy {vec * 1e6:.1f} us while tensor is busy {ten * 1e6:.1f} us ({vec / ten:.1f}x): "
+           f"{len(ev)} PSUM evictions of {free} columns take {ev_t * 1e6:.1f} us of it. {change} "
+           f"(nisa.activation with a copy, alternating with VectorE) could be up to {sp:.2f}x faster (estimate).")
+    return _make("PERF108", est, message=msg, speedup=sp, line=line, related=related, file=file, evidence={
+        "focus_metric": "busy_ratio", "value": round(vec / ten, 2), "engine": "vector", "idle_engine": "tensor",
+        "evictions": len(ev), "eviction_free": free, "eviction_us": round(ev_t * 1e6, 3), "cause": "psum-eviction",
+        "confirm_with": {"metric": "vector_engine_active_time_percent",
+                         "direction": "decrease while tensor_engine_active_time_percent increases"},
+    })
+
+
 def _dma_transpose(est: PerfEstimate, target: Target, file: str | None) -> Finding | None:
     dma = [c for c in est.costs if c.engine == "dma"]
     tr = [c for c in dma if c.dma_transpose]
@@ -420,7 +519,7 @@ def partition_underutilized(i: _Inputs) -> Finding | None:
 
 @CHECKS.register("PERF104")
 def tensor_underutilized(i: _Inputs) -> Finding | None:
-    return _tensor_underutilized(i.est, i.target, i.file)
+    return _tensor_underutilized(i.est, i.target, i.file, i.run)
 
 
 @CHECKS.register("PERF105")
@@ -440,7 +539,7 @@ def transpose_overhead(i: _Inputs) -> Finding | None:
 
 @CHECKS.register("PERF108")
 def engine_imbalance(i: _Inputs) -> Finding | None:
-    return _engine_imbalance(i.est, i.file)
+    return _engine_imbalance(i.est, i.file) or _psum_evictions(i.est, i.run, i.target, i.file)
 
 
 @CHECKS.register("PERF109")

@@ -10,29 +10,51 @@ from .nki_common import allocation_of, check, defined_outside, emit, fresh_in_lo
 
 _MAX_APIS = {"nl.max", "nisa.max8", "nl.amax", "nl.reduce_max"}
 _ACT_APIS = {"nisa.activation", "nisa.activation_reduce"}
+_SIG_BITS = {"bfloat16": 8, "float16": 11, "float8_e4m3": 4, "float8_e4m3fn": 4, "float8_e5m2": 3}  # incl. the implicit bit
 
 
 @check("NKI401")
 def low_precision_acc(nf: NkiFile, t: Target):
     for k in nf.kernels:
         for w in k.assignments:
-            if not w.loops or not reads_self(w):
-                continue
-            if not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub")):
+            if not w.loops:
                 continue
             a = allocation_of(k, w.name, w.line)
-            if a is None or a.dtype not in LOW_PRECISION_FLOATS or a.buffer not in ("sbuf", "unknown"):
+            if a is None or a.dtype not in LOW_PRECISION_FLOATS:
+                continue
+            # a matmul whose destination is a bf16 PSUM tile accumulates there however it is written
+            # (`nisa.nc_matmul(dst=acc, ...)` reads nothing): each accumulate rounds to the tile's dtype
+            psum_mm = a.buffer == "psum" and w.value_kind == "matmul" and (w.op in ("+=", "call"))
+            if not psum_mm and (not reads_self(w) or not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub"))
+                                or a.buffer not in ("sbuf", "unknown")):
                 continue
             for lp in reversed(w.loops):
                 if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
+                if psum_mm:
+                    yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                               f"`{w.name}` ({a.dtype}, PSUM, line {a.line}) is the accumulating matmul destination "
+                               f"across {loop_label(lp)}: the Tensor Engine adds in fp32 but rounds the sum to "
+                               f"{a.dtype} on every write, so each K tile's partial sum is rounded"
+                               + (f" to {_SIG_BITS[a.dtype]} significant bits" if a.dtype in _SIG_BITS else "") + ".",
+                               {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
+                                "allocation_line": a.line, "matmul": True, "buffer": "psum"},
+                               fix=f"Allocate `{w.name}` as an nl.float32 PSUM tile (one 2 KiB bank holds 512 fp32 "
+                                   f"columns) and cast to {a.dtype} once when evicting it after the loop.")
+                    break
+                matmul = w.value_kind == "matmul"
                 yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
-                           f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates across {loop_label(lp)}: "
-                           f"every add rounds the running sum to {a.dtype} (8 significant bits for bfloat16).",
+                           f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates "
+                           + ("matmul results " if matmul else "")
+                           + f"across {loop_label(lp)}: every add rounds the running sum to {a.dtype}"
+                           + (f" ({_SIG_BITS[a.dtype]} significant bits)" if a.dtype in _SIG_BITS else "") + ".",
                            {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
-                            "allocation_line": a.line},
-                           fix=f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} "
-                               "once after the loop.")
+                            "allocation_line": a.line, "matmul": matmul},
+                           fix=(f"Accumulate across the K loop in PSUM: allocate `{w.name}` with buffer=nl.psum and "
+                                f"dtype=nl.float32 (the Tensor Engine adds into fp32 PSUM as it multiplies, with "
+                                f"no Vector Engine add per K tile), then copy it to {a.dtype} once after the loop."
+                                if matmul else
+                                f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} once after the loop."))
                 break
 
 
@@ -70,11 +92,40 @@ def exp_overflow(nf: NkiFile, t: Target):
                            {"api": c.api, "operand": arg, "scale": scale, "overflow_threshold_fp32": 88.72},
                            severity=Severity.INFO, fix=_exp_fix(k, c, arg), confidence="low")
                 continue
+            run = _running_sum(k, data.name if data is not None else None, c.line)
+            if run is not None:  # the argument grows with the loop: overflow is a matter of trip count
+                yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
+                           f"`{c.api}` exponentiates `{arg}`, a running sum over {loop_label(run)}: its range "
+                           "grows with the trip count, so exp overflows float32 once the sum passes 88.7 "
+                           "(bfloat16 too), giving inf and then NaN.",
+                           {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72, "cumulative": True,
+                            "loop_line": run.line, "trip_count": run.trip_count},
+                           fix=f"Keep the exponent bounded across {loop_label(run)}: subtract a running max (rescale "
+                               "the earlier terms when it grows, as online softmax does), or carry the product "
+                               "exp(a)·exp(b) of per-step factors instead of exp of the sum.",
+                           confidence="high")
+                continue
             yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
                        f"`{c.api}` exponentiates `{arg}` with no max reduction before it in `{k.name}`: "
                        "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
                        {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
                        fix=_exp_fix(k, c, arg), confidence="medium")
+
+
+def _running_sum(k, name: str | None, line: int):
+    """The loop over which `name` accumulates (`name += x` or an add whose destination is also an input),
+    when the exp at `line` is inside it or after it; None otherwise."""
+    if not name:
+        return None
+    for w in k.assignments:
+        if w.name != name or not w.loops or not reads_self(w):
+            continue
+        if not (w.op in ("+=", "-=") or w.value_kind in ("add", "sub")):
+            continue
+        for lp in reversed(w.loops):
+            if defined_outside(k, name, lp) and lp.line <= line:
+                return lp
+    return None
 
 
 def _number(text: str) -> float | None:

@@ -8,7 +8,8 @@ from functools import partial
 from ..findings import Finding, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from . import nki_api_idioms, nki_api_surface, nki_dialect, nki_memory, nki_migration, nki_numerics, nki_tails, nki_utilization, nki_windows  # noqa: F401,E501
+from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_loopvars, nki_memory,  # noqa: F401
+               nki_migration, nki_numerics, nki_reductions, nki_tails, nki_utilization, nki_windows)
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 

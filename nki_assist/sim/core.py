@@ -175,7 +175,7 @@ def check_lowp_acc(ctx, dst: Tensor, alu, src_storages, line, depth) -> None:
             return
         ctx.report("SIM116", line,
                    f"running sum accumulated in {st.dt.name} {st.name or st.buffer + ' tile'}{list(st.shape)} "
-                   f"inside a loop: each add rounds to {st.dt.name} (8 mantissa bits for bfloat16), so the "
+                   f"inside a loop: each add rounds to {st.dt.name} (bfloat16 keeps 8 significant bits, one of them implicit), so the "
                    f"sum drifts and small terms vanish.",
                    tensor=st.name, dtype=st.dt.name, shape=list(st.shape))
 
@@ -349,9 +349,10 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
     ctx, line, depth = ctx_site()
     on_chip_operand(ctx, line, op_label, x)
     axes = _axes(axis, len(x.shape))
-    if 0 in axes and len(x.shape) > 1:
-        ctx.report("SIM115", line, f"{op_label} over axis 0 (the partition axis): Vector Engine reductions run "
-                   "along free axes only; transpose first or matmul with a ones vector.", api=op_label)
+    if 0 in axes and len(x.shape) > 1 and x.shape[0] > 1:
+        ctx.report("SIM119", line, f"{op_label} over axis 0 (the partition axis) of a {list(x.shape)} tile: "
+                   "Vector Engine reductions run along free axes only, so this does not compile; matmul with a "
+                   "ones vector (or transpose first).", api=op_label, shape=list(x.shape), axis=list(axes))
     m = tile_mask(mask, x.shape) if mask is not None else None
     with unwritten.collect() as poison:
         v = fvals(x, m, line)
@@ -468,7 +469,7 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, *, dst=None, revers
     """(data op0 operand0) op1 operand1, operand1 a tensor."""
     ctx, line, depth = ctx_site()
     v = fvals(data, None, line)
-    o0 = operand_value(operand0, None, line)
+    o0 = palign(operand_value(operand0, None, line), v)[0]  # a [P, 1] scalar column against an N-D tile
     n0, n1 = opname(op0), opname(op1)
     r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
     o1 = fvals(operand1, None, line)

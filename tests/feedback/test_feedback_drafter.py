@@ -173,3 +173,17 @@ def test_an_item_states_the_same_advice_once():
           fix="Hoist loads out of loops that do not index them.")
     item = item_for(prioritize([a, b, c]), get_target("trn2"))
     assert item.fix.count("2 KiB") == 1 and "Hoist loads" in item.fix
+
+
+def test_deprecated_but_accepted_alias_is_not_called_rejected():
+    """NKI502 (an alias the compiler still accepts) gets its own text, not the deprecated-api 'rejects' rationale;
+    a removed API (NKI501) keeps it."""
+    alias = f(rule="NKI502", name="deprecated-loop-iterator", category="deprecated-api", severity="info", line=12,
+              message="`nl.affine_range` is a deprecated alias of `range` in new NKI.")
+    removed = f(rule="NKI501", name="removed-api-in-new-nki", category="deprecated-api", severity="error", line=20,
+                message="`nl.arange` was removed from new NKI.")
+    items = {it.finding_ids[0]: it for it in draft_assessment(review([alias, removed])).items}
+    by_rule = {fd.rule: fd.id for fd in prioritize([alias, removed])}
+    a, r = items[by_rule["NKI502"]], items[by_rule["NKI501"]]
+    assert "rejects" not in a.title and "compile error" not in a.why and "still accepts" in a.why
+    assert r.title.startswith("API the target toolchain rejects") and "compile error" in r.why

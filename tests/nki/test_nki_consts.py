@@ -171,3 +171,16 @@ for j in nl.affine_range(4):
     assert res["psum_banks"] == 1 + 2 * 2  # p2: 2 blocks x ceil(3072 / 2048) banks
     assert res["psum_bytes_per_partition"] == 2048 + 6144
     assert res["sbuf_percent"] == round(100 * 20480 / 212728, 1)
+
+
+def test_module_tuple_unpacking_binds_like_separate_assignments():
+    # `BM, BN, BK = 128, 512, 32` on one line must give the same facts as three lines (issue 29)
+    body = "t = nl.ndarray((BK, BN), dtype=nl.float32, buffer=nl.sbuf)\nu = nl.ndarray((BM, BK), dtype=nl.float32)"
+    one = kernel(body, prelude="BM, BN, BK = 128, 512, 32\n")
+    three = kernel(body, prelude="BM = 128\nBN = 512\nBK = 32\n")
+    assert [a.shape for a in one.allocations] == [a.shape for a in three.allocations] == [(32, 512), (128, 32)]
+    # a name bound twice stays a symbol either way; a starred or unequal unpack binds nothing
+    twice = kernel("t = nl.ndarray((BK, 8), dtype=nl.float32)", prelude="BM, BK = 128, 32\nBK = 64\n")
+    assert twice.allocations[0].shape[0] != 32 and twice.allocations[0].shape[0] != 64
+    uneven = kernel("t = nl.ndarray((BK, 8), dtype=nl.float32)", prelude="BM, BK = (128, 32, 4)[:2]\n")
+    assert uneven.allocations[0].shape[0] != 32

@@ -142,6 +142,16 @@ def test_reduction_symbol_and_gpu_model_cast():
         bindings = {"K": 1024, "M": 128, "N": 512}
 
     assert reduction_symbol(Spec, [(128, 512)], Size) == "K"
+
+    class Conv:  # a padded feature map: HP = H + 2 input rows give H output rows, nothing is reduced over HP
+        inputs = {"x": Spec.I(["HP", "WP"]), "w": Spec.I([])}
+
+    class ConvSize:
+        bindings = {"HP": 172, "WP": 172}
+
+    assert reduction_symbol(Conv, [(128, 170, 170)], ConvSize) is None
+    ConvSize.bindings = {"HP": 172, "WP": 300}  # WP is 130 wider than any output dim: a reduced axis
+    assert reduction_symbol(Conv, [(128, 170)], ConvSize) == "WP"
     x = np.array([1.0 + 2**-12], dtype=np.float64)
     assert gpu_model_args([x], "float32")[0].dtype == np.float32
     assert gpu_model_args([x], "tf32")[0][0] == np.float32(1.0)  # 10 mantissa bits drop 2^-12

@@ -133,3 +133,16 @@ def test_repeated_violation_is_one_finding_with_a_count():
                      target=get_target("trn2"))
     (f,) = res.findings
     assert f.rule == "SIM101" and f.evidence["occurrences"] == 4 and f.evidence["partitions"] == 256
+
+
+@pytest.mark.parametrize("name", ["defect_partition_reduce.py", "new_partition_reduce.py"])
+def test_partition_axis_reduction_is_an_error_and_the_ones_matmul_is_clean(name):
+    x = rng.standard_normal((128, 512)).astype(F32)
+    bad = run_kernel(fixture(name), None, [x], target=get_target("trn2"))
+    assert sorted((f.rule, f.line) for f in bad.findings) == expected_markers(name)
+    (f,) = bad.findings
+    assert (f.rule, f.severity.value, f.category) == ("SIM119", "error", "unsupported-construct")
+    assert f.evidence["axis"] == [0] and f.evidence["shape"] == [128, 512]
+    good = run_kernel(fixture("ones_matmul_col_sums.py"), None, [x], target=get_target("trn2"))
+    assert good.status == "ok" and good.findings == []
+    assert np.allclose(good.outputs[0], x.sum(axis=0, keepdims=True), rtol=1e-4, atol=1e-4)

@@ -291,6 +291,93 @@ for k in nl.affine_range(8):
 ## Fix
 Use `nl.sequential_range` for loops with a carried dependency, or accumulate matmuls in a PSUM tile with `+=`.
 """),
+    RuleSpec("NKI210", "partition-axis-reduction", "unsupported-construct", E,
+             "A Vector Engine reduction (nl.sum/max/min/mean/..., nisa.tensor_reduce) over axis 0, the partition "
+             "axis: the engines reduce along free axes only, so the kernel does not compile.",
+             fix="Contract the partition axis on the Tensor Engine: matmul with a ones vector into PSUM, or "
+                 "transpose first and reduce along the free axis.",
+             doc="""\
+## What it finds
+A reduction call whose `axis` (keyword or positional) is the literal `0`, or a tuple/list containing
+`0`, on an on-chip tile that has more than one partition: `nl.sum`, `nl.max`, `nl.min`, `nl.mean`,
+`nl.prod`, `nl.all`, `nl.any`, `nl.var`, `nisa.tensor_reduce`. The simulator reports the same
+construct at run time as SIM119.
+
+## Why it matters on Trainium
+The Vector Engine has one lane per partition and reduces along the free axes of each lane; it cannot
+combine lanes (`nki.isa.tensor_reduce`: free axes only, never the partition axis). The compiler
+rejects the call: this is a construct the hardware cannot execute, not a slow path. CUDA code that
+sums a column with a block-wide tree has no one-instruction equivalent on a NeuronCore.
+
+## Example
+```python
+t = nl.load(x[0:128, 0:512])
+col = nl.sum(t, axis=0, keepdims=True)       # sums across the 128 partitions
+```
+
+## Fix
+Use the Tensor Engine, which contracts over the partition axis natively:
+`nl.matmul(ones, t, transpose_x=True)` with `ones = nl.full((128, 1), 1.0, dtype=nl.float32)` gives
+the [1, 512] column sums in fp32 PSUM. For max/min, transpose 128x128 blocks (`nisa.nc_transpose`) and
+reduce along the free axis.
+"""),
+    RuleSpec("NKI211", "tile-constant-on-wrong-axis", "indexing-error", W,
+             "A tile-size constant the kernel uses for one axis (TILE_K for K) offsets or sizes another axis "
+             "(M): correct only while the two constants are equal.",
+             fix="Use the tile constant of the axis being indexed (TILE_M for the M axis).",
+             doc="""\
+## What it finds
+Tile-size constants take their role from the kernel itself: the trip counts and asserts that divide an
+axis symbol by them (`M // TILE_M`, `assert K % BLOCK_K == 0`) and the HBM slices they offset
+(`lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:...]` with `K, M = lhsT.shape`). A constant whose uses agree
+(at least two, and 60% of them, on one axis) has that axis. The rule reports:
+- an HBM tensor slice whose axis is one symbol but whose index uses a constant of another axis
+  (`result[(TILES_IN_BLOCK_M * m + bm) * TILE_K + i.p, ...]` where result's axis 0 is M);
+- a tile loaded from an HBM slice whose free size is a constant of another axis than the one the load
+  reads there (`lhsT_tiles = nl.ndarray((K // TILE_K, nl.par_dim(TILE_K), TILE_N))` filled from
+  `lhsT[..., m * TILE_M:(m + 1) * TILE_M]`).
+
+## Why it matters on Trainium
+Tile sizes are often equal in the sizes a kernel is written and tested at (TILE_K == TILE_M == 128), so
+neither a run nor a shape check sees the mix-up; the first caller that changes one tile size (a 64-row M
+tile, a smaller K step for SBUF room) gets rows written at the wrong offsets or tiles of the wrong width.
+AWS's matmul tutorial shipped both forms and fixed them (nki-samples b2be1a5, 5480d25).
+
+## Example
+```python
+nl.store(result[(TILES_IN_BLOCK_M * m + bm) * TILE_K + i.p, BLOCK_N * n + i.x], value=packed)
+```
+
+## Fix
+Use the constant of the axis being indexed (`TILE_M` for result's rows); size tiles by the axis they hold.
+"""),
+    RuleSpec("NKI212", "loop-variable-after-loop", "indexing-error", W,
+             "A loop variable is read after its loop has ended (`k` where the enclosing loop's `m` was meant).",
+             fix="Use the variable of the loop the statement is in, or compute the value explicitly.",
+             doc="""\
+## What it finds
+A name bound by a `for` loop inside a kernel that a later statement of the same block reads before
+assigning it again: `for k in nl.affine_range(...): ...` followed by `x[k * 128:...]` outside that loop.
+Reads inside a later loop that rebinds the name, and reads after the name is assigned again, are not
+reported.
+
+## Why it matters on Trainium
+An `nl.affine_range`/`sequential_range` index has no value outside its loop; a Python `range` variable
+keeps its last value, which in a kernel is almost always the wrong tile (`k` where the enclosing loop's `m`
+was meant). The kernel still traces and runs, and only the rows it misplaces show the mistake, often
+explained as a tail problem.
+
+## Example
+```python
+for m in nl.affine_range(M // 128):
+    for k in nl.affine_range(K // 128):
+        ...
+    nl.store(out[k * 128:(k + 1) * 128, :], value=res)   # `m` was meant
+```
+
+## Fix
+Index with the variable of the loop the statement is in.
+"""),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", W,
              "A kernel parameter is never read.",
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
@@ -473,6 +560,9 @@ Cast the operands to bfloat16 (or fp8 with scaling) when loading them; keep the 
              doc="""\
 ## What it finds
 A bfloat16/float16/fp8 SBUF tile that is defined before a loop and accumulates a sum in it (`acc += x`, `nisa.tensor_tensor(dst=acc, data1=acc, ..., op=nl.add)`).
+Also a bfloat16/float16 PSUM tile defined before a loop that is the accumulating matmul destination in it
+(`nisa.nc_matmul(dst=acc, ...)` or `acc += nl.matmul(...)`): the Tensor Engine adds in fp32 but rounds the
+sum to the tile's dtype on every write, so each K tile's partial sum is rounded.
 
 ## Why it matters on Trainium
 Vector and Scalar engines compute in fp32 but round the result to the destination dtype on every write. A bf16 running sum keeps 8 significant bits: after a few hundred additions, small terms stop changing it at all. CUDA kernels typically accumulate in fp32 registers.
@@ -485,7 +575,10 @@ for k in nl.sequential_range(16):
 ```
 
 ## Fix
-Accumulate in a float32 tile (or in PSUM) and convert to bf16 once after the loop.
+When the running sum adds matmul results (a K loop), accumulate in PSUM: allocate the accumulator with
+`buffer=nl.psum, dtype=nl.float32`; the Tensor Engine adds into fp32 PSUM as it multiplies, which also
+removes a Vector Engine add per K tile. Copy it to bf16 once after the loop. For other sums, accumulate
+in a float32 SBUF tile and convert to bf16 once after the loop.
 """),
     RuleSpec("NKI402", "exp-without-max-subtraction", "overflow-risk", W,
              "exp() of data with no preceding max reduction: large inputs overflow to inf.",
@@ -493,6 +586,9 @@ Accumulate in a float32 tile (or in PSUM) and convert to bf16 once after the loo
              doc="""\
 ## What it finds
 `nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check.
+When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
+`tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
+grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
 
 ## Why it matters on Trainium
 exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.

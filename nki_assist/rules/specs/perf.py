@@ -118,6 +118,12 @@ Matmuls that reach under half of TensorE peak while the Tensor Engine is busy, b
 (K on partitions), the stationary free size (M) or the moving free size (N) is short. The message names
 the median sizes against 128/128/512 and the speedup of full tiles.
 
+It also fires when the Tensor Engine is *not* busy but its short K tile is why the kernel is slow: the
+loads that feed the matmul operands move only K partitions each, and those loads take at least a quarter
+of the kernel's time (evidence `cause = "contraction"`, `operand_load_lines`). The speedup then counts
+both the matmuls and the operand DMAs a 128-row K tile makes 128/K times fewer; the small-DMA findings
+on those load lines (NKI108) are marked as its symptoms and the review puts this cause first.
+
 ## Why it matters on Trainium
 A matmul pass costs `max(min(64, M), N)` PE cycles whatever K is, so a 32-row contraction uses a quarter
 of the 128x128 array for the same time. Moving sizes under 64 hit the 64-cycle initiation floor. Peak
@@ -227,6 +233,13 @@ outside the hot loop. Confirm on hardware: `transpose_flops` drops under 10% and
 A compute-bound kernel whose busiest engine (Vector, Scalar or GpSimd) is at least twice as busy as
 another of them, while at least 10% of its time is in work another engine can do (copies, tensor_scalar,
 activation, memset). The speedup assumes that work is split evenly.
+
+It also compares VectorE with TensorE on the engine timeline: when VectorE is at least twice as busy
+as TensorE (and carries a quarter of the kernel's time) and most of that is copying PSUM out to SBUF,
+the finding names the evictions (`cause = "psum-eviction"`, their count and width). Evicting one
+whole PSUM bank (512 fp32 columns) instead of a narrow slice per matmul pays the fixed per-instruction
+cost once per bank, and alternating evictions with ScalarE (`nisa.activation` with a copy) halves what
+is left on VectorE.
 
 ## Why it matters on Trainium
 The four engines run independent instruction streams in parallel. A kernel that puts all PSUM evictions

@@ -369,6 +369,34 @@ for n in range((N - 512) // 448 + 1):
 Give every store its own region: step each offset by the extent it writes (`n * 512`), or store only
 the columns a window owns (`n * 448 : n * 448 + 448`), and check the offsets of tail/epilogue stores.
 """),
+    _sim("SIM119", "sim-partition-axis-reduction", "unsupported-construct", _E,
+         "A Vector Engine reduction runs over axis 0, the partition axis: the engines reduce along free "
+         "axes only, so the kernel does not compile as written.",
+         "Reduce across partitions on the Tensor Engine: matmul with a ones vector (lhsT = ones[P, 1], "
+         "rhs = the tile) into PSUM, or transpose the tile first and reduce along the free axis.",
+             doc="""\
+## What it finds
+`nl.sum`/`nl.max`/`nl.mean`/`nisa.tensor_reduce` (and the other reductions) called with `axis=0`
+(or a tuple containing 0) on a tile with more than one dimension, seen while the kernel runs.
+
+## Why it matters on Trainium
+The Vector Engine has one lane per partition; a reduction combines elements along the free axes of
+each lane and cannot combine lanes (nki.isa `tensor_reduce`: "free axes only", never the partition
+axis). The NKI compiler rejects the call, so this is an error, not a performance note. The simulator
+still computes the intended sum so the rest of the run can be judged.
+
+## Example
+```python
+col_sums = nl.sum(t, axis=0)          # t is [128, 512]: sums across partitions
+```
+
+## Fix
+Contract over the partition axis on the Tensor Engine, which is what it does natively:
+`nl.matmul(ones[128, 1], t, transpose_x=True)` (or `nisa.nc_matmul(ones, t)`) accumulates the 128
+rows into a [1, 512] PSUM tile in fp32. For a max/min, transpose 128x128 blocks first
+(`nisa.nc_transpose`) and reduce along the free axis; `nisa.tensor_partition_reduce` (GpSimd) is
+the slow fallback.
+"""),
     _sim("SIM113", "sim-kernel-shape-error", "indexing-error", _E,
          "The kernel stopped on a shape, broadcast or index error while running.",
          "Make operand shapes agree (partition counts, free sizes, element counts of DMA copies).",
@@ -473,7 +501,7 @@ A running sum is accumulated in a bf16/fp16/fp8 tile inside a loop: the tile is 
 destination of an add in each iteration.
 
 ## Why it matters on Trainium
-Each add rounds the sum to 8 mantissa bits (bf16); once the sum is large, small terms vanish and the
+Each add rounds the sum to bf16's 8 significant bits (one of them implicit); once the sum is large, small terms vanish and the
 error grows with the trip count. CUDA code usually accumulates in fp32 registers, so the port loses
 accuracy that the original had.
 

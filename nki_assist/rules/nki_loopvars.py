@@ -1,0 +1,91 @@
+"""A loop variable read after its loop has ended (NKI212): `k` where `m` was meant.
+
+Python keeps a `for` variable's last value after the loop; in a kernel that is almost never what the code
+means (for `nl.affine_range` loops the index has no defined value outside the loop at all), and the wrong
+name only shows at run time, on the rows it misplaces. Reads inside a later loop that rebinds the name, or
+after the name is assigned again, are not reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from ..hardware import Target
+from ..parse.nki_model import NkiFile
+from ..parse.pyast import dotted_name
+from .nki_common import check, emit
+
+_NKI_RANGES = ("affine_range", "sequential_range", "static_range")
+
+
+def _old_reads(node: ast.AST, var: str) -> list[ast.Name]:
+    """Loads of `var` in `node` outside any nested loop or comprehension that rebinds it."""
+    out: list[ast.Name] = []
+
+    def walk(n: ast.AST) -> None:
+        if isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.target, ast.Name) and n.target.id == var:
+            walk(n.iter)
+            return
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and any(
+                isinstance(g.target, ast.Name) and g.target.id == var for g in n.generators):
+            walk(n.generators[0].iter)  # the comprehension binds its own `var`
+            return
+        if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load):
+            out.append(n)
+        for c in ast.iter_child_nodes(n):
+            walk(c)
+
+    walk(node)
+    return out
+
+
+def _first_is_read(node: ast.AST, var: str, reads: list[ast.Name]) -> bool:
+    """The first occurrence of `var` in `node`, in source order, is one of the stale reads (not an assignment)."""
+    occ = sorted((n.lineno, n.col_offset, id(n)) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == var)
+    ids = {id(r) for r in reads}
+    return bool(occ) and occ[0][2] in ids
+
+
+def _after_loops(stmts: list[ast.stmt]):
+    """(loop, first stale read) for each `for` whose variable a later statement of the same block reads."""
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.For) and isinstance(st.target, ast.Name):
+            var = st.target.id
+            for later in stmts[i + 1:]:
+                reads = _old_reads(later, var)
+                if reads and _first_is_read(later, var, reads):
+                    yield st, reads[0]
+                    break
+                if any(isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
+                       for n in ast.walk(later)):
+                    break
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(st, field, None)
+            if isinstance(block, list):
+                yield from _after_loops(block)
+
+
+@check("NKI212", per_file=True)  # reads the kernel text from the file
+def loop_variable_after_loop(nf: NkiFile, t: Target):
+    for k in nf.kernels:
+        try:
+            tree = ast.parse(textwrap.dedent("\n".join(nf.lines[k.line - 1:k.end_line])))
+        except SyntaxError:
+            continue
+        fn = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        if fn is None:
+            continue
+        for loop, read in _after_loops(fn.body):
+            kind = dotted_name(loop.iter).rsplit(".", 1)[-1]
+            nki = kind in _NKI_RANGES
+            line, loop_line = k.line + read.lineno - 1, k.line + loop.lineno - 1
+            yield emit("NKI212", nf, line, read.col_offset + 1, line, read.col_offset + 1 + len(read.id),
+                       f"`{read.id}` is read after its loop (`for {read.id} in {ast.unparse(loop.iter)}`, line "
+                       f"{loop_line}) has ended: "
+                       + ("an nl." + kind + " index has no value outside its loop." if nki else
+                          "it holds the last iteration's value, which is rarely what a kernel means here."),
+                       {"variable": read.id, "loop_line": loop_line, "loop": kind},
+                       fix=f"Use the variable of the loop this statement is in (or compute the value explicitly); "
+                           f"`{read.id}` belongs to the loop at line {loop_line}.",
+                       confidence="high" if nki else "medium")
