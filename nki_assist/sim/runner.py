@@ -14,10 +14,11 @@ import types
 import numpy as np
 
 from .. import nki_api
+from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from . import context, coverage, provenance
+from . import context, coverage, packages, provenance
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
@@ -79,6 +80,8 @@ def loop_bodies(tree: ast.Module) -> dict[int, tuple[int, int]]:
 
 # -- running ---------------------------------------------------------------------------------------
 def _to_tensor(ctx: SimContext, value, name: str):
+    if isinstance(value, callargs.Output):
+        value = value.value
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray) or (not isinstance(value, (type, int, float, complex, str))
@@ -158,18 +161,26 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     status, error, error_line = "ok", None, None
     ret = None
     targs: list = []
+    out_args: list = []
     out_storages: list = []
+    call_args, call_kw = callargs.split(list(args))
+    call_kw = {**call_kw, **(kwargs or {})}
+    package = packages.find_package(kfile, callargs.package_root(args))
+    call_args = [a for a in call_args if not isinstance(a, callargs.PackageRoot)]
+    raw_args = [a.value if isinstance(a, callargs.Output) else a for a in call_args]
     try:
-        with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread(), gc_frozen():
+        with Installed(target, kfile, os.path.dirname(kfile), package=package) as inst, one_blas_thread(), \
+                gc_frozen():
             try:
-                mod_name = f"nki_assist_kernel_{next(_module_counter)}"
-                module = types.ModuleType(mod_name)
-                module.__file__ = kfile
-                sys.modules[mod_name] = module
-                exec(compile(source, kfile, "exec"), module.__dict__)
-                obj = module.__dict__.get(kernel)
-                if obj is None:
-                    raise LookupError(f"{path} defines no function {kernel!r}")
+                if package is not None:
+                    module = packages.import_kernel_module(package)
+                else:
+                    mod_name = f"nki_assist_kernel_{next(_module_counter)}"
+                    module = types.ModuleType(mod_name)
+                    module.__file__ = kfile
+                    sys.modules[mod_name] = module
+                    exec(compile(source, kfile, "exec"), module.__dict__)
+                obj = packages.resolve_kernel(module, kernel, path)
                 fn = obj.fn if isinstance(obj, Kernel) else getattr(obj, "__wrapped__", obj)
                 if not callable(fn):
                     raise LookupError(f"{kernel!r} in {path} is not a function")
@@ -177,8 +188,13 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                     params = list(inspect.signature(fn).parameters)
                 except (TypeError, ValueError):
                     params = []
-                targs = [_to_tensor(ctx, a, params[i] if i < len(params) else f"arg{i}") for i, a in enumerate(args)]
-                tkw = {k: _to_tensor(ctx, v, k) for k, v in (kwargs or {}).items()}
+                call_args = [packages.resolve_value(module, a) for a in call_args]
+                call_kw = {k: packages.resolve_value(module, v) for k, v in call_kw.items()}
+                targs = [_to_tensor(ctx, a, params[i] if i < len(params) else f"arg{i}")
+                         for i, a in enumerate(call_args)]
+                tkw = {k: _to_tensor(ctx, v, k) for k, v in call_kw.items()}
+                out_args = [t for t, a in zip(targs, call_args) if isinstance(a, callargs.Output)]
+                out_args += [tkw[k] for k, v in call_kw.items() if isinstance(v, callargs.Output)]
                 if grid:
                     ret = run_grid(fn, tuple(grid), targs, tkw)
                 else:
@@ -229,7 +245,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
             stubbed = inst.stubbed
         outputs = []
         if status == "ok":
-            outputs = _collect_outputs(ctx, ret, targs, args, out_storages)
+            outputs = _collect_outputs(ctx, out_args if out_args else ret, targs, raw_args, out_storages)
         if stubbed:
             ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
                 n.split(".")[0] for n in stubbed))))
