@@ -385,7 +385,9 @@ class Tensor:
         raise context.UnsupportedAPI("tensor.view", "reinterpreting a tensor as another dtype", limit=True)
 
     def ap(self, *a, **k):
-        raise context.UnsupportedAPI("tensor.ap", "explicit access patterns", limit=True)
+        from .access_pattern import ap  # imported here: access_pattern builds on this module's Tensor
+
+        return ap(self, *a, **k)
 
 
 def _norm_key(key, ndim):
