@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from . import context
-from .tensor import Tensor, box, read
+from .tensor import Tensor, box, read, register_ap
 
 
 def _start(t: Tensor) -> int:
@@ -74,7 +74,8 @@ def ap(t: Tensor, pattern=None, offset=0, dtype=None, vector_offset=None, scalar
     if vector_offset is not None:
         if not isinstance(vector_offset, Tensor):
             raise context.UnsupportedAPI("tensor.ap", "vector_offset that is not a tensor", limit=True)
-        rows = np.asarray(read(vector_offset, None, None), np.float64).reshape(-1)
+        # an index tile [128, N] is read column by column (nki.isa.dma_transpose docs: indices.T.flatten())
+        rows = np.asarray(read(vector_offset, None, None), np.float64).T.reshape(-1)
         if rows.size < shape[0]:
             raise IndexError(f"vector_offset has {rows.size} indices for {shape[0]} partitions")
         flat = flat + (rows[: shape[0]].astype(np.int64) * row).reshape((shape[0],) + (1,) * (len(shape) - 1))
@@ -93,3 +94,6 @@ def ap(t: Tensor, pattern=None, offset=0, dtype=None, vector_offset=None, scalar
     view = Tensor(t.st, None, fancy=tuple(np.asarray(a, np.int64) for a in fancy), shape=shape)
     box(view)  # validates the view's extent once, here, at the .ap() line
     return view
+
+
+register_ap(ap)

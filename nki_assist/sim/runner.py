@@ -18,7 +18,7 @@ from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from . import context, coverage, packages, provenance
+from . import access_pattern, context, coverage, packages, provenance  # noqa: F401 (access_pattern: Tensor.ap)
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve

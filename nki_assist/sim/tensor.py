@@ -273,6 +273,13 @@ _WHOLE_RES = (Ellipsis, None, True)
 _ASSIGN: list = [None]
 
 
+_AP: list = [None]
+
+
+def register_ap(fn) -> None:
+    _AP[0] = fn
+
+
 def register_assign(fn) -> None:
     _ASSIGN[0] = fn
 
@@ -385,9 +392,7 @@ class Tensor:
         raise context.UnsupportedAPI("tensor.view", "reinterpreting a tensor as another dtype", limit=True)
 
     def ap(self, *a, **k):
-        from .access_pattern import ap  # imported here: access_pattern builds on this module's Tensor
-
-        return ap(self, *a, **k)
+        return _AP[0](self, *a, **k)  # access_pattern.py (it builds on this module)
 
 
 def _norm_key(key, ndim):

@@ -205,7 +205,7 @@ def idioms(x):
 @pytest.mark.parametrize("call, rule, severity", [
     ("y = nisa.made_up_instruction(data=xt)", "SIM115", "warning"),   # not an NKI API: keyword-only call
     ("y = xt[xt_mask]", "SIM117", "info"),                           # operand masking by tile[mask]
-    ("y = xt.ap(pattern=[[1, 128], [1, 64]])", "SIM117", "info"),    # explicit access patterns
+    ("y = xt.ap(pattern=[[64, 128], [1, 64]], dtype=nl.int32)", "SIM117", "info"),  # .ap() reinterpreting
 ])
 def test_constructs_the_simulator_does_not_model_stop_with_a_named_finding(tmp_path, call, rule, severity):
     src = f"""
