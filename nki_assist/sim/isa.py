@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from . import context, core, dma, unwritten, vector_ext
+from . import context, core, dma, registers, unwritten, vector_ext
 from . import tensor_engine as te
 from .context import UnsupportedAPI
 from .indexing import Mask
@@ -292,6 +292,7 @@ def new_namespace() -> dict:
               exponential=exponential, scalar_tensor_tensor=scalar_tensor_tensor,
               tensor_partition_reduce=tensor_partition_reduce, max8=max8, tensor_scalar_reduce=tensor_scalar_reduce,
               tensor_tensor_scan=tensor_tensor_scan)
+    ns.update(registers.ISA)
     ns.update(COMMON)
     return ns
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, dma, mathops, provenance, unwritten
+from . import context, core, dma, mathops, objects, provenance, registers, unwritten
 from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
@@ -553,7 +553,8 @@ def namespace(target) -> dict:
         fori_loop=fori_loop, program_id=program_id, num_programs=num_programs, program_ndim=program_ndim,
         nc=nc, spmd_dim=spmd_dim, loop_reduce=loop_reduce, device_print=device_print, no_reorder=no_reorder, arange=arange,
         mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target), shared_constant=shared_constant,
-        finfo=finfo, fp32=_FInfo("float32"),
+        finfo=finfo, fp32=_FInfo("float32"), while_loop=registers.while_loop, NKIObject=objects.NKIObject,
+        shared_identity_matrix=objects.shared_identity_matrix,
     )
     return ns
 

@@ -65,6 +65,18 @@ def loop_depths(tree: ast.Module) -> dict[int, int]:
     return depth
 
 
+def dynamic_loop_lines(tree: ast.Module) -> set[int]:
+    """Lines inside loops whose trip count is a runtime value (`for _ in nl.dynamic_range(reg)`, `while reg:`)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        dyn = isinstance(node, ast.While) or (
+            isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call)
+            and _decorator_name(node.iter.func).split(".")[-1] == "dynamic_range")
+        if dyn and node.body:
+            lines.update(range(node.body[0].lineno, (node.end_lineno or node.body[-1].lineno) + 1))
+    return lines
+
+
 def loop_bodies(tree: ast.Module) -> dict[int, tuple[int, int]]:
     """Line -> (first, last) line of the innermost `for`/`while` body containing it."""
     body: dict[int, tuple[int, int]] = {}
@@ -155,6 +167,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx.stop_code = sys._getframe(0).f_code
     ctx.source_lines = source.splitlines()
     ctx.loop_body = loop_bodies(tree)
+    ctx.dynamic_lines = dynamic_loop_lines(tree)
     ctx.loop_vars = provenance.loop_variables(tree)
     ctx.sanitize = bool(sanitize)
     token = context.activate(ctx)

@@ -678,6 +678,9 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             if t.is_whole():
                 st.all_written = True
                 st.written = None
+                base = st.alias
+                while base is not None:  # a reshaped alias covers its whole original too
+                    base.all_written, base.written, base = True, None, base.alias
             else:
                 st.written[key] = True
     else:

@@ -1,0 +1,96 @@
+"""Virtual registers and register-driven control (nki.isa register_* , nl.dynamic_range/fori_loop/while_loop),
+and the index-finding instruction that reads back max8 results (nisa.nc_find_index8).
+
+A register holds one 32-bit integer. The simulator runs eagerly, so a register's value is known when a loop
+reads it: `nl.dynamic_range(reg)` is a sequential loop of that many iterations, `while reg:` and
+`nl.while_loop` test it each time round. Semantics from the NKI API stubs (nki.isa.register_alloc,
+register_move, register_load, register_store, nc_find_index8; nki.language.while_loop).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import core
+from .tensor import Tensor, read
+
+_NOT_FOUND = 0xFFFFFFFF
+
+
+class Register:
+    """nisa.VirtualRegister: an int the kernel moves, loads from and stores to memory."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int | None = None):
+        self.value = value
+
+    def _get(self) -> int:
+        if self.value is None:
+            raise ValueError("a virtual register was read before anything was moved or loaded into it")
+        return int(self.value)
+
+    def __index__(self) -> int:
+        return self._get()
+
+    __int__ = __index__
+
+    def __bool__(self) -> bool:
+        return self._get() != 0
+
+    def __repr__(self) -> str:
+        return f"<register {self.value}>"
+
+
+def _int(src) -> int:
+    if isinstance(src, Register):
+        return src._get()
+    if isinstance(src, Tensor):
+        vals = np.asarray(read(src, None, None)).reshape(-1)
+        if vals.size != 1:
+            raise ValueError(f"a register holds one value; the tensor has {vals.size} elements")
+        return int(vals[0])
+    return int(src)
+
+
+def register_alloc(x=None, **kw) -> Register:
+    return Register(None if x is None else _int(x))
+
+
+def register_move(dst: Register, src, **kw) -> None:
+    dst.value = _int(src)
+
+
+def register_load(dst: Register, src, **kw) -> None:
+    core.ctx_site()  # pending allocations are committed before the read
+    dst.value = _int(src)
+
+
+def register_store(dst, src, **kw) -> None:
+    core.memset(_int(src), dst=dst, engine="gpsimd")
+
+
+def while_loop(init, body_fun, *args, **kw) -> None:
+    r = init
+    while _int(r) != 0:
+        r = body_fun(r, *args)
+
+
+def nc_find_index8(dst, data, vals, **kw):
+    """Per partition: the index (in the flattened free dims) of the first occurrence of each of 8 values,
+    0xFFFFFFFF (0xFFFF for uint16) when absent."""
+    ctx, line, depth = core.ctx_site()
+    d = core.fvals(data, None, line)
+    v = core.fvals(vals, None, line)
+    d2 = d.reshape(d.shape[0], -1)
+    v2 = v.reshape(v.shape[0], -1)[:, :8]
+    hit = d2[:, None, :] == v2[:, :, None]  # [P, 8, F]
+    first = hit.argmax(axis=2)
+    sentinel = 0xFFFF if dst.st.dt.name == "uint16" else _NOT_FOUND
+    r = np.where(hit.any(axis=2), first, sentinel).astype(np.float64)
+    return core.emit(ctx, "nc_find_index8", "vector", line, depth, r, dst=dst, dtype=dst.st.dt,
+                     srcs=[data, vals], exact_from=dst.st.dt)
+
+
+ISA = dict(register_alloc=register_alloc, register_move=register_move, register_load=register_load,
+           register_store=register_store, nc_find_index8=nc_find_index8, VirtualRegister=Register)

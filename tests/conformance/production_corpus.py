@@ -1,0 +1,343 @@
+"""Conformance on production kernels nobody here wrote: AWS's nki-library and the NKIBench set, read in place.
+
+The kernels are read from the frozen snapshots in `<repo>/../shared/corpora` (or `NKI_CORPORA`); nothing is
+copied. nki-library kernels are imported as part of their package (`nkilib.core...`), so relative imports
+and sibling modules work; arguments use the same call markers a port spec produces (keywords, enum members,
+config objects, caller outputs). What lives here is ours: the sizes and the NumPy references, written from
+each kernel's docstring (never from the repository's own torch references).
+
+Each (kernel, size) ends in one verdict:
+  match           the run reports no error and the outputs match our reference
+  tool-limit      the simulator stopped at a construct it does not model (an info naming the construct)
+  wrong           no error reported, but outputs differ from the reference (ours to fix)
+  false finding   an error-level finding (or a crash) on a correct public kernel (ours to fix)
+  not applicable  the kernel does not take this size (its documentation says so)
+
+    python tests/conformance/production_corpus.py            # markdown table, one row per run
+    python tests/conformance/production_corpus.py --summary  # one row per kernel (docs/simulator.md)
+    python tests/conformance/production_corpus.py cumsum     # only cases whose name contains "cumsum"
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+
+from nki_assist.contracts.callargs import Keyword, Named, Output, for_reference
+
+BF16 = ml_dtypes.bfloat16
+NKILIB = "nki-library@d2ad3a5/src/nkilib_src/nkilib"
+NKIBENCH = "AccelOpt@47e29a7/NKIBench"
+
+
+def corpora_root() -> Path | None:
+    env = os.environ.get("NKI_CORPORA")
+    root = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+    return root if (root / NKILIB).is_dir() else None
+
+
+@dataclass
+class Size:
+    name: str
+    make: Callable[[np.random.Generator], list] | None  # -> call list (positional values + markers)
+    not_applicable: str | None = None
+    ragged: bool = False
+
+
+@dataclass
+class Case:
+    name: str
+    path: str  # below the corpora root
+    kernel: str
+    sizes: list[Size]
+    reference: Callable[..., Any] | None  # (*args, **kwargs) as for_reference gives them -> outputs
+    rtol: float = 2e-2
+    atol: float = 2e-2
+    target: str = "trn2"
+    compare: Callable[[list, Any, list], list] | None = None  # (outputs, reference, args) -> pairs
+    memory_mb: int = 4096
+    timeout_s: float = 600.0
+
+    @property
+    def corpus(self) -> str:
+        return "NKIBench" if self.path.startswith(NKIBENCH) else "nki-library"
+
+
+def na(why: str) -> Size:
+    return Size("ragged", None, not_applicable=why)
+
+
+def _n(rng, *shape, dtype=np.float32, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def _f(a):
+    return np.asarray(a, np.float64)
+
+
+# -- references (from each kernel's docstring) --------------------------------------------------------
+def ref_rmsnorm_tkg(x, gamma, out, eps=1e-6, **kw):
+    """[B, S, H] -> [128, BxS, H//128]: out[p, t, j] = norm(x)[t, p*(H//128) + j] (docstring layout)."""
+    x = _f(x)
+    b, s, h = x.shape
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * _f(gamma).reshape(h)
+    return y.reshape(b * s, 128, h // 128).transpose(1, 0, 2)
+
+
+def ref_layernorm_tkg(x, gamma, out, beta=None, eps=1e-6, **kw):
+    x = _f(x)
+    b, s, h = x.shape
+    m = x.mean(-1, keepdims=True)
+    v = x.var(-1, keepdims=True)
+    y = (x - m) / np.sqrt(v + eps) * _f(gamma).reshape(h)
+    if beta is not None:
+        y = y + _f(beta).reshape(h)
+    return y.reshape(b * s, 128, h // 128).transpose(1, 0, 2)
+
+
+def ref_cumsum(x, axis=-1):
+    return np.cumsum(_f(x), axis=-1)
+
+
+def ref_cascaded_max(x):
+    x = _f(x)
+    return x.max(-1, keepdims=True), x.argmax(-1)[..., None].astype(np.float64)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def ref_rope_hf(q, k, q_out, k_out, cos=None, sin=None, rope_cache=None, backward=False):
+    """HF RoPE: x*cos + rotate_half(x)*sin on [B, heads, S, D], cos/sin [S, D] or [B, S, D]."""
+    cos, sin = _f(cos), _f(sin)
+    if cos.ndim == 3:
+        cos, sin = cos[:, None], sin[:, None]
+    if backward:
+        sin = -sin
+    def rot(x):
+        x = _f(x)
+        return x * cos + _rotate_half(x) * sin
+    return rot(q), rot(k)
+
+
+def ref_rope(x, cos, sin, lnc_shard=False, contiguous_layout=True, relayout_in_sbuf=False):
+    """x [d, B, H, S], cos/sin [d/2, B, S]; contiguous: halves (x1, x2) -> (x1 c - x2 s, x2 c + x1 s)."""
+    x = _f(x)
+    d = x.shape[0]
+    c, s = _f(cos)[:, :, None, :], _f(sin)[:, :, None, :]
+    if contiguous_layout:
+        x1, x2 = x[: d // 2], x[d // 2:]
+        return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=0)
+    x1, x2 = x[0::2], x[1::2]
+    out = np.empty_like(x)
+    out[0::2], out[1::2] = x1 * c - x2 * s, x2 * c + x1 * s
+    return out
+
+
+def ref_dynamic_add(a, b, n):
+    out = _f(a) + _f(b)
+    rows = int(np.asarray(n).reshape(-1)[0]) * 128
+    return out[:rows]
+
+
+def _cmp_dynamic_add(outputs, ref, args):
+    rows = ref.shape[0]
+    return [(np.asarray(outputs[0])[:rows], ref)]
+
+
+# -- cases ----------------------------------------------------------------------------------------------
+def _bsh(b, s, h, dtype=np.float32):
+    def make(rng):
+        x = _n(rng, b, s, h, dtype=dtype)
+        g = _n(rng, 1, h, dtype=dtype, lo=0.5, hi=1.5)
+        return [x, g, Output(np.zeros((128, b * s, h // 128), dtype))]
+    return make
+
+
+def cases() -> list[Case]:
+    L = NKILIB
+    out: list[Case] = []
+    out.append(Case("rmsnorm_tkg", f"{L}/core/subkernels/rmsnorm_tkg.py", "rmsnorm_tkg",
+                    [Size("aligned", _bsh(2, 4, 512)), Size("ragged", _bsh(1, 5, 384), ragged=True)],
+                    ref_rmsnorm_tkg, rtol=1e-3, atol=1e-3))
+
+    def ln(b, s, h):
+        base = _bsh(b, s, h)
+
+        def make(rng):
+            x, g, o = base(rng)
+            return [x, g, o, Keyword("beta", _n(rng, 1, h)), Keyword("eps", 1e-5)]
+        return make
+    out.append(Case("layernorm_tkg", f"{L}/core/subkernels/layernorm_tkg.py", "layernorm_tkg",
+                    [Size("aligned", ln(2, 4, 512)), Size("ragged", ln(1, 3, 384), ragged=True)],
+                    ref_layernorm_tkg, rtol=1e-3, atol=1e-3))
+    out.append(Case("cumsum", f"{L}/core/cumsum/cumsum.py", "cumsum",
+                    [Size("aligned", lambda r: [_n(r, 256, 1024)]),
+                     Size("ragged", lambda r: [_n(r, 2, 5, 300)], ragged=True)],
+                    ref_cumsum, rtol=1e-3, atol=1e-3))
+    out.append(Case("cascaded_max", f"{L}/core/max/cascaded_max.py", "cascaded_max",
+                    [Size("aligned", lambda r: [_n(r, 1, 1, 4096)]),
+                     Size("ragged", lambda r: [_n(r, 1, 1, 3000)], ragged=True)],
+                    ref_cascaded_max, rtol=0, atol=0))
+
+    def hf(b, hq, hk, s, d):
+        def make(rng):
+            q, k = _n(rng, b, hq, s, d), _n(rng, b, hk, s, d)
+            ang = rng.uniform(0, 6.28, (s, d // 2))
+            cos = np.concatenate([np.cos(ang)] * 2, -1).astype(np.float32)
+            sin = np.concatenate([np.sin(ang)] * 2, -1).astype(np.float32)
+            return [q, k, Output(np.zeros_like(q)), Output(np.zeros_like(k)), Keyword("cos", cos),
+                    Keyword("sin", sin)]
+        return make
+    out.append(Case("rope_hf", f"{L}/core/embeddings/rope_hf.py", "rope_hf",
+                    [Size("aligned", hf(1, 4, 2, 256, 64)), na("seq_len must be divisible by 128 * shards")],
+                    ref_rope_hf, rtol=1e-4, atol=1e-4))
+
+    def rope(d, b, h, s, contiguous=True):
+        def make(rng):
+            ang = rng.uniform(0, 6.28, (d // 2, b, s))
+            return [_n(rng, d, b, h, s), np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32),
+                    Keyword("contiguous_layout", contiguous)]
+        return make
+    out.append(Case("rope", f"{L}/core/embeddings/rope.py", "RoPE",
+                    [Size("aligned", rope(128, 1, 2, 256)), Size("ragged", rope(64, 2, 3, 100), ragged=True),
+                     Size("interleaved", rope(64, 1, 2, 128, False))],
+                    ref_rope, rtol=1e-4, atol=1e-4))
+
+    def dyn(m, h, tiles):
+        def make(rng):
+            return [_n(rng, m, h, dtype=BF16), _n(rng, m, h, dtype=BF16), np.array([[tiles]], np.int32)]
+        return make
+    out.append(Case("dynamic_elementwise_add", f"{L}/experimental/dynamic_shapes/dynamic_elementwise_add.py",
+                    "dynamic_elementwise_add", [Size("aligned", dyn(512, 1024, 3)),
+                                                na("M % 128 == 0 and H % 512 == 0 (docstring)")],
+                    ref_dynamic_add, compare=_cmp_dynamic_add))
+    return out
+
+
+# -- running --------------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    case: str
+    size: str
+    verdict: str
+    detail: str = ""
+    findings: list[str] = field(default_factory=list)
+    max_abs_err: float | None = None
+    seconds: float = 0.0
+    peak_rss_mb: float | None = None
+
+
+def _pairs(case: Case, outputs: list, ref, args) -> list:
+    if case.compare is not None:
+        return case.compare(outputs, ref, args)
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    return list(zip(outputs, refs))
+
+
+def run_case(root: Path, case: Case, size: Size, seed: int = 0) -> Outcome:
+    from nki_assist.toolchain.builtin import BuiltinBackend
+
+    if size.not_applicable:
+        return Outcome(case.name, size.name, "not applicable", size.not_applicable)
+    args = size.make(np.random.default_rng(seed))
+    t0 = time.perf_counter()
+    res = BuiltinBackend().run(str(root / case.path), case.kernel, args, target=case.target,
+                               timeout_s=case.timeout_s, memory_mb=case.memory_mb)
+    o = Outcome(case.name, size.name, "", seconds=time.perf_counter() - t0,
+                findings=[f"{f.rule}:{f.severity.value}:{f.line}" for f in res.findings])
+    errors = [f for f in res.findings if f.severity.value == "error"]
+    if res.status == "unsupported" and not errors:
+        tool = [f for f in res.findings if f.rule == "SIM117"]
+        o.verdict = "tool-limit"
+        o.detail = "; ".join(str(f.evidence.get("api") or f.message) for f in tool) or (res.error or "")
+        return o
+    if errors or res.status != "ok":
+        o.verdict = "false finding"
+        o.detail = "; ".join(f"{f.rule} line {f.line}: {f.message[:160]}" for f in errors[:3]) or \
+            f"status {res.status}: {res.error}"
+        return o
+    if case.reference is None:
+        o.verdict = "wrong"
+        o.detail = "ran to the end but this corpus entry has no reference"
+        return o
+    pos, kw = for_reference(args)
+    ref = case.reference(*pos, **kw)
+    worst, ok = 0.0, True
+    for got, want in _pairs(case, list(res.outputs), ref, args):
+        g, w = _f(got), _f(want)
+        if g.shape != w.shape:
+            ok = False
+            o.detail = f"shape {list(g.shape)} vs reference {list(w.shape)}"
+            break
+        worst = max(worst, float(np.nanmax(np.abs(g - w))) if g.size else 0.0)
+        ok &= bool(np.allclose(g, w, rtol=case.rtol, atol=case.atol))
+    o.max_abs_err = worst
+    o.verdict = "match" if ok else "wrong"
+    return o
+
+
+def run_all(root: Path, select: list[str] | None = None) -> list[Outcome]:
+    return [run_case(root, c, s) for c in cases() if not select or any(x in c.name for x in select)
+            for s in c.sizes]
+
+
+def markdown(outcomes: list[Outcome]) -> str:
+    rows = ["| kernel | size | verdict | max abs err | findings | seconds | detail |", "|---|---|---|---|---|---|---|"]
+    for o in outcomes:
+        err = "" if o.max_abs_err is None else f"{o.max_abs_err:.1e}"
+        rows.append(f"| {o.case} | {o.size} | {o.verdict} | {err} | {', '.join(o.findings) or '-'} | "
+                    f"{o.seconds:.1f} | {o.detail.replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    corpus = {c.name: c.corpus for c in cases()}
+    by_case: dict[str, dict[str, Outcome]] = {}
+    for o in outcomes:
+        by_case.setdefault(o.case, {})[o.size] = o
+    rows = ["| corpus | kernel | sizes | verdict | notes |", "|---|---|---|---|---|"]
+    for name, sizes in by_case.items():
+        ran = [o for o in sizes.values() if o.verdict != "not applicable"]
+        cells = ", ".join(f"{o.size}: {o.verdict}" + (f" ({o.max_abs_err:.0e})" if o.max_abs_err else "")
+                          for o in sizes.values())
+        worst = kernel_verdict(ran)
+        notes = "; ".join(sorted({o.detail for o in ran if o.detail}))
+        rows.append(f"| {corpus.get(name, '')} | {name} | {cells} | {worst} | {notes.replace('|', '/')} |")
+    counts: dict[str, int] = {}
+    for sizes in by_case.values():
+        v = kernel_verdict([o for o in sizes.values() if o.verdict != "not applicable"])
+        counts[v] = counts.get(v, 0) + 1
+    rows += ["", "Kernels: " + ", ".join(f"{v} {counts[v]}" for v in sorted(counts)) + "."]
+    return "\n".join(rows)
+
+
+def kernel_verdict(ran: list[Outcome]) -> str:
+    """A kernel's verdict: the worst of its runs (false finding > wrong > tool-limit > match)."""
+    order = ["false finding", "wrong", "tool-limit", "match"]
+    return min((o.verdict for o in ran), key=order.index, default="not applicable")
+
+
+def main(argv: list[str]) -> int:
+    root = corpora_root()
+    if root is None:
+        print("no corpora snapshot (set NKI_CORPORA; default <repo>/../shared/corpora)", file=sys.stderr)
+        return 2
+    short = "--summary" in argv
+    argv = [a for a in argv if a != "--summary"]
+    outcomes = run_all(root, argv or None)
+    print(summary(outcomes) if short else markdown(outcomes))
+    return 1 if any(o.verdict in ("false finding", "wrong") for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
