@@ -184,6 +184,7 @@ CATALOGUE: tuple[Api, ...] = (
     Api("nisa.tensor_tensor", "vector", params=(("data1", "data2", "op"), ("dst", "data1", "data2", "op"))),
     Api("nisa.tensor_tensor_scan", "vector", sim="partial"),
     Api("nisa.nc_find_index8", "vector", legacy=False),
+    Api("nisa.nonzero_with_count", "gpsimd", legacy=False),
     Api("nisa.register_alloc", None, legacy=False),
     Api("nisa.register_move", None, legacy=False),
     Api("nisa.register_load", None, legacy=False),

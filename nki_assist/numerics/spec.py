@@ -462,8 +462,14 @@ def _dotted_root(text: str) -> str | None:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
-    while isinstance(node, (ast.Attribute, ast.Call)):
-        if isinstance(node, ast.Call):
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(node, ast.Subscript):
+            try:
+                ast.literal_eval(node.slice)
+            except ValueError:
+                return None
+            node = node.value
+        elif isinstance(node, ast.Call):
             try:
                 [ast.literal_eval(a) for a in node.args] + [ast.literal_eval(k.value) for k in node.keywords]
             except ValueError:

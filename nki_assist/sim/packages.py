@@ -89,7 +89,15 @@ def _evaluate(node: ast.AST, namespace: dict, text: str):
         fn = _evaluate(node.func, namespace, text)
         args, kwargs = _literal_call_args(node, text)
         return fn(*args, **kwargs)
-    raise LookupError(f"kernel {text!r}: use a name, a dotted path or a factory call with literal arguments")
+    if isinstance(node, ast.Subscript):  # `kernel[2]`: a launcher that takes its grid by subscript
+        base = _evaluate(node.value, namespace, text)
+        try:
+            key = ast.literal_eval(node.slice)
+        except ValueError:
+            raise LookupError(f"kernel {text!r}: the subscript must be a literal") from None
+        return base[key]
+    raise LookupError(f"kernel {text!r}: use a name, a dotted path, kernel[grid] or a factory call with literal "
+                      "arguments")
 
 
 def resolve_kernel(module, text: str, path: str):

@@ -1,5 +1,5 @@
 """Virtual registers and register-driven control (nki.isa register_* , nl.dynamic_range/fori_loop/while_loop),
-and the index-finding instruction that reads back max8 results (nisa.nc_find_index8).
+and the index-finding instructions (nisa.nc_find_index8 after max8, nisa.nonzero_with_count).
 
 A register holds one 32-bit integer. The simulator runs eagerly, so a register's value is known when a loop
 reads it: `nl.dynamic_range(reg)` is a sequential loop of that many iterations, `while reg:` and
@@ -92,5 +92,21 @@ def nc_find_index8(dst, data, vals, **kw):
                      srcs=[data, vals], exact_from=dst.st.dt)
 
 
-ISA = dict(register_alloc=register_alloc, register_move=register_move, register_load=register_load,
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
+    """GpSimd: on partitions 0, 16, ..., 112 only, the indices of nonzero elements (+ index_offset), then
+    padding_val, then the count in the extra last slot; the other partitions of dst are left as they were."""
+    ctx, line, depth = core.ctx_site()
+    off, pad = _int(index_offset), _int(padding_val)
+    for p in range(0, src.shape[0], 16):
+        row = core.fvals(src[p:p + 1], None, line).reshape(-1)
+        nz = np.nonzero(row)[0]
+        r = np.full(row.size + 1, float(pad))
+        r[: nz.size] = nz + off
+        r[-1] = nz.size
+        core.emit(ctx, "nonzero_with_count", "gpsimd", line, depth, r.reshape(1, -1), dst=dst[p:p + 1],
+                  dtype=dst.st.dt, srcs=[src], exact_from=dst.st.dt)
+    return dst
+
+
+ISA = dict(nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
            register_store=register_store, nc_find_index8=nc_find_index8, VirtualRegister=Register)

@@ -21,6 +21,9 @@ from . import context, isa, language
 from .context import UnsupportedAPI
 
 
+_FRAMEWORKS = ("torch", "jax", "tensorflow", "cupy")
+
+
 class Stub:
     """Stands for an API the simulator lacks; any real use raises UnsupportedAPI(name)."""
 
@@ -38,6 +41,12 @@ class Stub:
         nki_call = self._name.startswith(("neuronxcc.nki.", "nki.")) and ".compiler." not in self._name
         if not a and not (k and nki_call):
             return Stub(f"{self._name}()")  # decorator factory / config call: fail later if really used
+        # a host-side helper module this environment lacks (scipy for a constant): a tool limit; tensor
+        # frameworks (torch, jax) called from a kernel are not NKI at all and stay SIM115
+        if not self._name.startswith(("neuronxcc", "nki") + _FRAMEWORKS):
+            exc = UnsupportedAPI(self._name, "its module is not installed here (replaced by a stub)", limit=True)
+            exc.missing_module = True
+            raise exc
         raise UnsupportedAPI(self._name)  # an NKI instruction called with keyword operands fails right here
 
     def __getitem__(self, item):

@@ -62,6 +62,7 @@ class Case:
     atol: float = 2e-2
     target: str = "trn2"
     compare: Callable[[list, Any, list], list] | None = None  # (outputs, reference, args) -> pairs
+    grid: tuple[int, ...] | None = None  # LNC2 kernels run as two programs sharing HBM
     memory_mb: int = 4096
     timeout_s: float = 600.0
 
@@ -154,6 +155,68 @@ def _cmp_dynamic_add(outputs, ref, args):
     return [(np.asarray(outputs[0])[:rows], ref)]
 
 
+def ref_find_nonzero(x, *rest, **kw):
+    """[T, C] -> indices [C, T] (T-indices of nonzeros per column, then -1), counts [C]."""
+    x = np.asarray(x)
+    t, c = x.shape
+    idx = np.full((c, t), -1.0)
+    cnt = np.zeros(c)
+    for j in range(c):
+        nz = np.nonzero(x[:, j])[0]
+        idx[j, : nz.size] = nz
+        cnt[j] = nz.size
+    return idx, cnt
+
+
+def ref_indexed_flatten(x, f_len, output_len, row_offsets, row_offsets_start=None, padding_val=-1):
+    x = np.asarray(x)
+    e, t = x.shape
+    out = np.full((output_len // f_len, f_len), float(padding_val))
+    blocks = x.reshape(e, t // f_len, f_len)
+    offs = np.asarray(row_offsets).reshape(-1)
+    for i in range(e):
+        for p in range(t // f_len):
+            if 0 <= offs[i] + p < output_len // f_len:
+                out[offs[i] + p] = blocks[i, p]
+    return out.reshape(output_len)
+
+
+def _lse(x):
+    m = x.max(-1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))[:, 0]
+
+
+def ref_ce_forward(logits, targets, *rest, **kw):
+    x = _f(logits)
+    lse = _lse(x)
+    t = np.asarray(targets).astype(int)
+    return lse - x[np.arange(x.shape[0]), t], lse
+
+
+def ref_ce_backward(logits, targets, lse, reduction="mean", *rest, **kw):
+    x = _f(logits)
+    p = np.exp(x - _f(lse)[:, None])
+    p[np.arange(x.shape[0]), np.asarray(targets).astype(int)] -= 1.0
+    return p / x.shape[0] if reduction == "mean" else p
+
+
+def ref_depthwise_conv1d(img, filt, *rest, stride=(1, 1), **kw):
+    img, filt = _f(img), _f(filt)
+    n, c, _, w = img.shape
+    s = filt.shape[-1]
+    q = (w - s) // stride[1] + 1
+    out = np.zeros((n, c, 1, q))
+    for k in range(s):
+        out[:, :, 0, :] += img[:, :, 0, k: k + (q - 1) * stride[1] + 1: stride[1]] * filt[None, :, 0, 0, k:k + 1]
+    return out
+
+
+def ref_topk(x, k, *rest, **kw):
+    x = _f(x)
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, order, -1), order.astype(np.float64)
+
+
 # -- cases ----------------------------------------------------------------------------------------------
 def _bsh(b, s, h, dtype=np.float32):
     def make(rng):
@@ -221,6 +284,60 @@ def cases() -> list[Case]:
                     "dynamic_elementwise_add", [Size("aligned", dyn(512, 1024, 3)),
                                                 na("M % 128 == 0 and H % 512 == 0 (docstring)")],
                     ref_dynamic_add, compare=_cmp_dynamic_add))
+
+    def nonzero(t, c):
+        def make(rng):
+            x = rng.uniform(-1, 1, (t, c)).astype(np.float32)
+            x[rng.uniform(size=(t, c)) < 0.7] = 0
+            return [x]
+        return make
+    out.append(Case("find_nonzero_indices", f"{L}/core/subkernels/find_nonzero_indices.py", "find_nonzero_indices",
+                    [Size("aligned", nonzero(256, 16)), na("chunk_size (default T) must be a multiple of 128")],
+                    ref_find_nonzero, rtol=0, atol=0, grid=(2,)))
+
+    def flatten(e, t, f_len, out_len, offs):
+        def make(rng):
+            return [rng.integers(0, 1000, (e, t)).astype(np.int32), f_len, out_len, np.array(offs, np.int32)]
+        return make
+    out.append(Case("indexed_flatten", f"{L}/core/subkernels/indexed_flatten.py", "indexed_flatten",
+                    [Size("aligned", flatten(4, 128, 8, 1024, [0, 16, 40, 120])),
+                     na("T // f_len must be a multiple of 16 and output_len of 128")],
+                    ref_indexed_flatten, rtol=0, atol=0, grid=(2,)))
+
+    def ce(n, v, chunk, backward=False):
+        def make(rng):
+            logits = _n(rng, n, v, lo=-4, hi=4)
+            targets = rng.integers(0, v, n).astype(np.int32)
+            kw = [Keyword("positions_per_batch", 16), Keyword("chunk_size", chunk),
+                  Keyword("dtype", Named("dtype", "float32"))]
+            if backward:
+                lse = _lse(_f(logits)).astype(np.float32)
+                return [logits, targets, lse, *kw, Keyword("inplace", False)]
+            return [logits, targets, *kw]
+        return make
+    out.append(Case("cross_entropy_forward", f"{L}/experimental/loss/cross_entropy.py", "cross_entropy_forward",
+                    [Size("aligned", ce(64, 2048, 1024)), Size("ragged", ce(40, 1000, 512), ragged=True)],
+                    ref_ce_forward, rtol=1e-3, atol=1e-3, grid=(2,)))
+    out.append(Case("cross_entropy_backward", f"{L}/experimental/loss/cross_entropy.py", "cross_entropy_backward",
+                    [Size("aligned", ce(64, 2048, 1024, True)), Size("ragged", ce(40, 1000, 512, True), ragged=True)],
+                    ref_ce_backward, rtol=1e-3, atol=1e-5, grid=(2,)))
+
+    def dw(n, c, w, s):
+        def make(rng):
+            return [_n(rng, n, c, 1, w), _n(rng, c, 1, 1, s), Keyword("feature_group_count", c)]
+        return make
+    out.append(Case("depthwise_conv1d", f"{L}/experimental/conv/depthwise_conv1d.py",
+                    "depthwise_conv1d_implicit_gemm",
+                    [Size("aligned", dw(1, 4, 256, 3)), Size("ragged", dw(2, 6, 77, 5), ragged=True)],
+                    ref_depthwise_conv1d, rtol=1e-4, atol=1e-4, grid=(2,)))
+
+    def topk(b, s, v, k):
+        def make(rng):
+            return [rng.permutation(b * s * v).reshape(b, s, v).astype(np.float32) / (b * s * v), k]
+        return make
+    out.append(Case("topk", f"{L}/core/topk/rotational_topk.py", "topk[1]",
+                    [Size("aligned", topk(1, 4, 2048, 8)), Size("ragged", topk(2, 3, 1000, 5), ragged=True)],
+                    ref_topk, rtol=0, atol=0))
     return out
 
 
@@ -251,7 +368,7 @@ def run_case(root: Path, case: Case, size: Size, seed: int = 0) -> Outcome:
         return Outcome(case.name, size.name, "not applicable", size.not_applicable)
     args = size.make(np.random.default_rng(seed))
     t0 = time.perf_counter()
-    res = BuiltinBackend().run(str(root / case.path), case.kernel, args, target=case.target,
+    res = BuiltinBackend().run(str(root / case.path), case.kernel, args, target=case.target, grid=case.grid,
                                timeout_s=case.timeout_s, memory_mb=case.memory_mb)
     o = Outcome(case.name, size.name, "", seconds=time.perf_counter() - t0,
                 findings=[f"{f.rule}:{f.severity.value}:{f.line}" for f in res.findings])
