@@ -143,3 +143,28 @@ def k(x):
 """
     res = _run(tmp_path, body, [np.ones((128, 32), np.float32)])
     assert [(f.rule, f.severity.value) for f in res.findings] == [("SIM112", "error")]
+
+
+def test_single_input_alu_ops_in_operand_slots_and_unknown_ops_name_themselves(tmp_path):
+    body = """
+@nki.jit
+def k(x):
+    P, F = x.shape
+    out = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    a = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    amax = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=a, data=t, op0=nl.abs, operand0=0.0, reduce_op=nl.maximum, reduce_res=amax)
+    nisa.dma_copy(dst=out, src=amax)
+    return out
+"""
+    x = np.random.default_rng(4).standard_normal((32, 50)).astype(np.float32)
+    res = _run(tmp_path, body, [x])
+    assert res.status == "ok", res.error
+    np.testing.assert_allclose(res.outputs[0][:, 0], np.abs(x).max(1))
+    res = _run(tmp_path, body.replace("op0=nl.abs", "op0='bogus_op'"), [x])
+    assert res.status == "unsupported" and [(f.rule, f.severity.value) for f in res.findings] == [("SIM117", "info")]
+    assert "bogus_op" in res.findings[0].message
+    line = next(i for i, ln in enumerate((tmp_path / "k.py").read_text().splitlines(), 1) if "bogus_op" in ln)
+    assert res.findings[0].line == line
