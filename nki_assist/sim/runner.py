@@ -18,7 +18,7 @@ from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from . import access_pattern, context, coverage, packages, provenance  # noqa: F401 (access_pattern: Tensor.ap)
+from . import access_pattern, block_life, context, coverage, packages, provenance  # noqa: F401 (access_pattern: Tensor.ap)
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
@@ -260,6 +260,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                                 exception=type(e).__name__, frames=[f"{os.path.basename(f.filename)}:{f.lineno}"
                                                                     for f in frames[-4:]])
             stubbed = inst.stubbed
+        block_life.settle(ctx, ctx.report_safe)
         outputs = []
         if status == "ok":
             outputs = _collect_outputs(ctx, out_args if out_args else ret, targs, raw_args, out_storages)
