@@ -217,6 +217,100 @@ def ref_topk(x, k, *rest, **kw):
     return np.take_along_axis(x, order, -1), order.astype(np.float64)
 
 
+def ref_out_proj_tkg(attn, weight, bias=None, **kw):
+    """attention [D, B, N, S], weight [N*D, H] -> [B*S, H] = attention @ weight (+ bias)."""
+    a = _f(attn)
+    d, b, n, s = a.shape
+    x = a.transpose(1, 3, 2, 0).reshape(b * s, n * d)
+    return x @ _f(weight) + (0 if bias is None else _f(bias))
+
+
+def ref_out_proj_cte(attn, weight, bias=None, **kw):
+    """attention [B, N, D, S], weight [N*D, H] -> [B, S, H]."""
+    a = _f(attn)
+    b, n, d, s = a.shape
+    x = a.transpose(0, 3, 1, 2).reshape(b, s, n * d)
+    return x @ _f(weight) + (0 if bias is None else _f(bias))
+
+
+def ref_qkv_tkg(hidden, qkv_w, norm_w=None, eps=1e-6, **kw):
+    """RMSNorm(hidden) * norm_w @ qkv_w, [B, S, H] -> [B, S, I] (BSD layout)."""
+    x = _f(hidden)
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * _f(norm_w).reshape(-1)
+    return y @ _f(qkv_w)
+
+
+# NKIBench: inputs are generated at the benchmark's logical shapes, reshaped (C order) to the shapes the
+# compiler-emitted kernel takes; outputs are reshaped back. References from each benchmark's stated math.
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+NKIBENCH_REFS: dict[str, Callable[..., Any]] = {
+    "silu": lambda x: x / (1 + np.exp(-x)),
+    "adamw": lambda th, g, m, v: (th - 1e-5 * th) - 0.01 * (0.9 * m + 0.1 * g)
+    / (np.sqrt((0.999 * v + 0.001 * g * g) * 1000) + 1e-8),
+    "rmsnorm_matmul": lambda x, w: (x / np.sqrt((x * x).mean(1, keepdims=True))) @ w,
+    "matmul": lambda a, b: a @ b,
+    "transpose_matmul": lambda a, b: a.T @ b,
+    "bmm": lambda a, b: a @ b,
+    "bmm_softmax": lambda a, b: _softmax(a @ b, axis=2),
+    "swiglu": lambda x, up, down, gate: ((x @ gate) / (1 + np.exp(-(x @ gate))) * (x @ up)) @ down,
+    "lora": lambda x, w, a, b: x @ w + (x @ a) @ b,
+}
+
+
+@dataclass
+class Bench:
+    name: str  # NKIBench test name (reference key)
+    file: str  # kernel file in NKIBench/kernels
+    logical: list[tuple]  # benchmark input shapes (as the benchmark generates them)
+    kernel_shapes: list[tuple]  # the shapes the kernel takes (C-order reshapes)
+    positive: tuple[int, ...] = ()  # inputs drawn as |normal| (adamw's second moment)
+    rtol: float = 1e-3
+    atol: float = 1e-3
+
+
+BENCHES = [
+    Bench("silu", "silu_M4096_N7168_0.py", [(4096, 7168)], [(128, 32, 7168)]),
+    Bench("adamw", "adamw_M10944_N2048_0.py", [(10944, 2048)] * 4, [(10944, 2048)] * 4, positive=(3,)),
+    Bench("rmsnorm_matmul", "rmsnorm_matmul_M4096_N2048_K1024_0.py", [(4096, 1024), (1024, 2048)],
+          [(32, 128, 1024), (8, 128, 2048)], atol=1e-2),
+    Bench("transpose_matmul", "transpose_matmul_M4096_K2048_N10944_0.py", [(2048, 4096), (2048, 10944)],
+          [(128, 16, 4096), (128, 16, 10944)], atol=5e-2),
+    Bench("bmm", "bmm_B16_M4096_K64_N4096_0.py", [(16, 4096, 64), (16, 64, 4096)],
+          [(16, 4096, 64), (16, 64, 4096)], atol=1e-2),
+    Bench("bmm_softmax", "bmm_softmax_B16_K64_M4096_N4096_0.py", [(16, 4096, 64), (16, 64, 4096)],
+          [(16, 4096, 64), (16, 64, 4096)], atol=1e-4),
+    Bench("swiglu", "swiglu_M4096_N3072_K1024_0.py", [(4096, 1024), (1024, 3072), (3072, 1024), (1024, 3072)],
+          [(8, 4, 128, 8, 128), (8, 128, 3072), (24, 128, 1024), (8, 128, 3072)], rtol=2e-2, atol=5.0),
+    Bench("matmul", "matmul_M4096_N12288_K5120_0.py", [(4096, 5120), (5120, 12288)],
+          [(32, 128, 40, 128), (40, 128, 12288)], atol=0.5),
+    Bench("lora", "lora_M4096_N12288_K5120_R128_0.py", [(4096, 5120), (5120, 12288), (5120, 128), (128, 12288)],
+          [(8, 4, 128, 40, 128), (40, 128, 12288), (40, 128, 128), (128, 12288)], atol=1.0),
+]
+
+
+def _bench_case(b: Bench) -> Case:
+    def make(rng):
+        logical = [rng.standard_normal(shape).astype(np.float32) for shape in b.logical]
+        for i in b.positive:
+            logical[i] = np.abs(logical[i])
+        return [x.reshape(shape) for x, shape in zip(logical, b.kernel_shapes)]
+
+    def reference(*args):
+        logical = [_f(a).reshape(shape) for a, shape in zip(args, b.logical)]
+        return NKIBENCH_REFS[b.name](*logical)
+
+    def compare(outputs, ref, args):
+        return [(np.asarray(outputs[0]).reshape(ref.shape), ref)]
+
+    return Case(f"nkibench_{b.name}", f"{NKIBENCH}/kernels/{b.file}", "kernel",
+                [Size("benchmark", make), na("fixed benchmark shapes")], reference, rtol=b.rtol, atol=b.atol,
+                compare=compare, timeout_s=600)
+
+
 # -- cases ----------------------------------------------------------------------------------------------
 def _bsh(b, s, h, dtype=np.float32):
     def make(rng):
@@ -338,6 +432,39 @@ def cases() -> list[Case]:
     out.append(Case("topk", f"{L}/core/topk/rotational_topk.py", "topk[1]",
                     [Size("aligned", topk(1, 4, 2048, 8)), Size("ragged", topk(2, 3, 1000, 5), ragged=True)],
                     ref_topk, rtol=0, atol=0))
+
+    def proj_tkg(d, b, n, s, h, bias=True):
+        def make(rng):
+            args = [_n(rng, d, b, n, s), _n(rng, n * d, h, lo=-0.1, hi=0.1)]
+            return args + ([Keyword("bias", _n(rng, 1, h))] if bias else [])
+        return make
+    out.append(Case("output_projection_tkg", f"{L}/core/output_projection/output_projection_tkg.py",
+                    "output_projection_tkg",
+                    [Size("aligned", proj_tkg(128, 2, 4, 1, 1024)), Size("ragged", proj_tkg(64, 1, 3, 5, 640, False),
+                                                                          ragged=True)],
+                    ref_out_proj_tkg, rtol=1e-3, atol=1e-3))
+
+    def proj_cte(b, n, d, s, h):
+        def make(rng):
+            return [_n(rng, b, n, d, s), _n(rng, n * d, h, lo=-0.1, hi=0.1), Keyword("bias", _n(rng, 1, h))]
+        return make
+    out.append(Case("output_projection_cte", f"{L}/core/output_projection/output_projection_cte/output_projection_cte.py",
+                    "output_projection_cte",
+                    [Size("aligned", proj_cte(1, 2, 128, 512, 1024)), Size("ragged", proj_cte(2, 3, 64, 200, 520),
+                                                                            ragged=True)],
+                    ref_out_proj_cte, rtol=1e-3, atol=1e-3))
+
+    def qkv(b, s, h, i):
+        def make(rng):
+            return [_n(rng, b, s, h), _n(rng, h, i, lo=-0.1, hi=0.1),
+                    Keyword("norm_w", _n(rng, 1, h, lo=0.5, hi=1.5)),
+                    Keyword("norm_type", Named("enum", "NormType.RMS_NORM")),
+                    Keyword("output_layout", Named("enum", "QKVOutputLayout.BSD"))]
+        return make
+    out.append(Case("qkv_tkg", f"{L}/core/qkv/qkv_tkg.py", "qkv_tkg",
+                    [Size("aligned", qkv(2, 1, 1024, 768)), Size("ragged", qkv(1, 3, 640, 320), ragged=True)],
+                    ref_qkv_tkg, rtol=1e-3, atol=1e-3))
+    out += [_bench_case(b) for b in BENCHES]
     return out
 
 
