@@ -206,7 +206,7 @@ CATALOGUE: tuple[Api, ...] = (
     Api("nisa.rng", None, sim="none"),
     Api("nisa.rand2", None, sim="none"),
     Api("nisa.sendrecv", None, sim="none"),
-    Api("nisa.core_barrier", None, sim="none"),
+    Api("nisa.core_barrier", None, legacy=False, sim="partial"),  # one program: no-op; a grid: SIM117
     Api("nisa.scalar_load", None, sim="none"),
     Api("nisa.sparse_matmul", None, sim="none"),
     Api("nl.random_seed", None, kind="call", sim="none"),

@@ -17,7 +17,8 @@ import numpy as np
 
 
 class BlockLife:
-    __slots__ = ("first", "last", "block_bytes", "block_banks", "blocks_shape", "line", "shape", "buffer", "dtype")
+    __slots__ = ("first", "last", "block_bytes", "block_banks", "blocks_shape", "line", "shape", "buffer", "dtype",
+                 "host_bytes")
 
     def __init__(self, st, nblocks: int):
         self.blocks_shape = tuple(st.shape[: st.pax])
@@ -26,6 +27,7 @@ class BlockLife:
         self.block_bytes = st.bytes_pp // nblocks
         self.block_banks = st.banks // nblocks if st.banks else 0
         self.line, self.shape, self.buffer, self.dtype = st.line, list(st.shape), st.buffer, st.dt.name
+        self.host_bytes = math.prod(st.shape) * st.dt.store.itemsize  # what the simulator holds for all blocks
 
     def max_open(self) -> int:
         used = self.first >= 0
@@ -131,3 +133,8 @@ def settle(ctx, report) -> None:
                    f"up to {total} PSUM banks are live: {n} blocks of {life.shape} are in use at the same time; a "
                    f"NeuronCore has {tgt.psum_banks} banks of {tgt.psum_bank_bytes} B per partition.",
                    live_banks=total, blocks_live=n, banks=tgt.psum_banks, shape=life.shape)
+
+
+def host_bytes(ctx) -> int:
+    """Host memory the simulator spends on whole block tiles (the hardware holds only the blocks in use)."""
+    return sum(life.host_bytes for life in getattr(ctx, "block_lives", None) or ())

@@ -251,8 +251,10 @@ def new_namespace() -> dict:
             raise UnsupportedAPI("nisa.dma_compute with several sources or scales")
         dma.dma(dst, srcs[0], accumulate_op=reduce_op, op="dma_compute")
 
-    def dma_transpose(dst, src, **kw):
-        dma.dma(dst, src, op="dma_transpose", transpose_2d=True)
+    def dma_transpose(dst, src, axes=None, **kw):
+        # the permutation by rank (nki.isa.dma_transpose): 2-d [1, 0], 3-d [2, 1, 0], 4-d [3, 1, 2, 0]
+        perm = tuple(axes) if axes is not None else {3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(src.shape))
+        dma.dma(dst, src, op="dma_transpose", transpose_2d=True, axes=perm)
 
     def bn_stats(dst, data, **kw):
         core.bn_stats(data, dst=dst)

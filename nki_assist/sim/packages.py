@@ -13,6 +13,7 @@ import ast
 import importlib
 import os
 import sys
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,14 @@ def _lookup(module, dotted: str) -> Any:
         for attr in parts[1:]:
             obj = getattr(obj, attr)
         return obj
+    if parts[0]:  # a name the kernel reaches through a module it imported (`common_types.RouterActFnType`)
+        hits = [v for v in module.__dict__.values() if isinstance(v, types.ModuleType)
+                and not getattr(v, "__nki_assist_shim__", False) and parts[0] in vars(v)]
+        if len({id(getattr(m, parts[0])) for m in hits}) == 1:
+            obj = getattr(hits[0], parts[0])
+            for attr in parts[1:]:
+                obj = getattr(obj, attr)
+            return obj
     lead = len(dotted) - len(dotted.lstrip("."))
     parts = dotted.lstrip(".").split(".")
     for i in range(len(parts), 0, -1):

@@ -108,5 +108,17 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
     return dst
 
 
-ISA = dict(nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
+def core_barrier(*args, **kw) -> None:
+    """A barrier between the logical cores of an LNC launch: nothing to wait for with one program; with
+    several, the simulator runs the programs one after another and cannot honour it (a tool limit)."""
+    ctx = core.context.current()
+    n = 1
+    for g in ctx.grid or ():
+        n *= int(g)
+    if n > 1:
+        raise core.UnsupportedAPI("nki.isa.core_barrier", "programs of a grid run one after another here",
+                                  limit=True)
+
+
+ISA = dict(core_barrier=core_barrier, nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
            register_store=register_store, nc_find_index8=nc_find_index8, VirtualRegister=Register)

@@ -249,9 +249,18 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 ctx.report_safe("SIM114", error_line, "the kernel raised RecursionError", exception="RecursionError")
             except MemoryError as e:
                 error_line = _kernel_line(e, kfile)
-                status, error = "out-of-memory", "MemoryError while simulating the kernel"
-                ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
-                                exception="MemoryError")
+                held = block_life.host_bytes(ctx)
+                if held > (1 << 30):  # whole block tiles the hardware never holds at once: a tool limit
+                    status, error = "unsupported", "MemoryError: block tiles held whole in host memory"
+                    ctx.report_safe("SIM117", error_line, f"the simulator keeps every block of the kernel's block "
+                                    f"tiles in host memory ({held / 2**30:.1f} GiB) and ran out of memory here; the "
+                                    "hardware holds only the blocks in use. Raise --memory-mb to simulate this "
+                                    "size, or simulate a smaller one.", api="block tiles in host memory",
+                                    host_bytes=held)
+                else:
+                    status, error = "out-of-memory", "MemoryError while simulating the kernel"
+                    ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
+                                    exception="MemoryError")
             except (Exception, SystemExit) as e:  # noqa: BLE001 - any kernel exception becomes a finding
                 error_line = _kernel_line(e, kfile)
                 status, error = "kernel-error", f"{type(e).__name__}: {e}"

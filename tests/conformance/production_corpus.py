@@ -240,6 +240,49 @@ def ref_qkv_tkg(hidden, qkv_w, norm_w=None, eps=1e-6, **kw):
     return y @ _f(qkv_w)
 
 
+def ref_qkv_cte(x, w, *rest, **kw):
+    return _f(x) @ _f(w)
+
+
+def ref_attention_cte(q, k, v, scale=1.0, causal_mask=True, **kw):
+    """q [b, sq, d] (tp_q), k [b, d, skv], v [b, skv, d] -> softmax(scale * q @ k, causal) @ v, [b, sq, d]."""
+    s = scale * (_f(q) @ _f(k))
+    if causal_mask:
+        sq, skv = s.shape[1:]
+        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None] + (skv - sq), s, -np.inf)
+    return _softmax(s, axis=-1) @ _f(v)
+
+
+def ref_rmsnorm_quant(hidden, ln_w, kargs, *rest):
+    x = _f(hidden)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + kargs.get("eps", 1e-6)) * _f(ln_w).reshape(-1)
+
+
+def _cmp_row_quant(outputs, ref, args):
+    """Row quant output [B, S, H+4] fp8: H quantized values, then the fp32 dequant scale as 4 fp8 bytes."""
+    out = np.asarray(outputs[0])
+    h = ref.shape[-1]
+    scale = np.ascontiguousarray(out[..., h:]).view(np.float32)
+    got = out[..., :h].astype(np.float64) * scale.astype(np.float64)
+    return [(got / np.abs(ref).max(-1, keepdims=True), ref / np.abs(ref).max(-1, keepdims=True))]
+
+
+def ref_router_topk(x, w, w_bias, logits_out, aff_out, idx_out, act_fn, k, *rest, **kw):
+    """x [H, T] (layout 0), w [H, E] -> logits [T, E]; top-k indices of softmax(logits). With the default
+    router_pre_norm=True and norm_topk_prob=False (the "ACT1, topK" pipeline) the affinities are the full
+    softmax (only the ACT2 / norm pipelines scatter the top-k values)."""
+    logits = _f(x).T @ _f(w) + (0 if w_bias is None else _f(w_bias).reshape(1, -1))
+    prob = _softmax(logits, axis=-1)
+    idx = np.argsort(-prob, axis=-1, kind="stable")[:, :k]
+    return logits, idx.astype(np.float64), prob
+
+
+def _cmp_router(outputs, ref, args):
+    logits, idx, aff = ref
+    got = [np.asarray(o) for o in outputs]  # the caller's buffers, in argument order: logits, affinities, index
+    return [(got[0], logits), (got[1], aff), (np.sort(got[2], axis=-1), np.sort(idx, axis=-1))]
+
+
 # NKIBench: inputs are generated at the benchmark's logical shapes, reshaped (C order) to the shapes the
 # compiler-emitted kernel takes; outputs are reshaped back. References from each benchmark's stated math.
 def _softmax(x, axis=-1):
@@ -464,6 +507,44 @@ def cases() -> list[Case]:
     out.append(Case("qkv_tkg", f"{L}/core/qkv/qkv_tkg.py", "qkv_tkg",
                     [Size("aligned", qkv(2, 1, 1024, 768)), Size("ragged", qkv(1, 3, 640, 320), ragged=True)],
                     ref_qkv_tkg, rtol=1e-3, atol=1e-3))
+
+    def qkvc(b, s, h, i):
+        def make(rng):
+            return [_n(rng, b, s, h, dtype=BF16), _n(rng, h, i, dtype=BF16, lo=-0.1, hi=0.1)]
+        return make
+    # bf16 in, bf16 out (the DMA-transpose input load is a 2-byte path): bf16 output rounding
+    out.append(Case("qkv_cte", f"{L}/core/qkv/qkv_cte.py", "qkv_cte",
+                    [Size("aligned", qkvc(1, 512, 1024, 384)), Size("ragged", qkvc(2, 200, 640, 192), ragged=True)],
+                    ref_qkv_cte, rtol=2e-2, atol=2e-2))
+
+    def attn(b, sq, skv, d):
+        def make(rng):
+            return [_n(rng, b, sq, d), _n(rng, b, d, skv), _n(rng, b, skv, d), Keyword("scale", d ** -0.5)]
+        return make
+    out.append(Case("attention_cte", f"{L}/core/attention/attention_cte.py", "attention_cte",
+                    [Size("aligned", attn(1, 512, 512, 128)), Size("ragged", attn(2, 300, 300, 64), ragged=True)],
+                    ref_attention_cte, rtol=1e-3, atol=1e-3))
+
+    def rq(b, s, h):
+        def make(rng):
+            kargs = Named("call", "RmsNormQuantKernelArgs",
+                          {"norm_type": Named("enum", "NormType.RMS_NORM"),
+                           "quantization_type": Named("enum", "QuantizationType.ROW"), "eps": 1e-6})
+            return [_n(rng, b, s, h, dtype=BF16), _n(rng, 1, h, dtype=BF16, lo=0.5, hi=1.5), kargs]  # bf16 compute
+        return make
+    out.append(Case("rmsnorm_quant", f"{L}/core/rmsnorm/rmsnorm_quant.py", "rmsnorm_quant_kernel",
+                    [Size("aligned", rq(2, 64, 512)), Size("ragged", rq(1, 77, 320), ragged=True)],
+                    ref_rmsnorm_quant, rtol=0.07, atol=0.02, compare=_cmp_row_quant))
+
+    def router(t, h, e, k):
+        def make(rng):
+            return [_n(rng, h, t), _n(rng, h, e, lo=-0.2, hi=0.2), None, Output(np.zeros((t, e), np.float32)),
+                    Output(np.zeros((t, e), np.float32)), Output(np.zeros((t, k), np.uint32)),
+                    Named("enum", "RouterActFnType.SOFTMAX"), k, 0, 0]
+        return make
+    out.append(Case("router_topk", f"{L}/core/router_topk/router_topk.py", "router_topk",
+                    [Size("aligned", router(128, 512, 64, 4)), Size("ragged", router(50, 256, 40, 2), ragged=True)],
+                    ref_router_topk, rtol=1e-3, atol=1e-4, compare=_cmp_router))
     out += [_bench_case(b) for b in BENCHES]
     return out
 

@@ -168,3 +168,21 @@ def k(x):
     assert "bogus_op" in res.findings[0].message
     line = next(i for i, ln in enumerate((tmp_path / "k.py").read_text().splitlines(), 1) if "bogus_op" in ln)
     assert res.findings[0].line == line
+
+
+def test_dma_transpose_permutes_by_rank(tmp_path):
+    """nki.isa.dma_transpose: a 4-d source is permuted [3, 1, 2, 0] (not flattened to 2-d first)."""
+    body = """
+@nki.jit
+def k(x):
+    A, B, C, D = x.shape
+    out = nl.ndarray((D, B, C, A), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((D, B, C, A), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    x = np.arange(4 * 2 * 3 * 16, dtype=np.float32).reshape(4, 2, 3, 16).astype(np.float16)
+    res = _run(tmp_path, body, [x])
+    assert res.status == "ok", res.error
+    np.testing.assert_array_equal(res.outputs[0], x.transpose(3, 1, 2, 0))
