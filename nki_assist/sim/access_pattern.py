@@ -47,7 +47,7 @@ def ap(t: Tensor, pattern=None, offset=0, dtype=None, vector_offset=None, scalar
     if extra:
         raise context.UnsupportedAPI("tensor.ap", f".ap({', '.join(extra)}=...)", limit=True)
     if dtype is not None and getattr(dtype, "name", str(dtype)) != t.st.dt.name:
-        raise context.UnsupportedAPI("tensor.ap", ".ap(dtype=...) reinterpreting the storage as another dtype",
+        raise context.UnsupportedAPI("tensor.ap(dtype=...)", "reinterpreting the storage as another dtype",
                                      limit=True)
     if vector_offset is not None and scalar_offset is not None:
         raise ValueError("vector_offset and scalar_offset are mutually exclusive")

@@ -523,7 +523,7 @@ def cases() -> list[Case]:
         return make
     out.append(Case("attention_cte", f"{L}/core/attention/attention_cte.py", "attention_cte",
                     [Size("aligned", attn(1, 512, 512, 128)), Size("ragged", attn(2, 300, 300, 64), ragged=True)],
-                    ref_attention_cte, rtol=1e-3, atol=1e-3))
+                    ref_attention_cte, rtol=1e-2, atol=5e-3))  # softmax through bf16 transposes
 
     def rq(b, s, h):
         def make(rng):
@@ -658,8 +658,10 @@ def main(argv: list[str]) -> int:
         print("no corpora snapshot (set NKI_CORPORA; default <repo>/../shared/corpora)", file=sys.stderr)
         return 2
     short = "--summary" in argv
-    argv = [a for a in argv if a != "--summary"]
-    outcomes = run_all(root, argv or None)
+    only = "nki-library" if "--library" in argv else "NKIBench" if "--nkibench" in argv else None
+    argv = [a for a in argv if a not in ("--summary", "--library", "--nkibench")]
+    outcomes = [run_case(root, c, s) for c in cases() if (not argv or any(x in c.name for x in argv))
+                and (only is None or c.corpus == only) for s in c.sizes]
     print(summary(outcomes) if short else markdown(outcomes))
     return 1 if any(o.verdict in ("false finding", "wrong") for o in outcomes) else 0
 
