@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ..findings import Severity
+
 
 class BlockLife:
     __slots__ = ("first", "last", "block_bytes", "block_banks", "blocks_shape", "line", "shape", "buffer", "dtype",
@@ -118,12 +120,16 @@ def settle(ctx, report) -> None:
         budget = tgt.sbuf_usable_bytes_per_partition
         if total > budget:
             b, n, life = max(sbuf_extra, key=lambda x: x[0])
+            # a warning, like SIM103: the legacy compiler allocates block tiles itself and can fuse the loop
+            # nests that use the blocks or spill them (NKIBench's compiler-emitted swiglu keeps 192 blocks of
+            # an intermediate between two loop nests and runs)
             report("SIM104", life.line,
                    f"live SBUF reaches up to {total} B per partition: {n} blocks of {life.shape} {life.dtype} are in "
                    f"use at the same time ({life.block_bytes} B each); {tgt.name} has {budget} B usable of "
-                   f"{tgt.sbuf_bytes_per_partition} B.",
+                   f"{tgt.sbuf_bytes_per_partition} B. The compiler has to fuse the loops that use these blocks "
+                   "or spill them to HBM.",
                    live_bytes_per_partition=total, blocks_live=n, block_bytes_per_partition=life.block_bytes,
-                   budget_bytes_per_partition=budget, shape=life.shape)
+                   budget_bytes_per_partition=budget, shape=life.shape, _severity=Severity.WARNING)
     if banks_extra:
         total = pk.psum_banks + sum(b for b, _, _ in banks_extra)
         pk.psum_banks = total

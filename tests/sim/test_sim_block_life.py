@@ -1,6 +1,6 @@
 """Per-block lifetimes of legacy block-dimension tiles: a kernel-scope [64, par_dim(128), 1024] fp32 tile
 (256 KiB per partition, more than SBUF) used one block per iteration needs one block; read all at once
-after the loop, it does not fit. nl.loop_reduce initialises its destination on the first iteration."""
+after the loop, they do not fit (a warning). nl.loop_reduce initialises its destination on the first iteration."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ def test_blocks_all_read_after_the_loop_do_not_fit(tmp_path):
             "        acc = nl.add(acc, buf[j])\n    nl.store(out[0], value=acc)")
     res = _run(tmp_path, BLOCKS.replace("TAIL", tail), [x])
     (f,) = [f for f in res.findings if f.rule == "SIM104"]
-    assert f.severity.value == "error" and f.line == _line(tmp_path, "buf = nl.ndarray")
+    # a warning: the legacy compiler allocates block tiles itself (it can fuse loops or spill)
+    assert f.severity.value == "warning" and f.line == _line(tmp_path, "buf = nl.ndarray")
     assert f.evidence["blocks_live"] == 64 and f.evidence["block_bytes_per_partition"] == 4096
     assert res.peaks.sbuf_bytes_per_partition >= 64 * 4096
 
