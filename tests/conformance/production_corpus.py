@@ -559,7 +559,6 @@ class Outcome:
     findings: list[str] = field(default_factory=list)
     max_abs_err: float | None = None
     seconds: float = 0.0
-    peak_rss_mb: float | None = None
 
 
 def _pairs(case: Case, outputs: list, ref, args) -> list:
