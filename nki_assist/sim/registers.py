@@ -1,5 +1,6 @@
 """Virtual registers and register-driven control (nki.isa register_* , nl.dynamic_range/fori_loop/while_loop),
-and the index-finding instructions (nisa.nc_find_index8 after max8, nisa.nonzero_with_count).
+and the index-finding instructions (nisa.nc_find_index8 after max8, nisa.nonzero_with_count) and
+nisa.nc_stream_shuffle (a cross-partition move inside each 32-partition quadrant).
 
 A register holds one 32-bit integer. The simulator runs eagerly, so a register's value is known when a loop
 reads it: `nl.dynamic_range(reg)` is a sequential loop of that many iterations, `while reg:` and
@@ -108,6 +109,37 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
     return dst
 
 
+def nc_stream_shuffle(dst, src, shuffle_mask, **kw):
+    """Vector Engine cross-partition move within each 32-partition quadrant: dst partition q*32+i takes src
+    partition q*32+mask[i]; mask value 255 leaves dst partition i unmodified (nki.isa.nc_stream_shuffle)."""
+    ctx, line, depth = core.ctx_site()
+    mask = [_int(m) for m in shuffle_mask]
+    if len(mask) != 32:
+        raise ValueError(f"nc_stream_shuffle: shuffle_mask has {len(mask)} entries, not 32")
+    rows = dst.shape[0]
+    pairs = [(p, p - p % 32 + mask[p % 32]) for p in range(rows) if mask[p % 32] != 255]
+    for p, q in pairs:
+        if q >= src.shape[0]:
+            raise IndexError(f"nc_stream_shuffle: dst partition {p} reads src partition {q} of {src.shape[0]}")
+    used = sorted({q for _, q in pairs})
+    if len(used) == src.shape[0]:
+        v2 = core.fvals(src, None, line).reshape(src.shape[0], -1)
+        read_row = v2.__getitem__
+    else:  # only the partitions the mask names are read (the others may hold nothing yet)
+        got = {q: core.fvals(src[q:q + 1], None, line).reshape(-1) for q in used}
+        read_row = got.__getitem__
+    free = int(np.prod(src.shape[1:])) if len(src.shape) > 1 else 1
+    out = np.zeros((rows, free), np.float32)
+    keep = np.zeros(rows, bool)
+    for p, q in pairs:
+        out[p] = read_row(q)
+        keep[p] = True
+    out = out.reshape((rows,) + tuple(dst.shape[1:]))
+    sel = None if keep.all() else np.broadcast_to(keep.reshape((rows,) + (1,) * (len(dst.shape) - 1)), dst.shape)
+    return core.emit(ctx, "nc_stream_shuffle", "vector", line, depth, out, dst=dst, dtype=dst.st.dt, srcs=[src],
+                     mask=None if sel is None else np.array(sel), exact_from=src.st.dt)
+
+
 def core_barrier(*args, **kw) -> None:
     """A barrier between the logical cores of an LNC launch: nothing to wait for with one program; with
     several, the simulator runs the programs one after another and cannot honour it (a tool limit)."""
@@ -120,5 +152,5 @@ def core_barrier(*args, **kw) -> None:
                                   limit=True)
 
 
-ISA = dict(core_barrier=core_barrier, nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
+ISA = dict(core_barrier=core_barrier, nc_stream_shuffle=nc_stream_shuffle, nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
            register_store=register_store, nc_find_index8=nc_find_index8, VirtualRegister=Register)

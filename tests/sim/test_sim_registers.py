@@ -186,3 +186,25 @@ def k(x):
     res = _run(tmp_path, body, [x])
     assert res.status == "ok", res.error
     np.testing.assert_array_equal(res.outputs[0], x.transpose(3, 1, 2, 0))
+
+
+def test_stream_shuffle_moves_partitions_within_each_quadrant(tmp_path):
+    body = """
+@nki.jit
+def k(x):
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    mask = [31 - i for i in range(32)]
+    mask[5] = 255  # partition 5 of each quadrant keeps its own value
+    nisa.nc_stream_shuffle(dst=t, src=t, shuffle_mask=mask)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    x = np.arange(64 * 4, dtype=np.float32).reshape(64, 4)
+    res = _run(tmp_path, body, [x])
+    assert res.status == "ok", res.error
+    want = np.concatenate([x[31::-1], x[63:31:-1]])
+    want[5], want[37] = x[5], x[37]
+    np.testing.assert_array_equal(res.outputs[0], want)
