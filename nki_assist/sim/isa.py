@@ -149,7 +149,11 @@ def legacy_namespace() -> dict:
     def dma_transpose(src, axes=None, dtype=None, mask=None, **kw):
         return dma.transpose_copy(src, dtype=dtype, mask=mask)
 
-    ns = dict(nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
+    def nc_stream_shuffle(src, shuffle_mask, dtype=None, mask=None, **kw):
+        # the value-returning form: partitions marked 255 would hold whatever the new tile held
+        raise UnsupportedAPI("nisa.nc_stream_shuffle", "the legacy value-returning form", limit=True)
+
+    ns = dict(nc_stream_shuffle=nc_stream_shuffle, nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
               activation_reduce=activation_reduce, tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
               tensor_reduce=tensor_reduce, tensor_copy=tensor_copy, memset=memset, iota=iota,
               affine_select=affine_select, dma_copy=dma_copy, bn_stats=bn_stats, bn_aggr=bn_aggr,
