@@ -131,8 +131,11 @@ class _Reconciler:
         self.findings = findings
         self.spec, self.res, self.notes = spec, res, notes
         self.sizes = size_evidence(res) if res is not None else []
-        fn, self.params = kernel_params(source, spec.kernel_name if spec else None,
-                                        list(spec.inputs) if spec is not None else [])
+        positional = [n for n, i in spec.inputs.items() if not i.keyword] if spec is not None else []
+        fn, self.params = kernel_params(source, spec.kernel_name if spec else None, positional)
+        if fn is not None and spec is not None:  # keyword inputs bind the parameter of the same name
+            named = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+            self.params.update({n: n for n, i in spec.inputs.items() if i.keyword and n in named})
         self.symbols = shape_symbols(fn, self.params)
         self.ragged = ragged_sizes(res) if res is not None else set()
 

@@ -14,6 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..contracts.callargs import Keyword, Named, Output, PackageRoot, map_values
 from .spec import InputSpec, PortSpec, SizeSpec, SpecError
 
 from .npz import load_npz
@@ -103,21 +104,52 @@ def make_inputs(spec: PortSpec, size: SizeSpec | str, limit_bytes: int | None = 
     golden = _golden_inputs(spec, size, limit_bytes) or {}
     args: list[Any] = []
     for name, ispec in spec.inputs.items():
-        if ispec.is_value:
-            args.append(ispec.value)
-        elif name in golden:
-            args.append(golden[name])
+        kind = ispec.kind
+        if kind == "value":
+            value = ispec.value
+        elif kind == "generated":
+            value = golden[name] if name in golden else generate(name, ispec, spec.shape_of(name, size))
+        elif kind == "array":
+            value = round_to(np.asarray(ispec.array, dtype=np.float64), ispec.np_dtype)
+        elif kind == "dtype":
+            value = Named("dtype", _dtype_key(ispec.dtype))
+        elif kind == "enum":
+            value = Named("enum", ispec.enum)
         else:
-            args.append(generate(name, ispec, spec.shape_of(name, size)))
+            value = Named("call", ispec.call, {k: named(v) for k, v in (ispec.kwargs or {}).items()})
+        if ispec.output:
+            value = Output(value)
+        args.append(Keyword(name, value) if ispec.keyword else value)
+    if spec.package_root is not None:
+        args.append(PackageRoot(str(spec.package_root.resolve())))
     return args
 
 
+def _dtype_key(name: str) -> str:
+    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}.get(
+        name, name)
+
+
+def named(value: Any) -> Any:
+    """A `kwargs` field of a config call: tables with enum / dtype / call become Named, the rest stays."""
+    if isinstance(value, dict):
+        if "enum" in value:
+            return Named("enum", value["enum"])
+        if "dtype" in value:
+            return Named("dtype", _dtype_key(value["dtype"]))
+        return Named("call", value["call"], {k: named(v) for k, v in value.get("kwargs", {}).items()})
+    if isinstance(value, list):
+        return [named(v) for v in value]
+    return value
+
+
+def _up(a: Any) -> Any:
+    if isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.kind == "V" or _finite_max(a.dtype)):
+        return a.astype(np.float64)
+    return a
+
+
 def upcast(args: list[Any]) -> list[Any]:
-    """What the reference sees: float arrays (any storage dtype) as float64, the rest unchanged."""
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.kind == "V" or _finite_max(a.dtype)):
-            out.append(a.astype(np.float64))
-        else:
-            out.append(a)
-    return out
+    """What the reference sees: float arrays (any storage dtype) as float64, the rest unchanged (call
+    markers kept: the reference's child unwraps them with callargs.for_reference)."""
+    return map_values(args, _up)

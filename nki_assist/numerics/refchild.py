@@ -1,6 +1,6 @@
 """Inside the reference's child process: import the user's file and call the function.
 
-Kept free of nki_assist imports (and so of ml_dtypes, ~2 s to import on a loaded machine): the
+Kept free of heavy nki_assist imports (only contracts.callargs; no ml_dtypes, ~2 s to import on a loaded machine): the
 reference only ever sees float64 / int arrays and plain values.
 """
 
@@ -10,9 +10,12 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from ..contracts.callargs import for_reference
+
 
 def child_call(path: str, function: str, args: list) -> Any:
     spec = importlib.util.spec_from_file_location(f"_nki_assist_reference_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, function)(*args)
+    pos, kw = for_reference(args)  # keyword inputs by name, spec-named values as plain data
+    return getattr(module, function)(*pos, **kw)

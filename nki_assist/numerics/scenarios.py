@@ -26,6 +26,7 @@ from ..tolerance import Agreement, compare
 from ..toolchain.base import relabel
 from ..toolchain.sandbox import run_in_child
 from .guard import budget_bytes, size_guard, size_need_bytes
+from ..contracts.callargs import map_values
 from .inputs import make_inputs, upcast
 from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
@@ -106,8 +107,8 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 
 def gpu_model_args(args: list[Any], precision: str) -> list[Any]:
     """Inputs as the CUDA kernel computes with them: float arrays cast to its accumulation dtype."""
-    out = []
-    for a in upcast(args):
+
+    def cast(a):
         if isinstance(a, np.ndarray) and a.dtype == np.float64:
             if precision == "float16":
                 a = a.astype(np.float16)
@@ -115,8 +116,9 @@ def gpu_model_args(args: list[Any], precision: str) -> list[Any]:
                 a = _tf32(a.astype(np.float32))
             elif precision == "float32":
                 a = a.astype(np.float32)
-        out.append(a)
-    return out
+        return a
+
+    return map_values(upcast(args), cast)  # keyword / output markers kept for the reference's child
 
 
 def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> list[Agreement | None]:

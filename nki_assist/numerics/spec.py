@@ -72,6 +72,7 @@ class PortSection(BaseModel):
     reference: str | None = None  # "file.py:function"
     target: str = "trn2"
     grid: list[int] | None = None  # legacy launch grid kernel[grid]
+    package_root: str | None = None  # folder holding the kernel's top-level package (default: from __init__.py)
 
     @field_validator("target")
     @classmethod
@@ -96,9 +97,18 @@ class PortSection(BaseModel):
 
 
 class InputSpec(BaseModel):
-    """One kernel argument: a generated array (`shape`, `dtype`, ...) or a plain value (`value`)."""
+    """One kernel argument: a generated array (`shape`, `dtype`, ...), a plain value (`value`), an enum member
+    (`enum = "ActFnType.SiLU"`), an NKI dtype (`dtype` alone), a config object (`call` + `kwargs`) or a literal
+    array (`array` + `dtype`). `keyword = true` passes it by name; `output = true` marks an array the kernel
+    writes into (its contents after the call are compared, in [inputs] order, instead of the return value)."""
 
     model_config = ConfigDict(extra="forbid")
+    keyword: bool = False
+    output: bool = False
+    enum: str | None = None
+    call: str | None = None
+    kwargs: dict[str, Any] | None = None
+    array: list | None = None
     shape: list[int | str] | None = None
     dtype: str | None = None  # required for arrays (checked below: a silent float32 hides port bugs)
     dist: Dist = "normal"
@@ -131,11 +141,38 @@ class InputSpec(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> "InputSpec":
         has_value = "value" in self.model_fields_set
-        if has_value and self.shape is not None:
-            raise ValueError("give either `value` (a scalar or option) or `shape` (an array), not both")
-        if not has_value and self.shape is None:
-            raise ValueError("missing `shape` (or `value` for a scalar/option)")
-        if has_value:
+        forms = [k for k, on in (("value", has_value), ("shape", self.shape is not None),
+                                 ("enum", self.enum is not None), ("call", self.call is not None),
+                                 ("array", self.array is not None)) if on]
+        if len(forms) > 1:
+            raise ValueError(f"give either `value`, `shape`, `enum`, `call` or `array`, not several "
+                             f"(got {' and '.join(forms)})")
+        if self.kwargs is not None and self.call is None:
+            raise ValueError("`kwargs` goes with `call` (a config object built from fields)")
+        if self.output and self.shape is None:
+            raise ValueError("`output = true` needs a `shape` (the buffer the kernel writes into)")
+        if self.enum is not None or self.call is not None:
+            check_named(self.enum if self.enum is not None else self.call, "enum" if self.enum else "call")
+            for key, val in (self.kwargs or {}).items():
+                named_value(val, f"kwargs.{key}")
+            return self
+        if self.array is not None:
+            if self.dtype is None:
+                raise ValueError(f"a literal `array` needs a `dtype` (one of {', '.join(DTYPES)})")
+            try:
+                arr = np.asarray(self.array, dtype=np.float64)
+            except (ValueError, TypeError):
+                raise ValueError("`array` must be a (nested) list of numbers with equal-length rows") from None
+            if arr.size > 65_536 or not np.all(np.isfinite(arr)):
+                raise ValueError("`array` must hold at most 65536 finite numbers")
+        if not forms:
+            if self.dtype is None:
+                raise ValueError("missing `shape` (or `value` for a scalar/option, `enum`, `call`, `array`, "
+                                 "or `dtype` alone for a dtype argument)")
+            forms = ["dtype"]
+        if has_value or forms == ["dtype"]:
+            if forms == ["dtype"] and _ALIASES.get(self.dtype, self.dtype) not in DTYPES:
+                raise ValueError(f"unknown dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
             return self
         if self.dtype is None:
             raise ValueError(f"missing `dtype` (one of {', '.join(DTYPES)})")
@@ -153,7 +190,17 @@ class InputSpec(BaseModel):
 
     @property
     def is_value(self) -> bool:
-        return "value" in self.model_fields_set
+        """Not a generated array (a value, enum, dtype, config or literal array)."""
+        return self.shape is None
+
+    @property
+    def kind(self) -> str:
+        if "value" in self.model_fields_set:
+            return "value"
+        for k in ("shape", "enum", "call", "array"):
+            if getattr(self, k) is not None:
+                return "generated" if k == "shape" else k
+        return "dtype"
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -162,6 +209,36 @@ class InputSpec(BaseModel):
     @property
     def symbols(self) -> list[str]:
         return [d for d in (self.shape or []) if isinstance(d, str)]
+
+
+def check_named(text: str, what: str) -> None:
+    """An enum member / config callable is a dotted Python name ("ActFnType.SiLU", ".types.Config")."""
+    if not isinstance(text, str) or not all(p.isidentifier() for p in text.lstrip(".").split(".")):
+        raise ValueError(f"`{what}` must be a dotted Python name like \"ActFnType.SiLU\", got {text!r}")
+
+
+def named_value(val: Any, where: str) -> Any:
+    """Validate a `kwargs` field: a plain value, a list, or a table with one of enum / dtype / call."""
+    if isinstance(val, dict):
+        keys = set(val)
+        if keys == {"enum"}:
+            check_named(val["enum"], f"{where}.enum")
+        elif keys == {"dtype"}:
+            if _ALIASES.get(val["dtype"], val["dtype"]) not in DTYPES:
+                raise ValueError(f"{where}.dtype: unknown dtype {val['dtype']!r}")
+        elif keys in ({"call"}, {"call", "kwargs"}):
+            check_named(val["call"], f"{where}.call")
+            if not isinstance(val.get("kwargs", {}), dict):
+                raise ValueError(f"{where}.kwargs must be a table")
+            for k, v in val.get("kwargs", {}).items():
+                named_value(v, f"{where}.kwargs.{k}")
+        else:
+            raise ValueError(f"{where}: a table field needs exactly one of enum, dtype, call (+kwargs); "
+                             f"got {sorted(keys)}")
+    elif isinstance(val, list):
+        for i, v in enumerate(val):
+            named_value(v, f"{where}[{i}]")
+    return val
 
 
 class SizeSpec(BaseModel):
@@ -241,6 +318,10 @@ class PortSpec:
         return self.dir / self.port.reference.split(":")[0] if self.port.reference else None
 
     @property
+    def package_root(self) -> Path | None:
+        return self.dir / self.port.package_root if self.port.package_root else None
+
+    @property
     def grid(self) -> tuple[int, ...] | None:
         return tuple(self.port.grid) if self.port.grid else None
 
@@ -301,7 +382,37 @@ def _functions(path: Path, where: str) -> dict[str, ast.FunctionDef]:
         raise SpecError(f"{where}: {path} does not parse: {exc.msg} (line {exc.lineno})") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
         raise SpecError(f"{where}: {path} does not parse: {type(exc).__name__}: {exc}") from None
-    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return _module_functions(tree.body)
+
+
+def _module_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef]:
+    """Functions bound at module level, also under `if HAS_NKI:` / `try:` / `with` (first definition wins)."""
+    out: dict[str, ast.FunctionDef] = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault(node.name, node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            inner = list(node.body) + list(getattr(node, "orelse", []))
+            for h in getattr(node, "handlers", []):
+                inner += h.body
+            inner += getattr(node, "finalbody", [])
+            for name, fn in _module_functions(inner).items():
+                out.setdefault(name, fn)
+    return out
+
+
+def _module_names(path: Path) -> set[str]:
+    """Every name bound at module level (defs, classes, assignments, imports), for dotted kernel names."""
+    tree = ast.parse(path.read_text(encoding="utf-8-sig"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
 
 
 def _is_kernel(fn: ast.FunctionDef) -> bool:
@@ -321,13 +432,52 @@ def arity(fn: ast.FunctionDef) -> tuple[int, int | None]:
     return required, None if a.vararg else positional
 
 
-def _check_arity(fn: ast.FunctionDef, n: int, where: str, what: str, names: list[str]) -> str | None:
+def _check_arity(fn: ast.FunctionDef, n: int, where: str, what: str, names: list[str],
+                 keywords: list[str] = ()) -> str | None:
     lo, hi = arity(fn)
-    if n < lo or (hi is not None and n > hi):
+    a = fn.args
+    params = [x.arg for x in a.posonlyargs + a.args]
+    # required positionals the spec passes by keyword count as given
+    given = n + sum(1 for k in keywords if k in params[n:lo])
+    if given < lo or (hi is not None and n > hi):
         takes = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
         return (f"{where}: {what} {fn.name!r} (line {fn.lineno}) takes {takes} positional arguments, "
                 f"but [inputs] declares {n} ({', '.join(names) or 'none'})")
+    if a.kwarg is None:
+        known = set(params[n:]) | {x.arg for x in a.kwonlyargs}
+        unknown = [k for k in keywords if k not in known]
+        if unknown:
+            return (f"{where}: {what} {fn.name!r} (line {fn.lineno}) has no keyword parameter "
+                    f"{', '.join(map(repr, unknown))} (inputs with keyword = true)")
+    missing = [x.arg for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and x.arg not in keywords]
+    if missing:
+        return (f"{where}: {what} {fn.name!r} (line {fn.lineno}) requires keyword argument(s) "
+                f"{', '.join(missing)}; add them to [inputs] with keyword = true")
     return None
+
+
+def _dotted_root(text: str) -> str | None:
+    """The module-level name a kernel path starts from ("make" for "make(4).k"), None when malformed."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(node, ast.Subscript):
+            try:
+                ast.literal_eval(node.slice)
+            except ValueError:
+                return None
+            node = node.value
+        elif isinstance(node, ast.Call):
+            try:
+                [ast.literal_eval(a) for a in node.args] + [ast.literal_eval(k.value) for k in node.keywords]
+            except ValueError:
+                return None
+            node = node.func
+        else:
+            node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def load_spec(path: str | Path) -> PortSpec:
@@ -371,7 +521,17 @@ def load_spec(path: str | Path) -> PortSpec:
 
             npz_headers(base / rel, f"{where}: {key}")  # no pickles, readable headers: before anything runs
 
-    names = list(data.inputs)
+    names = [n for n, i in data.inputs.items() if not i.keyword]
+    keywords = [n for n, i in data.inputs.items() if i.keyword]
+    if data.port.package_root is not None:
+        root = base / data.port.package_root
+        if not root.is_dir():
+            raise SpecError(f"{where}: port.package_root: not a folder: {root}")
+        try:
+            (base / data.port.nki).resolve().relative_to(root.resolve())
+        except ValueError:
+            raise SpecError(f"{where}: port.package_root: {root} does not contain port.nki "
+                            f"({base / data.port.nki})") from None
     # Sizes: unique names, every symbol bound, no stray bindings silently ignored.
     symbols = {s for spec in data.inputs.values() for s in spec.symbols}
     if not data.sizes:
@@ -402,10 +562,17 @@ def load_spec(path: str | Path) -> PortSpec:
                             f"({found}); set nki_kernel")
         kernel = kernels[0]
     elif kernel not in kfuncs:
-        raise SpecError(f"{where}: port.nki_kernel: no top-level function {kernel!r} in {data.port.nki}")
-    problem = _check_arity(kfuncs[kernel], len(names), f"{where}: port.nki_kernel", "kernel", names)
-    if problem:
-        raise SpecError(problem)
+        root_name = _dotted_root(kernel)
+        if root_name is None:
+            raise SpecError(f"{where}: port.nki_kernel: {kernel!r} is not a function name, a dotted path "
+                            "(\"Class.kernel\") or a factory call with literal arguments (\"make_kernel(4)\")")
+        if root_name == kernel or root_name not in _module_names(base / data.port.nki):
+            raise SpecError(f"{where}: port.nki_kernel: no top-level function {kernel!r} in {data.port.nki} "
+                            f"(functions: {', '.join(kfuncs) or 'none'})")
+    if kernel in kfuncs:  # a dotted path or factory is checked when it runs
+        problem = _check_arity(kfuncs[kernel], len(names), f"{where}: port.nki_kernel", "kernel", names, keywords)
+        if problem:
+            raise SpecError(problem)
 
     ref_fn = None
     if data.port.reference:
@@ -414,7 +581,8 @@ def load_spec(path: str | Path) -> PortSpec:
         if ref_fn not in rfuncs:
             raise SpecError(f"{where}: port.reference: no top-level function {ref_fn!r} in {rfile} "
                             f"(found: {', '.join(rfuncs) or 'none'})")
-        problem = _check_arity(rfuncs[ref_fn], len(names), f"{where}: port.reference", "reference", names)
+        problem = _check_arity(rfuncs[ref_fn], len(names), f"{where}: port.reference", "reference", names,
+                               keywords)
         if problem:
             raise SpecError(problem)
     return PortSpec(path, data, kernel, ref_fn)

@@ -60,6 +60,7 @@ class LoopFrame:
     n: int
     iter: int = -1
     scope: list = field(default_factory=list)  # storages allocated in the current iteration
+    value: object = None  # the loop variable's current value (nl.loop_reduce finds its loops by it)
 
 
 class SimContext:

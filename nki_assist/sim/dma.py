@@ -18,14 +18,17 @@ F32 = np.float32
 
 # -- DMA -------------------------------------------------------------------------------------------
 def dma(dst: Tensor, src: Tensor, *, mask=None, op="dma_copy", accumulate_op=None, label=None,
-        transpose_2d=False) -> None:
+        transpose_2d=False, axes=None) -> None:
     ctx, line, depth = ctx_site()
+    if (src is dst or (src.st is dst.st and src.fancy is None and dst.fancy is None and src.desc == dst.desc)) \
+            and accumulate_op is None and mask is None and not transpose_2d:
+        return None  # a copy onto itself changes nothing (nki-library's "HBM fence" idiom): not a read of its data
     return dma_at(ctx, line, depth, dst, src, mask=mask, op=op, accumulate_op=accumulate_op,
-                  transpose_2d=transpose_2d, label=label)
+                  transpose_2d=transpose_2d, label=label, axes=axes)
 
 
 def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_op=None, transpose_2d=False,
-           label=None, value=None):
+           label=None, value=None, axes=None):
     """Move src -> dst (element counts must match; dtype cast through fp32). `value` short-cuts the read."""
     label = label or op
     if src.st.buffer == "psum" and not ctx.legacy and dst.st.buffer != "psum":
@@ -43,7 +46,10 @@ def dma_at(ctx, line, depth, dst, src, *, mask=None, op="dma_copy", accumulate_o
                 sm = m.T if m is not None and m.T.shape == src_shape else None
             value = read(src, sm, line)
             if transpose_2d:
-                value = value.reshape(value.shape[0], -1).T
+                if axes is not None and value.ndim == len(axes) and value.ndim > 2:
+                    value = value.transpose(axes)  # nisa.dma_transpose: 3-d [2, 1, 0], 4-d [3, 1, 2, 0]
+                else:
+                    value = value.reshape(value.shape[0], -1).T
         old = read(dst, m, line) if accumulate_op is not None else None
     if value.shape != shape:
         if value.size != int(np.prod(shape)):

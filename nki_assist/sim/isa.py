@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from . import context, core, dma, unwritten, vector_ext
+from . import context, core, dma, registers, unwritten, vector_ext
 from . import tensor_engine as te
 from .context import UnsupportedAPI
 from .indexing import Mask
@@ -149,7 +149,11 @@ def legacy_namespace() -> dict:
     def dma_transpose(src, axes=None, dtype=None, mask=None, **kw):
         return dma.transpose_copy(src, dtype=dtype, mask=mask)
 
-    ns = dict(nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
+    def nc_stream_shuffle(src, shuffle_mask, dtype=None, mask=None, **kw):
+        # the value-returning form: partitions marked 255 would hold whatever the new tile held
+        raise UnsupportedAPI("nisa.nc_stream_shuffle", "the legacy value-returning form", limit=True)
+
+    ns = dict(nc_stream_shuffle=nc_stream_shuffle, nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
               activation_reduce=activation_reduce, tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
               tensor_reduce=tensor_reduce, tensor_copy=tensor_copy, memset=memset, iota=iota,
               affine_select=affine_select, dma_copy=dma_copy, bn_stats=bn_stats, bn_aggr=bn_aggr,
@@ -251,8 +255,10 @@ def new_namespace() -> dict:
             raise UnsupportedAPI("nisa.dma_compute with several sources or scales")
         dma.dma(dst, srcs[0], accumulate_op=reduce_op, op="dma_compute")
 
-    def dma_transpose(dst, src, **kw):
-        dma.dma(dst, src, op="dma_transpose", transpose_2d=True)
+    def dma_transpose(dst, src, axes=None, **kw):
+        # the permutation by rank (nki.isa.dma_transpose): 2-d [1, 0], 3-d [2, 1, 0], 4-d [3, 1, 2, 0]
+        perm = tuple(axes) if axes is not None else {3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(len(src.shape))
+        dma.dma(dst, src, op="dma_transpose", transpose_2d=True, axes=perm)
 
     def bn_stats(dst, data, **kw):
         core.bn_stats(data, dst=dst)
@@ -292,6 +298,7 @@ def new_namespace() -> dict:
               exponential=exponential, scalar_tensor_tensor=scalar_tensor_tensor,
               tensor_partition_reduce=tensor_partition_reduce, max8=max8, tensor_scalar_reduce=tensor_scalar_reduce,
               tensor_tensor_scan=tensor_tensor_scan)
+    ns.update(registers.ISA)
     ns.update(COMMON)
     return ns
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, dma, mathops, provenance, unwritten
+from . import context, core, dma, mathops, objects, provenance, registers, unwritten
 from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
@@ -143,8 +143,10 @@ def _filled(shape, dtype, buffer, name, value, label):
     ctx, line, depth = core.ctx_site()
     t = _alloc(shape, dtype, buffer, name, line)
     dt = t.st.dt
+    blk, t.st.blk = t.st.blk, None  # the fill is each block's initialisation, not a use: blocks open when used
     write(t, ctx.round(np.full(t.shape, value, dtype=F32 if dt.is_float else np.int64), dt), None, line,
           exempt_affine=True)
+    t.st.blk = blk
     if ctx.sanitize:
         provenance.watch(ctx, line, label, t, None, [])
     if t.st.buffer in ON_CHIP:
@@ -233,27 +235,50 @@ def copy(x, dtype=None, mask=None, **kw):
 
 
 class LoopReduce:
-    """`nl.loop_reduce(x, op, loop_indices)` (legacy): assigned to a tile, it folds x into that tile."""
+    """`nl.loop_reduce(x, op, loop_indices)` (legacy): assigned to a tile, it folds x into that tile; on the
+    first iteration of its loops it initialises the tile with x (the compiler-emitted NKIBench kernels never
+    initialise the destination themselves)."""
 
-    def __init__(self, x: Tensor, alu: str, dtype, mask):
-        self.x, self.alu, self.dtype, self.mask = x, alu, dtype, mask
+    def __init__(self, x: Tensor, alu: str, dtype, mask, first: bool = False):
+        self.x, self.alu, self.dtype, self.mask, self.first = x, alu, dtype, mask, first
+
+
+def _first_iteration(loop_indices) -> bool:
+    """Every named loop variable is at its loop's first iteration (matched by value to an active loop)."""
+    if not loop_indices:
+        return False
+    loops = context.current().loops
+    for v in loop_indices:
+        if not any(f.iter == 0 and f.value is not None and f.value == v for f in loops):
+            return False
+    return True
 
 
 def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
     if not isinstance(x, Tensor):
         raise TypeError(f"nl.loop_reduce: x must be a tile, got {type(x).__name__}")
-    return LoopReduce(x, core.opname(op), dtype, mask)
+    first = _first_iteration(list(loop_indices) if isinstance(loop_indices, (list, tuple)) else
+                             [loop_indices] if loop_indices is not None else [])
+    return LoopReduce(x, core.opname(op), dtype, mask, first)
 
 
 @core.elementwise
 def _assign_loop_reduce(dst: Tensor, lr: LoopReduce) -> Tensor:
     """dst = op(dst, x): a reduction over the named loop, so reading dst is not an affine-range carry."""
     ctx, line, depth = core.ctx_site()
-    a = core.fvals(dst, None, line, exempt_affine=True)
     b = core._fit(core.fvals(lr.x, None, line), dst.shape, "loop_reduce")
-    r = mathops.BINARY[lr.alu](a, b)
-    return core.emit(ctx, "tensor_tensor", "vector", line, depth, r, dst=dst, dtype=None, srcs=[dst, lr.x],
-                     mask=lr.mask, src_storages=(dst.st, lr.x.st), extra={"alu": lr.alu}, _alu=lr.alu)
+    if lr.first:  # the first iteration writes x: the destination is not read
+        r = b
+    else:
+        r = mathops.BINARY[lr.alu](core.fvals(dst, None, line, exempt_affine=True), b)
+    # every iteration of the reduced loops writes the same destination by design: not an affine-range
+    # write conflict (SIM109), so the write is not tagged with the iteration
+    saved, ctx.tag = ctx.tag, 0
+    try:
+        return core.emit(ctx, "tensor_tensor", "vector", line, depth, r, dst=dst, dtype=None, srcs=[dst, lr.x],
+                         mask=lr.mask, src_storages=(dst.st, lr.x.st), extra={"alu": lr.alu}, _alu=lr.alu)
+    finally:
+        ctx.tag = saved
 
 
 def assign(dst: Tensor, value) -> None:
@@ -403,6 +428,7 @@ def _loop_gen(kind: str, r: range):
     try:
         for i, v in enumerate(r):
             frame.iter = i
+            frame.value = v
             if kind == "affine":
                 ctx.retag()
             yield v
@@ -553,7 +579,8 @@ def namespace(target) -> dict:
         fori_loop=fori_loop, program_id=program_id, num_programs=num_programs, program_ndim=program_ndim,
         nc=nc, spmd_dim=spmd_dim, loop_reduce=loop_reduce, device_print=device_print, no_reorder=no_reorder, arange=arange,
         mgrid=MGrid(), ds=ds, par_dim=par_dim, tile_size=tile_size_for(target), shared_constant=shared_constant,
-        finfo=finfo, fp32=_FInfo("float32"),
+        finfo=finfo, fp32=_FInfo("float32"), while_loop=registers.while_loop, NKIObject=objects.NKIObject,
+        shared_identity_matrix=objects.shared_identity_matrix,
     )
     return ns
 

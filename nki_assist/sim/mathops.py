@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import UnsupportedAPI
+
 F32 = np.float32
 
 
@@ -112,6 +114,30 @@ def _int_only(fn, name):
     return op
 
 
+class _Ops(dict):
+    """An op table whose misses say which op (a tool limit naming it), never a bare KeyError."""
+
+    def __init__(self, what: str, table: dict, fallback=None):
+        super().__init__(table)
+        self.what = what
+        self.fallback = fallback
+
+    def __missing__(self, name):
+        fb = self.fallback(name) if self.fallback else None
+        if fb is None:
+            raise UnsupportedAPI(f"{name!r} as {self.what}", "the simulator has no model of this ALU op",
+                                 limit=True)
+        self[name] = fb
+        return fb
+
+
+def _unary_as_binary(name):
+    """An ALU op that reads one input (abs, square, exp, ...) given in a two-operand slot (`op0=nl.abs`): it
+    applies to the first input and the other operand is ignored, as the ISA's single-input ALU ops do."""
+    f = UNARY.get(name)
+    return None if f is None else (lambda a, b: f(np.asarray(a)))
+
+
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _div,
     "maximum": np.maximum, "minimum": np.minimum, "power": np.power, "fmod": np.fmod, "mod": np.mod,
@@ -126,12 +152,14 @@ BINARY = {
     "left_shift": _int_only(np.left_shift, "left_shift"), "right_shift": _int_only(np.right_shift, "right_shift"),
     "rsqrt": lambda a, b: _rsqrt(a),  # used as tensor_scalar op with a dummy operand in some kernels
 }
+BINARY = _Ops("a two-operand ALU op", BINARY, _unary_as_binary)
 
 REDUCE = {
     "add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod,
     "bitwise_and": np.bitwise_and.reduce, "bitwise_or": np.bitwise_or.reduce,
     "bitwise_xor": np.bitwise_xor.reduce,
 }
+REDUCE = _Ops("a reduction op", REDUCE)
 
 # Names under which kernels pass numpy callables as operators.
 NUMPY_NAMES = {

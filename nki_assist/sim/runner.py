@@ -14,10 +14,11 @@ import types
 import numpy as np
 
 from .. import nki_api
+from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from . import context, coverage, provenance
+from . import access_pattern, block_life, context, coverage, packages, provenance  # noqa: F401 (access_pattern: Tensor.ap)
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
@@ -64,6 +65,18 @@ def loop_depths(tree: ast.Module) -> dict[int, int]:
     return depth
 
 
+def dynamic_loop_lines(tree: ast.Module) -> set[int]:
+    """Lines inside loops whose trip count is a runtime value (`for _ in nl.dynamic_range(reg)`, `while reg:`)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        dyn = isinstance(node, ast.While) or (
+            isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call)
+            and _decorator_name(node.iter.func).split(".")[-1] == "dynamic_range")
+        if dyn and node.body:
+            lines.update(range(node.body[0].lineno, (node.end_lineno or node.body[-1].lineno) + 1))
+    return lines
+
+
 def loop_bodies(tree: ast.Module) -> dict[int, tuple[int, int]]:
     """Line -> (first, last) line of the innermost `for`/`while` body containing it."""
     body: dict[int, tuple[int, int]] = {}
@@ -79,6 +92,8 @@ def loop_bodies(tree: ast.Module) -> dict[int, tuple[int, int]]:
 
 # -- running ---------------------------------------------------------------------------------------
 def _to_tensor(ctx: SimContext, value, name: str):
+    if isinstance(value, callargs.Output):
+        value = value.value
     if isinstance(value, Tensor):
         return value
     if isinstance(value, np.ndarray) or (not isinstance(value, (type, int, float, complex, str))
@@ -152,24 +167,33 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     ctx.stop_code = sys._getframe(0).f_code
     ctx.source_lines = source.splitlines()
     ctx.loop_body = loop_bodies(tree)
+    ctx.dynamic_lines = dynamic_loop_lines(tree)
     ctx.loop_vars = provenance.loop_variables(tree)
     ctx.sanitize = bool(sanitize)
     token = context.activate(ctx)
     status, error, error_line = "ok", None, None
     ret = None
     targs: list = []
+    out_args: list = []
     out_storages: list = []
+    call_args, call_kw = callargs.split(list(args))
+    call_kw = {**call_kw, **(kwargs or {})}
+    package = packages.find_package(kfile, callargs.package_root(args))
+    call_args = [a for a in call_args if not isinstance(a, callargs.PackageRoot)]
+    raw_args = [a.value if isinstance(a, callargs.Output) else a for a in call_args]
     try:
-        with Installed(target, kfile, os.path.dirname(kfile)) as inst, one_blas_thread(), gc_frozen():
+        with Installed(target, kfile, os.path.dirname(kfile), package=package) as inst, one_blas_thread(), \
+                gc_frozen():
             try:
-                mod_name = f"nki_assist_kernel_{next(_module_counter)}"
-                module = types.ModuleType(mod_name)
-                module.__file__ = kfile
-                sys.modules[mod_name] = module
-                exec(compile(source, kfile, "exec"), module.__dict__)
-                obj = module.__dict__.get(kernel)
-                if obj is None:
-                    raise LookupError(f"{path} defines no function {kernel!r}")
+                if package is not None:
+                    module = packages.import_kernel_module(package)
+                else:
+                    mod_name = f"nki_assist_kernel_{next(_module_counter)}"
+                    module = types.ModuleType(mod_name)
+                    module.__file__ = kfile
+                    sys.modules[mod_name] = module
+                    exec(compile(source, kfile, "exec"), module.__dict__)
+                obj = packages.resolve_kernel(module, kernel, path)
                 fn = obj.fn if isinstance(obj, Kernel) else getattr(obj, "__wrapped__", obj)
                 if not callable(fn):
                     raise LookupError(f"{kernel!r} in {path} is not a function")
@@ -177,8 +201,13 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                     params = list(inspect.signature(fn).parameters)
                 except (TypeError, ValueError):
                     params = []
-                targs = [_to_tensor(ctx, a, params[i] if i < len(params) else f"arg{i}") for i, a in enumerate(args)]
-                tkw = {k: _to_tensor(ctx, v, k) for k, v in (kwargs or {}).items()}
+                call_args = [packages.resolve_value(module, a) for a in call_args]
+                call_kw = {k: packages.resolve_value(module, v) for k, v in call_kw.items()}
+                targs = [_to_tensor(ctx, a, params[i] if i < len(params) else f"arg{i}")
+                         for i, a in enumerate(call_args)]
+                tkw = {k: _to_tensor(ctx, v, k) for k, v in call_kw.items()}
+                out_args = [t for t, a in zip(targs, call_args) if isinstance(a, callargs.Output)]
+                out_args += [tkw[k] for k, v in call_kw.items() if isinstance(v, callargs.Output)]
                 if grid:
                     ret = run_grid(fn, tuple(grid), targs, tkw)
                 else:
@@ -189,7 +218,11 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
             except UnsupportedAPI as e:
                 error_line = _kernel_line(e, kfile)
                 status, error = "unsupported", str(e)
-                if e.limit or documented_api(e.api):  # valid NKI we do not model: the tool stops here
+                if getattr(e, "missing_module", False):
+                    ctx.report_safe("SIM117", error_line, f"{e.api} comes from a module that is not installed in "
+                                    "this environment (the simulator stubbed it); the kernel was not run past this "
+                                    "call, so numerics and performance are not judged.", api=e.api)
+                elif e.limit or documented_api(e.api):  # valid NKI we do not model: the tool stops here
                     ctx.report_safe("SIM117", error_line, f"{e.api} is documented NKI that the built-in simulator "
                                     "does not model; the kernel was not run past this call, so numerics and "
                                     "performance are not judged.", api=e.api)
@@ -216,9 +249,18 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 ctx.report_safe("SIM114", error_line, "the kernel raised RecursionError", exception="RecursionError")
             except MemoryError as e:
                 error_line = _kernel_line(e, kfile)
-                status, error = "out-of-memory", "MemoryError while simulating the kernel"
-                ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
-                                exception="MemoryError")
+                held = block_life.host_bytes(ctx)
+                if held > (1 << 30):  # whole block tiles the hardware never holds at once: a tool limit
+                    status, error = "unsupported", "MemoryError: block tiles held whole in host memory"
+                    ctx.report_safe("SIM117", error_line, f"the simulator keeps every block of the kernel's block "
+                                    f"tiles in host memory ({held / 2**30:.1f} GiB) and ran out of memory here; the "
+                                    "hardware holds only the blocks in use. Raise --memory-mb to simulate this "
+                                    "size, or simulate a smaller one.", api="block tiles in host memory",
+                                    host_bytes=held)
+                else:
+                    status, error = "out-of-memory", "MemoryError while simulating the kernel"
+                    ctx.report_safe("SIM114", error_line, "the kernel ran out of memory in the simulator",
+                                    exception="MemoryError")
             except (Exception, SystemExit) as e:  # noqa: BLE001 - any kernel exception becomes a finding
                 error_line = _kernel_line(e, kfile)
                 status, error = "kernel-error", f"{type(e).__name__}: {e}"
@@ -227,9 +269,10 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                                 exception=type(e).__name__, frames=[f"{os.path.basename(f.filename)}:{f.lineno}"
                                                                     for f in frames[-4:]])
             stubbed = inst.stubbed
+        block_life.settle(ctx, ctx.report_safe)
         outputs = []
         if status == "ok":
-            outputs = _collect_outputs(ctx, ret, targs, args, out_storages)
+            outputs = _collect_outputs(ctx, out_args if out_args else ret, targs, raw_args, out_storages)
         if stubbed:
             ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
                 n.split(".")[0] for n in stubbed))))

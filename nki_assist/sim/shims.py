@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import inspect
 import itertools
 import os
@@ -18,6 +19,9 @@ import types
 
 from . import context, isa, language
 from .context import UnsupportedAPI
+
+
+_FRAMEWORKS = ("torch", "jax", "tensorflow", "cupy")
 
 
 class Stub:
@@ -37,6 +41,12 @@ class Stub:
         nki_call = self._name.startswith(("neuronxcc.nki.", "nki.")) and ".compiler." not in self._name
         if not a and not (k and nki_call):
             return Stub(f"{self._name}()")  # decorator factory / config call: fail later if really used
+        # a host-side helper module this environment lacks (scipy for a constant): a tool limit; tensor
+        # frameworks (torch, jax) called from a kernel are not NKI at all and stay SIM115
+        if not self._name.startswith(("neuronxcc", "nki") + _FRAMEWORKS):
+            exc = UnsupportedAPI(self._name, "its module is not installed here (replaced by a stub)", limit=True)
+            exc.missing_module = True
+            raise exc
         raise UnsupportedAPI(self._name)  # an NKI instruction called with keyword operands fails right here
 
     def __getitem__(self, item):
@@ -185,12 +195,16 @@ class _StubLoader(importlib.abc.Loader):
         return None
 
 
+_UTIL_FILES = {importlib.util.find_spec.__code__.co_filename}
+
+
 class MissingModuleFinder(importlib.abc.MetaPathFinder):
     """Last on sys.meta_path: imports the kernel file makes that nothing else can satisfy become stubs."""
 
-    def __init__(self, kernel_file: str, shim_roots=("neuronxcc", "nki")):
+    def __init__(self, kernel_file: str, shim_roots=("neuronxcc", "nki"), package_dir: str | None = None):
         self.kernel_file = kernel_file
         self.kernel_dir = os.path.dirname(kernel_file)
+        self.package_dir = package_dir  # a kernel in a package: every module below it is the kernel's own
         self.loader = _StubLoader(shim_roots)
         self.stubbed: list[str] = []
 
@@ -207,7 +221,11 @@ class MissingModuleFinder(importlib.abc.MetaPathFinder):
         f = sys._getframe(1)
         while f is not None:
             fn = f.f_code.co_filename
+            if f.f_code.co_name == "find_spec" and fn in _UTIL_FILES:
+                return False  # a probe (`importlib.util.find_spec`) asks whether it exists: it does not
             if fn == self.kernel_file or os.path.dirname(fn) == self.kernel_dir:  # the kernel or its helpers
+                return True
+            if self.package_dir and fn.startswith(self.package_dir + os.sep):
                 return True
             if not fn.startswith("<frozen") and "importlib" not in fn and fn != __file__:
                 return False
@@ -218,10 +236,11 @@ class MissingModuleFinder(importlib.abc.MetaPathFinder):
 class Installed:
     """Context manager: shims + missing-module finder in place; everything restored on exit."""
 
-    def __init__(self, target, kernel_file: str, kernel_dir: str):
+    def __init__(self, target, kernel_file: str, kernel_dir: str, package=None):
         self.mods = build_modules(target)
-        self.finder = MissingModuleFinder(kernel_file)
-        self.kernel_dir = kernel_dir
+        self.package = package  # packages.Package: its root goes on sys.path instead of the kernel's folder
+        self.finder = MissingModuleFinder(kernel_file, package_dir=package.top_dir if package else None)
+        self.kernel_dir = package.root if package else kernel_dir
 
     def __enter__(self):
         self.before = dict(sys.modules)
@@ -250,7 +269,8 @@ class Installed:
                 mod = sys.modules[name]
                 mod_file = getattr(mod, "__file__", None) or ""
                 if (getattr(mod, "__nki_assist_shim__", False) or name.startswith("nki_assist_kernel_")
-                        or os.path.dirname(os.path.abspath(mod_file)) == self.kernel_dir):
+                        or os.path.dirname(os.path.abspath(mod_file)) == self.kernel_dir
+                        or (self.package and name.split(".")[0] == self.package.module.split(".")[0])):
                     del sys.modules[name]  # shims, stubs and the kernel's own helper modules
         for name, mod in self.before.items():
             if sys.modules.get(name) is not mod:

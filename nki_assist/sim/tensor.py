@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from ..findings import Severity
-from . import context, provenance
+from . import block_life, context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
 from .views import resolve
@@ -36,7 +36,7 @@ class SimShapeError(ValueError):
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
                  "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
-                 "log", "nf",
+                 "log", "nf", "blk",
                  "__weakref__")
 
     def __del__(self):
@@ -87,9 +87,12 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.skipped = None
     st.nf = None  # sanitizer taint: the fault whose NaN/Inf this storage holds (provenance.py)
     st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
+    st.blk = None
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
+        if ctx.legacy and pax > 0 and blocks is None and st.bytes_pp:
+            block_life.track(ctx, st)  # one block counted now; the blocks in use at once after the run
         if blocks is not None and st.bytes_pp:
             logical = _prod(shape[:pax]) or 1
             if blocks < logical:
@@ -273,6 +276,13 @@ _WHOLE_RES = (Ellipsis, None, True)
 _ASSIGN: list = [None]
 
 
+_AP: list = [None]
+
+
+def register_ap(fn) -> None:
+    _AP[0] = fn
+
+
 def register_assign(fn) -> None:
     _ASSIGN[0] = fn
 
@@ -378,6 +388,7 @@ class Tensor:
         al.acc_line = None
         al.log = None  # stores through a reshaped alias are not logged
         al.nf = st.nf
+        al.blk = None
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 
@@ -385,7 +396,7 @@ class Tensor:
         raise context.UnsupportedAPI("tensor.view", "reinterpreting a tensor as another dtype", limit=True)
 
     def ap(self, *a, **k):
-        raise context.UnsupportedAPI("tensor.ap", "explicit access patterns", limit=True)
+        return _AP[0](self, *a, **k)  # access_pattern.py (it builds on this module)
 
 
 def _norm_key(key, ndim):
@@ -538,6 +549,8 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     """Values of the view in storage dtype (fp32 for floats); unchecked positions hold sentinels."""
     st = t.st
     ctx = st.ctx
+    if st.blk is not None:
+        block_life.touch(st, t)
     key, inner, ok = resolve(t)
     if t.fancy is not None:
         valid = inner
@@ -624,6 +637,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
     """Store `value` (already in storage dtype) into the view; `accumulate` adds in place (PSUM)."""
     st = t.st
     ctx = st.ctx
+    if st.blk is not None:
+        block_life.touch(st, t)
     shape = t.shape
     value = np.asarray(value)
     if value.shape != shape:
@@ -671,6 +686,9 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             if t.is_whole():
                 st.all_written = True
                 st.written = None
+                base = st.alias
+                while base is not None:  # a reshaped alias covers its whole original too
+                    base.all_written, base.written, base = True, None, base.alias
             else:
                 st.written[key] = True
     else:

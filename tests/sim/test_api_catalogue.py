@@ -46,7 +46,7 @@ def test_every_adapter_has_an_entry_with_its_dialects():
 
 
 def test_every_modelled_entry_has_an_adapter():
-    modelled = {a.name for a in nki_api.CATALOGUE if a.sim != "none"}
+    modelled = {a.name for a in nki_api.CATALOGUE if a.sim != "none" and a.kind != "method"}  # methods: Tensor
     assert sorted(modelled - set(ADAPTERS)) == []
     unmodelled = {a.name for a in nki_api.CATALOGUE if a.sim == "none"}
     assert unmodelled and not unmodelled & set(ADAPTERS)
