@@ -61,7 +61,10 @@ def allocation_text(alloc: Any, target: Any) -> str:
         note = "" if shape[0] <= target.partitions else f" — **exceeds the {target.partitions} partitions**"
         out.append(f"- partitions: {shape[0]} of {target.partitions}{note}")
     if not isinstance(bpp, (int, float)):
-        out.append("- bytes per partition: depends on a runtime shape")
+        from .symbols import size_depends_on  # symbols builds on this module
+
+        out.append(f"- bytes per partition: depends on {', '.join(f'`{n}`' for n in size_depends_on(alloc))} "
+                   "(not known before the kernel runs)")
         return "\n".join(out)
     out.append(f"- bytes per partition: {_fmt_bytes(bpp)}")
     if "psum" in buffer:
