@@ -27,6 +27,7 @@ from .actions import KINDS as ACTION_KINDS, code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
+from .documents import use_editor_documents
 from .memory import freeze_survivors, release_memory, trim
 from .navigation import (Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions,
                          tile_references)
@@ -264,6 +265,7 @@ def _supports_pull(caps: types.ClientCapabilities) -> bool:
 
 
 def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
+    use_editor_documents(ls.workspace)
     ls.apply_settings((params.initialization_options or {}).get("settings")
                       if isinstance(params.initialization_options, dict) else None)
     workspace_caps = params.capabilities.workspace
