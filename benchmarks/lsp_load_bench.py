@@ -17,7 +17,6 @@ import asyncio
 import importlib.util
 import logging
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -115,7 +114,7 @@ class LoadClient:
         await self.client.initialize_async(types.InitializeParams(capabilities=caps, process_id=None))
         self.client.initialized(types.InitializedParams())
         await asyncio.sleep(0.3)
-        return self.client._server.pid  # noqa: SLF001 - the subprocess pygls started
+        return self.client._server.pid
 
     async def stop(self) -> None:
         try:
@@ -161,7 +160,7 @@ async def _timed(kind: str, times: dict[str, list[float]], coro) -> None:
     started = time.perf_counter()
     try:
         await coro
-    except Exception as exc:  # noqa: BLE001 - a failed request counts with the time-out as its latency
+    except Exception as exc:
         times.setdefault(f"{kind}_errors", []).append(1.0)
         times.setdefault(kind, []).append(REQUEST_TIMEOUT * 1000)
         if not isinstance(exc, asyncio.TimeoutError):

@@ -26,7 +26,7 @@ class EditorDocument(TextDocument):
         return cache[1], cache[2]
 
     @property
-    def lines(self):  # noqa: D102 - same as TextDocument.lines, split once per version
+    def lines(self):
         return self._lines_offsets()[0]
 
     def _server_position(self, lines, position: types.Position) -> tuple[int, int]:

@@ -11,6 +11,7 @@ the event loop thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -103,9 +104,7 @@ class Scheduler:
     async def _run(self, uri: str) -> None:
         try:
             await self.run(uri)
-        except Exception:  # noqa: BLE001 - one failed check must not stop the others
-            import logging
-
+        except Exception:  # one failed check must not stop the others
             logging.getLogger("nki_assist.lsp").exception("check of %s failed", uri)
         finally:
             self.abandoned.discard(asyncio.current_task())

@@ -23,24 +23,30 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from . import __version__, engine
-from .actions import KINDS as ACTION_KINDS, code_actions
+from .actions import KINDS as ACTION_KINDS
+from .actions import code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
+from .documents import use_editor_documents
 from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
-from .documents import use_editor_documents
 from .memory import freeze_survivors, release_memory, trim
-from .navigation import (Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions,
-                         tile_references)
+from .navigation import Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions, tile_references
 from .positions import from_lsp_position, to_lsp_range
 from .protocol import AnsweringProtocol
-from .review import (ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, refresh_open_documents,
-                     run_review)
-from .settings import SECTION, Settings, parse_settings
+from .review import (
+    ReviewCancelled,
+    ReviewRefused,
+    ReviewUnavailable,
+    find_port_spec,
+    refresh_open_documents,
+    run_review,
+)
 from .scheduler import Scheduler
+from .settings import SECTION, Settings, parse_settings
 from .store import DiagnosticsStore
 from .symbols import document_symbols, inlay_hints
-from .workspace_check import WorkspaceChecker, report_items
 from .transport import serve_stdio
+from .workspace_check import WorkspaceChecker, report_items
 
 log = logging.getLogger("nki_assist.lsp")
 FIRST_RESULT_WAIT_SECONDS = 5.0  # a request for a document never checked yet waits this long for it
@@ -175,7 +181,7 @@ class NkiAssistServer(LanguageServer):
         try:
             result = await self.workspace_configuration_async(types.ConfigurationParams(
                 items=[types.ConfigurationItem(section=SECTION, scope_uri=scope)]))
-        except Exception as exc:  # noqa: BLE001 - keep the settings we have
+        except Exception as exc:
             log.warning("workspace/configuration failed: %s", exc)
             return False
         return self.apply_settings(result[0] if result else None)
@@ -233,7 +239,7 @@ def _analyze_and_convert(uri: str, path: str | None, language_id: str | None, ve
         try:
             diagnostics.append(to_diagnostic(finding, lines, doc_path=path, language=analysis.language,
                                              codec=codec))
-        except Exception as exc:  # noqa: BLE001 - one malformed finding must not hide the rest
+        except Exception as exc:
             log.warning("cannot convert finding %r: %s", finding, exc)
     return analysis, diagnostics
 
@@ -294,7 +300,7 @@ async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> N
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[
                 types.Registration(id="nki-assist-config", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
                                    register_options={"section": SECTION})]))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("cannot register for configuration changes: %s", exc)
     if await ls.pull_settings():
         ls.reanalyze_all()  # documents opened before the settings arrived
@@ -367,7 +373,7 @@ async def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover |
         try:
             text = item_hover(analysis.nki_file, line, col, lines[line - 1] if line <= len(lines) else "",
                               ls.target(analysis))
-        except Exception as exc:  # noqa: BLE001 - a hover must never fail the request
+        except Exception as exc:
             log.warning("hover failed: %s", exc)
             text = None
         if text:
@@ -450,7 +456,7 @@ def _kernel_definitions(ls: NkiAssistServer, name: str) -> list[types.Location]:
 
 
 async def definition(ls: NkiAssistServer, params: types.DefinitionParams) -> list[types.Location] | None:
-    doc, analysis, target = await _navigation_target(ls, params)
+    doc, _analysis, target = await _navigation_target(ls, params)
     if target is None:
         return None
     if target.kind == "kernel":
@@ -461,7 +467,7 @@ async def definition(ls: NkiAssistServer, params: types.DefinitionParams) -> lis
 
 
 async def references(ls: NkiAssistServer, params: types.ReferenceParams) -> list[types.Location] | None:
-    doc, analysis, target = await _navigation_target(ls, params)
+    doc, _analysis, target = await _navigation_target(ls, params)
     if target is None:
         return None
     include = params.context.include_declaration
@@ -540,7 +546,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title="nki-assist: port review", message=spec.name, percentage=0, cancellable=True))
             ls.work_done_progress.tokens[token].add_done_callback(lambda _f: cancel.set())
-        except Exception as exc:  # noqa: BLE001 - progress is a nicety, never a reason to fail
+        except Exception as exc:
             log.warning("work done progress unavailable: %s", exc)
             token = None
 
@@ -575,7 +581,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
     except (ReviewUnavailable, ReviewRefused) as exc:
         end(str(exc))
         return _fail(ls, f"nki-assist: {exc}")
-    except Exception as exc:  # noqa: BLE001 - the review failed; the server keeps serving
+    except Exception as exc:
         end("failed")
         return _fail(ls, f"nki-assist: port review failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
     if cancel.is_set():
@@ -588,7 +594,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
     if window_caps and window_caps.show_document and window_caps.show_document.support:
         try:
             await ls.window_show_document_async(types.ShowDocumentParams(uri=summary["uri"], take_focus=True))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("window/showDocument failed: %s", exc)
     await refresh_open_documents(ls)
     return {"ok": True, **summary}

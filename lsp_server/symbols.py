@@ -13,25 +13,8 @@ from typing import Any, Sequence
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from .hover import KIB, _get, _shape, allocation_text, loop_text
+from .hover import _IDENT, _NOT_SYMBOLS, KIB, _get, _shape, allocation_text, loop_text, size_depends_on
 from .positions import UTF16, to_lsp_position
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NOT_SYMBOLS = {"nl", "nki", "nisa", "np", "math", "min", "max", "shape", "dtype"}
-
-
-def size_depends_on(alloc: Any) -> list[str]:
-    """What an allocation's bytes per partition depend on when they are not known statically:
-    the names in its symbolic dimensions, and "dtype" when the element type is not known."""
-    names: list[str] = []
-    for dim in _get(alloc, "shape") or ():
-        if not isinstance(dim, int):
-            for name in _IDENT.findall(str(dim)):
-                if name not in names and name not in _NOT_SYMBOLS:
-                    names.append(name)
-    if not _get(alloc, "dtype"):
-        names.append("dtype")
-    return names or ["a runtime value"]
 
 
 def _fmt(n: float) -> str:

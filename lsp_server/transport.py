@@ -50,13 +50,13 @@ async def pipe_reader(stdin: BinaryIO) -> PipeReader | None:
 
 def serve_stdio(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """What `LanguageServer._start_io_async` does, with the loop-thread reader."""
-    server._stop_event = threading.Event()  # noqa: SLF001 - pygls' own stop flag
+    server._stop_event = threading.Event()  # pygls' own stop flag
     stdin = stdin or sys.stdin.buffer
     server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
     async def main() -> None:
         reader = await pipe_reader(stdin) or StdinAsyncReader(stdin, server.thread_pool)
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,  # noqa: SLF001
+        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
                         logger=log, error_handler=server.report_server_error)
 
     try:

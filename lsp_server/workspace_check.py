@@ -89,7 +89,7 @@ class WorkspaceChecker:
                 try:
                     diagnostics.append(to_diagnostic(finding, lines, doc_path=path, language=analysis.language,
                                                      **({'codec': codec} if codec else {})))
-                except Exception:  # noqa: BLE001 - one malformed finding must not hide the rest
+                except Exception:
                     continue
         self._counter += 1
         return DiskResult(key, f"disk-{self._counter}", diagnostics)

@@ -16,7 +16,7 @@ from lsp_server.documents import EditorDocument
 from lsp_server.scheduler import DEBOUNCE_MAX_S, DEBOUNCE_MIN_S, Scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks.check_bench import generate  # noqa: E402
+from benchmarks.check_bench import generate
 
 
 def test_adaptive_debounce_follows_the_measured_cost():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lsp_helpers import REAL_SERVER, make_client_fixture, open_doc, wait_diagnostics
+from lsp_helpers import REAL_SERVER, make_client_fixture, open_doc
 from lsprotocol import types
 
 pytest.importorskip("nki_assist.check")
