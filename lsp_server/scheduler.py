@@ -27,7 +27,8 @@ SUPERSEDE_AFTER_S = 1.0  # at least; and at least 4x the document's usual check
 @dataclass
 class Scheduler:
     run: Callable[[str], Awaitable[None]]  # checks the document's current version
-    workers: int = 3
+    workers: int = 2  # threads: a check that hangs keeps one, the other keeps serving
+    concurrent: int = 1  # checks at once while they run in time: more only contend for the GIL
     due: dict[str, tuple[float, float]] = field(default_factory=dict)  # uri -> (due at, edited at)
     running: dict[str, asyncio.Task] = field(default_factory=dict)  # uri -> its newest check
     started: dict[str, float] = field(default_factory=dict)  # uri -> when its newest check started
@@ -65,12 +66,23 @@ class Scheduler:
         """A check of `uri` is running or due."""
         return uri in self.running or uri in self.due
 
-    def _startable(self, uri: str, now: float) -> float | None:
-        """When a check of due `uri` may start (now or later), given a check of it that may be running."""
+    def _overdue_at(self, uri: str) -> float:
+        """When the running check of `uri` has run far longer than this document's checks cost."""
+        return self.started[uri] + max(SUPERSEDE_AFTER_S, 4 * self.cost.get(uri, 0.0))
+
+    def _startable(self, uri: str) -> float:
+        """When a check of due `uri` may start, given a check of it that may be running."""
         if uri not in self.running:
             return self.due[uri][0]
-        limit = max(SUPERSEDE_AFTER_S, 4 * self.cost.get(uri, 0.0))
-        return max(self.due[uri][0], self.started[uri] + limit)
+        return max(self.due[uri][0], self._overdue_at(uri))
+
+    def _free_at(self, now: float) -> float | None:
+        """When a worker may take a new check: now, later (when the one check in time becomes overdue),
+        or None (every worker holds a check; the next to end dispatches)."""
+        if len(self.running) + len(self.abandoned) >= self.workers:
+            return None
+        in_time = [self._overdue_at(uri) for uri in self.running if self._overdue_at(uri) > now]
+        return now if len(in_time) < self.concurrent else min(in_time)
 
     def _dispatch(self) -> None:
         loop = asyncio.get_running_loop()
@@ -78,8 +90,8 @@ class Scheduler:
             self._timer.cancel()
             self._timer = None
         now = loop.time()
-        while len(self.running) + len(self.abandoned) < self.workers:
-            ready = [(edited, uri) for uri, (_, edited) in self.due.items() if self._startable(uri, now) <= now]
+        while self._free_at(now) == now:
+            ready = [(edited, uri) for uri, (_, edited) in self.due.items() if self._startable(uri) <= now]
             if not ready:
                 break
             _, uri = max(ready)  # newest edit first
@@ -90,9 +102,9 @@ class Scheduler:
             self.running[uri] = task = loop.create_task(self._run(uri))
             self.started[uri] = now
             task.add_done_callback(self.abandoned.discard)
-        waiting = [self._startable(uri, now) for uri in self.due]
-        if waiting and len(self.running) + len(self.abandoned) < self.workers:
-            self._timer = loop.call_at(min(waiting), self._dispatch)
+        free = self._free_at(now)
+        if self.due and free is not None:
+            self._timer = loop.call_at(max(free, min(self._startable(uri) for uri in self.due)), self._dispatch)
         if not self.due and not self.running and not self.abandoned:
             for fut in self._idle:
                 if not fut.done():

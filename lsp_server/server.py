@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -203,27 +202,10 @@ class NkiAssistServer(LanguageServer):
         return [r for r in roots if r]
 
 
-_NICE = threading.local()
-WORKER_NICENESS = 10
-
-
-def lower_thread_priority() -> None:
-    """Checks and reviews are background work: on a busy machine the OS should run the event loop
-    (hovers, code actions) and the editor first. Linux applies niceness per thread; elsewhere a no-op."""
-    if getattr(_NICE, "done", False):
-        return
-    _NICE.done = True
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-    except (AttributeError, OSError):
-        pass
-
-
 def _analyze_and_convert(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
                          settings: Settings, codec) -> tuple[engine.Analysis, list[types.Diagnostic]]:
     """In a worker: check, compute the editor's per-kernel resources and convert the findings, so the
     event loop only stores the result (it stays free for hovers and code actions)."""
-    lower_thread_priority()
     analysis = engine.analyze(uri, path, language_id, version, text, settings)
     if analysis.language == "nki":
         engine.parse_for_editor(analysis, path, text)
@@ -565,7 +547,6 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
     target = getattr(entry.analysis, "target", None) if entry and entry.analysis else None
 
     def review():
-        lower_thread_priority()
         return run_review(spec, ls.settings, target=target or ls.settings.target, progress=progress, cancel=cancel)
 
     future = loop.run_in_executor(ls.review_executor, review)

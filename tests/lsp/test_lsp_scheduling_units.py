@@ -109,3 +109,42 @@ def test_editor_documents_apply_edits_exactly_like_pygls():
             theirs.apply_change(change)
             assert ours.source == theirs.source
             assert tuple(ours.lines) == tuple(theirs.lines)
+
+
+def test_one_check_at_a_time_unless_the_running_one_is_overdue(monkeypatch):
+    import lsp_server.scheduler as scheduler
+
+    monkeypatch.setattr(scheduler, "SUPERSEDE_AFTER_S", 0.1)
+    events: list[tuple[str, str]] = []
+
+    async def scenario():
+        slow = asyncio.Event()
+
+        async def run(uri):
+            events.append(("start", uri))
+            if uri == "slow":
+                await slow.wait()
+            else:
+                await asyncio.sleep(0.03)
+            events.append(("end", uri))
+
+        s = Scheduler(run=run, workers=2)
+        s.request("a", 0)
+        s.request("x", 0)
+        await asyncio.sleep(0.001)
+        s.request("y", 0)
+        await asyncio.sleep(0.01)
+        assert events == [("start", "a")]  # x and y wait for the one check in time
+        await asyncio.wait_for(s.idle(), 2)
+        assert events == [("start", "a"), ("end", "a"), ("start", "y"), ("end", "y"), ("start", "x"), ("end", "x")]
+        events.clear()
+        s.request("slow", 0)
+        s.request("d", 0)
+        await asyncio.sleep(0.05)
+        assert events == [("start", "slow")]  # "slow" is still in time: "d" waits
+        await asyncio.sleep(0.15)
+        assert events[1:] == [("start", "d"), ("end", "d")]  # "slow" became overdue: the other worker took "d"
+        slow.set()
+        await asyncio.wait_for(s.idle(), 2)
+
+    asyncio.run(scenario())
