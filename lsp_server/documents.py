@@ -1,33 +1,27 @@
-"""Open documents with O(1)-ish edits.
+"""Open documents with cheap edits.
 
-pygls applies an incremental change by rewriting the whole document line by line in Python (1.3 ms
-per keystroke on a 1,000-line file, on the event loop) and re-splits the text into lines on every
-`lines` access. Here the lines and their offsets are kept with the text: an edit is two slices and a
-splice of the line tuple, and `lines` is split once per version.
+pygls applies an incremental change by rewriting the whole document line by line in Python (1.1-1.4
+ms per keystroke on a 1,000-line file, on the event loop) and re-splits the text into lines on every
+`lines` access. Here the lines are kept with the text: an edit is two slices of the text and a splice
+of the line tuple (offsets are sums over line lengths, in C), and `lines` is split once per version.
 """
 
 from __future__ import annotations
-
-from itertools import accumulate
 
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
 
 class EditorDocument(TextDocument):
-    _cache: tuple[str, tuple[str, ...], list[int]] | None = None  # (source, lines, line start offsets)
+    _cache: tuple[str, tuple[str, ...]] | None = None  # (source, its lines)
 
-    def _lines_offsets(self) -> tuple[tuple[str, ...], list[int]]:
+    @property
+    def lines(self):  # same as TextDocument.lines, split once per version
         source = self.source
         cache = self._cache
         if cache is None or cache[0] is not source:
-            lines = tuple(source.splitlines(True))
-            cache = self._cache = (source, lines, list(accumulate(map(len, lines), initial=0)))
-        return cache[1], cache[2]
-
-    @property
-    def lines(self):
-        return self._lines_offsets()[0]
+            cache = self._cache = (source, tuple(source.splitlines(True)))
+        return cache[1]
 
     def _server_position(self, lines, position: types.Position) -> tuple[int, int]:
         """pygls' `position_from_client_units`, without its per-character loop on ASCII lines."""
@@ -41,26 +35,26 @@ class EditorDocument(TextDocument):
         return pos.line, pos.character
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
-        lines, offsets = self._lines_offsets()
+        lines = self.lines
         sl, sc = self._server_position(lines, change.range.start)
         el, ec = self._server_position(lines, change.range.end)
         source, text = self.source, change.text
         if sl >= len(lines):  # an edit at the very end of the file (as pygls does)
             self._source = source + text
             return
-        start = offsets[sl] + min(sc, len(lines[sl]))
-        end = offsets[el] + min(ec, len(lines[el])) if el < len(lines) else len(source)
+        line_start = sum(map(len, lines[:sl]))  # C loops: ~10 us for 1,000 lines
+        last = min(el, len(lines) - 1)
+        region_end = line_start + sum(map(len, lines[sl:last + 1]))  # end of the last edited line
+        start = line_start + min(sc, len(lines[sl]))
+        end = region_end - len(lines[el]) + min(ec, len(lines[el])) if el < len(lines) else len(source)
         new = source[:start] + text + source[end:]
         self._source = new
         # splice the lines of the edited region when its ends cannot merge with the neighbouring lines
         # (a lone "\r" before a "\n"); otherwise the text is split again on the next use
-        last = min(el, len(lines) - 1)
-        piece = new[offsets[sl]:len(new) - (len(source) - offsets[last + 1])]
+        piece = new[line_start:len(new) - (len(source) - region_end)]
         joins_before = sl > 0 and lines[sl - 1].endswith("\r") and piece.startswith("\n")
         if (piece.endswith("\n") or last + 1 == len(lines)) and not joins_before:
-            middle = tuple(piece.splitlines(True))
-            new_lines = lines[:sl] + middle + lines[last + 1:]
-            self._cache = (new, new_lines, list(accumulate(map(len, new_lines), initial=0)))
+            self._cache = (new, lines[:sl] + tuple(piece.splitlines(True)) + lines[last + 1:])
 
 
 class EditorWorkspace(Workspace):
