@@ -5,8 +5,9 @@ and took 0.7-2.4 s, holding the GIL, so CPython's automatic full collections dur
 stalled hovers for seconds. What a check leaves behind is freed by reference counting (superseded
 analyses hold no reference cycles: a full collection after 20 re-checks found 0 objects), so after
 each check the survivors are frozen (`gc.freeze`, O(1)) and automatic collections only walk what is
-new. Closing documents unfreezes and runs one full collection plus glibc's `malloc_trim`, which gives
-the freed pages back to the system (a no-op where there is no glibc).
+new. Closing documents (and, every 1,000 checks, a moment with no check due) unfreezes and runs one
+full collection plus glibc's `malloc_trim`, which gives the freed pages back to the system (a no-op
+where there is no glibc).
 """
 
 from __future__ import annotations

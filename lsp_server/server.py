@@ -50,8 +50,9 @@ from .workspace_check import WorkspaceChecker, report_items
 log = logging.getLogger("nki_assist.lsp")
 FIRST_RESULT_WAIT_SECONDS = 5.0  # a request for a document never checked yet waits this long for it
 PULL_FRESH_WAIT_MIN, PULL_FRESH_WAIT_MAX = 0.3, 0.5  # a pull for a newer version than the last result
-RELEASE_AFTER_CHECKS = 50  # checks between two memory releases when edits settle
-CHECK_WORKERS = 2  # a hung check keeps one worker; the other keeps serving other files (more only contend for the GIL)
+RELEASE_AFTER_CHECKS = 50  # checks between two page trims when edits settle
+FULL_COLLECT_AFTER_CHECKS = 1000  # checks between two full collections when edits settle (memory.py)
+CHECK_WORKERS = 2  # a hung check keeps one worker; the other takes over (scheduler.py)
 RELEASE_DELAY_SECONDS = 1.0  # after the last didClose of a burst
 
 
@@ -71,6 +72,7 @@ class NkiAssistServer(LanguageServer):
         self._tokens = itertools.count(1)
         self._trim: asyncio.TimerHandle | None = None
         self._checks_since_release = 0
+        self._checks_since_collect = 0
         self._places: dict[str, tuple[int | None, dict[str, list[Place]]]] = {}  # uri -> (version, names)
         self.disk = WorkspaceChecker()
 
@@ -105,6 +107,7 @@ class NkiAssistServer(LanguageServer):
             return
         self.scheduler.measured(uri, analysis.seconds)
         self._checks_since_release += 1
+        self._checks_since_collect += 1
         freeze_survivors()  # the garbage collector never walks the kept analyses again (memory.py)
         doc = self.document(uri)
         if doc is None or doc.version != version or settings is not self.settings:
@@ -152,7 +155,12 @@ class NkiAssistServer(LanguageServer):
 
     def _settled(self) -> None:
         """Every due check ran: give the pages of superseded analyses back (no collection: memory.py)."""
-        if self._checks_since_release >= RELEASE_AFTER_CHECKS:
+        if self._checks_since_collect >= FULL_COLLECT_AFTER_CHECKS:
+            # frozen objects are never collected: now and then, when idle, collect whatever cycles
+            # were frozen with them (none from analyses were seen; this bounds the rest)
+            self._checks_since_collect = self._checks_since_release = 0
+            release_memory()
+        elif self._checks_since_release >= RELEASE_AFTER_CHECKS:
             self._checks_since_release = 0
             trim()
 

@@ -92,7 +92,8 @@ def document_symbols(nki_file: Any, lines: Sequence[str], codec: PositionCodec =
             selection_range=_range(lines, line, sel_col, line, sel_col + len(name), codec), children=[])
         # loops nest by line range: the innermost loop that contains a line owns what starts there
         scopes: list[tuple[int, int, types.DocumentSymbol]] = []
-        for loop in sorted(_get(kernel, "loops") or [], key=lambda lp: (_get(lp, "line"), -(_get(lp, "end_line") or 0))):
+        loops = sorted(_get(kernel, "loops") or [], key=lambda lp: (_get(lp, "line"), -(_get(lp, "end_line") or 0)))
+        for loop in loops:
             loop_symbol = _loop_symbol(loop, lines, codec)
             _owner(scopes, symbol, _get(loop, "line")).children.append(loop_symbol)
             scopes.append((_get(loop, "line"), _get(loop, "end_line") or _get(loop, "line"), loop_symbol))

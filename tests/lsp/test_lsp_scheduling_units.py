@@ -55,10 +55,18 @@ def test_newest_edit_is_checked_first_and_each_document_once():
     assert order == ["blocker", "new", "old", "middle"]
 
 
+async def until(predicate, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.005)
+
+
 def test_a_stuck_check_is_superseded_by_a_newer_version(monkeypatch):
     import lsp_server.scheduler as scheduler
 
-    monkeypatch.setattr(scheduler, "SUPERSEDE_AFTER_S", 0.05)
+    monkeypatch.setattr(scheduler, "SUPERSEDE_AFTER_S", 0.5)
     started: list[float] = []
 
     async def scenario():
@@ -72,16 +80,15 @@ def test_a_stuck_check_is_superseded_by_a_newer_version(monkeypatch):
 
         s = Scheduler(run=run, workers=2)
         s.request("doc", 0)
-        await asyncio.sleep(0.01)
+        await until(lambda: len(started) == 1)
         s.request("doc", 0)  # an edit while the first check runs: waits, then supersedes it
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         assert len(started) == 1
-        await asyncio.sleep(0.1)
-        assert len(started) == 2 and started[1] - started[0] >= 0.05
+        await until(lambda: len(started) == 2)
+        assert started[1] - started[0] >= 0.5
         assert len(s.abandoned) == 1
         s.request("other", 0)  # the stuck check still holds one of the two workers
-        await asyncio.sleep(0.01)
-        assert len(started) == 3
+        await until(lambda: len(started) == 3)
         stuck.set()
         await asyncio.wait_for(s.idle(), 2)
         assert not s.abandoned and not s.running
@@ -114,18 +121,17 @@ def test_editor_documents_apply_edits_exactly_like_pygls():
 def test_one_check_at_a_time_unless_the_running_one_is_overdue(monkeypatch):
     import lsp_server.scheduler as scheduler
 
-    monkeypatch.setattr(scheduler, "SUPERSEDE_AFTER_S", 0.1)
+    monkeypatch.setattr(scheduler, "SUPERSEDE_AFTER_S", 0.5)
     events: list[tuple[str, str]] = []
 
     async def scenario():
         slow = asyncio.Event()
+        gate = asyncio.Event()
+        loop = asyncio.get_running_loop()
 
         async def run(uri):
             events.append(("start", uri))
-            if uri == "slow":
-                await slow.wait()
-            else:
-                await asyncio.sleep(0.03)
+            await (slow.wait() if uri == "slow" else gate.wait() if uri == "a" else asyncio.sleep(0))
             events.append(("end", uri))
 
         s = Scheduler(run=run, workers=2)
@@ -133,17 +139,19 @@ def test_one_check_at_a_time_unless_the_running_one_is_overdue(monkeypatch):
         s.request("x", 0)
         await asyncio.sleep(0.001)
         s.request("y", 0)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.02)
         assert events == [("start", "a")]  # x and y wait for the one check in time
+        gate.set()
         await asyncio.wait_for(s.idle(), 2)
         assert events == [("start", "a"), ("end", "a"), ("start", "y"), ("end", "y"), ("start", "x"), ("end", "x")]
         events.clear()
         s.request("slow", 0)
+        started = loop.time()
         s.request("d", 0)
         await asyncio.sleep(0.05)
         assert events == [("start", "slow")]  # "slow" is still in time: "d" waits
-        await asyncio.sleep(0.15)
-        assert events[1:] == [("start", "d"), ("end", "d")]  # "slow" became overdue: the other worker took "d"
+        await until(lambda: ("end", "d") in events)  # "slow" became overdue: the other worker took "d"
+        assert loop.time() - started >= 0.5
         slow.set()
         await asyncio.wait_for(s.idle(), 2)
 

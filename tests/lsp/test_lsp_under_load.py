@@ -85,7 +85,7 @@ async def test_requests_during_a_long_check_answer_from_the_last_result(pushing)
     lenses = await pushing.text_document_code_lens_async(types.CodeLensParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert lenses and lenses[0].data == {"kernel": "k"}
-    assert loop.time() - started < 1.5  # none of them waited for the running check
+    assert loop.time() - started < 2.5  # none of them waited for the 20 s check
     # a newer version is checked beside the stuck one and published; version 2 never is
     replace_all(pushing, uri, KERNEL.replace("BAD", "ok"), version=3)
     await wait_diagnostics(pushing, uri, lambda d: len(d) == 0, timeout=8)
@@ -105,7 +105,7 @@ async def test_a_pull_during_a_long_check_gets_the_last_result_then_a_refresh(pu
     started = loop.time()
     stale = await pulling.text_document_diagnostic_async(types.DocumentDiagnosticParams(
         text_document=types.TextDocumentIdentifier(uri=uri), previous_result_id=first.result_id))
-    assert loop.time() - started < 1.5
+    assert loop.time() - started < 2.5  # the old server waited 5 s here
     assert stale.kind == "unchanged" and stale.result_id == first.result_id  # the last result, not a wait
     replace_all(pulling, uri, KERNEL.replace("BAD", "ok"), version=3)
     deadline = loop.time() + 8
