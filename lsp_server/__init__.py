@@ -22,6 +22,9 @@ def main(tcp: tuple[str, int] | None = None) -> int:
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="nki-assist-lsp %(levelname)s %(name)s: %(message)s")
+    # Checks run in worker threads; a 1 ms switch interval (default 5 ms) lets the event loop take
+    # the GIL back quickly to answer hovers and code actions while they run.
+    sys.setswitchinterval(0.001)
     server = create_server()
     if tcp is None:
         server.start_io()

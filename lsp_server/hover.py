@@ -15,7 +15,8 @@ from nki_assist.api import table
 from nki_assist.api.version import resolve_nki_version
 
 KIB = 1024
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NOT_SYMBOLS = {"nl", "nki", "nisa", "np", "math", "min", "max", "shape", "dtype"}
 
 
 def _fmt_bytes(n: float) -> str:
@@ -48,6 +49,20 @@ def _shape(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def size_depends_on(alloc: Any) -> list[str]:
+    """What an allocation's bytes per partition depend on when they are not known statically:
+    the names in its symbolic dimensions, and "dtype" when the element type is not known."""
+    names: list[str] = []
+    for dim in _get(alloc, "shape") or ():
+        if not isinstance(dim, int):
+            for name in _IDENT.findall(str(dim)):
+                if name not in names and name not in _NOT_SYMBOLS:
+                    names.append(name)
+    if not _get(alloc, "dtype"):
+        names.append("dtype")
+    return names or ["a runtime value"]
+
+
 def word_at(line_text: str, col: int) -> str | None:
     for m in _WORD.finditer(line_text):
         if m.start() + 1 <= col <= m.end():
@@ -64,7 +79,8 @@ def allocation_text(alloc: Any, target: Any) -> str:
         note = "" if shape[0] <= target.partitions else f" — **exceeds the {target.partitions} partitions**"
         out.append(f"- partitions: {shape[0]} of {target.partitions}{note}")
     if not isinstance(bpp, (int, float)):
-        out.append("- bytes per partition: depends on a runtime shape")
+        out.append(f"- bytes per partition: depends on {', '.join(f'`{n}`' for n in size_depends_on(alloc))} "
+                   "(not known before the kernel runs)")
         return "\n".join(out)
     out.append(f"- bytes per partition: {_fmt_bytes(bpp)}")
     if "psum" in buffer:

@@ -7,22 +7,18 @@ from typing import Any, Sequence
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from .hover import KIB, _get
+from .hover import _get
 from .positions import UTF16, to_lsp_position
+from .symbols import lens_sizes
 
 REVIEW_COMMAND = "nki-assist.reviewPort"
 
 
-def kernel_title(resources: dict | None, perf: dict | None, target: Any) -> str:
+def kernel_title(resources: dict | None, perf: dict | None, target: Any, kernel: Any = None) -> str:
     parts = []
     if resources:
-        pct, peak = resources.get("sbuf_percent"), resources.get("sbuf_peak_bytes_per_partition")
-        if isinstance(pct, (int, float)):
-            size = f" ({peak / KIB:.1f} KiB/partition)" if isinstance(peak, (int, float)) else ""
-            parts.append(f"SBUF peak {pct:.1f}%{size}")
-        banks = resources.get("psum_banks")
-        if isinstance(banks, (int, float)):
-            parts.append(f"PSUM {int(banks)}/{target.psum_banks} banks")
+        # a tile of symbolic size is not counted in the peak: say what it depends on rather than 0
+        parts.extend(lens_sizes(kernel, resources, target))
     else:
         parts.append("resources: not computed")
     if perf:
@@ -45,7 +41,8 @@ def code_lenses(uri: str, lines: Sequence[str], nki_file: Any, resources: dict[s
         if not name or not line:
             continue
         pos = to_lsp_position(lines, line, 1, codec)
-        title = kernel_title(resources.get(name), perf_by_kernel.get(name) or perf_by_kernel.get("*"), target)
+        title = kernel_title(resources.get(name), perf_by_kernel.get(name) or perf_by_kernel.get("*"), target,
+                             kernel)
         lenses.append(types.CodeLens(
             range=types.Range(start=pos, end=pos),
             command=types.Command(title=title, command=REVIEW_COMMAND, arguments=[uri]),

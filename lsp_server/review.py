@@ -213,8 +213,9 @@ async def refresh_open_documents(ls: Any) -> None:
     client to pull again (pull). The review opens its markdown with showDocument, which hides the
     kernel's buffer; Neovim otherwise keeps that hidden buffer's diagnostics from before the review."""
     ls.reanalyze_all()
-    tasks = [t for t in ls.pending.values() if not t.done()]
-    if tasks:
-        await asyncio.wait(tasks, timeout=REFRESH_WAIT_SECONDS)
+    try:
+        await asyncio.wait_for(ls.scheduler.idle(), REFRESH_WAIT_SECONDS)
+    except asyncio.TimeoutError:
+        pass
     if ls.store.pull and ls.store.refresh is not None:
         ls.store.refresh()

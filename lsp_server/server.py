@@ -22,22 +22,37 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from . import __version__, engine
-from .actions import KINDS as ACTION_KINDS, code_actions
+from .actions import KINDS as ACTION_KINDS
+from .actions import code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
+from .documents import use_editor_documents
 from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
-from .memory import release_memory
-from .positions import from_lsp_position
+from .memory import freeze_survivors, release_memory, trim
+from .navigation import Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions, tile_references
+from .positions import from_lsp_position, to_lsp_range
 from .protocol import AnsweringProtocol
-from .review import (ReviewCancelled, ReviewRefused, ReviewUnavailable, find_port_spec, refresh_open_documents,
-                     run_review)
+from .review import (
+    ReviewCancelled,
+    ReviewRefused,
+    ReviewUnavailable,
+    find_port_spec,
+    refresh_open_documents,
+    run_review,
+)
+from .scheduler import Scheduler
 from .settings import SECTION, Settings, parse_settings
 from .store import DiagnosticsStore
+from .symbols import document_symbols, inlay_hints
+from .transport import serve_stdio
+from .workspace_check import WorkspaceChecker, report_items
 
 log = logging.getLogger("nki_assist.lsp")
-PULL_WAIT_SECONDS = 5.0
-PARSE_WAIT_SECONDS = 3.0
-CHECK_WORKERS = 3  # a hung check keeps one worker; the others keep serving other files
+FIRST_RESULT_WAIT_SECONDS = 5.0  # a request for a document never checked yet waits this long for it
+PULL_FRESH_WAIT_MIN, PULL_FRESH_WAIT_MAX = 0.3, 0.5  # a pull for a newer version than the last result
+RELEASE_AFTER_CHECKS = 50  # checks between two page trims when edits settle
+FULL_COLLECT_AFTER_CHECKS = 1000  # checks between two full collections when edits settle (memory.py)
+CHECK_WORKERS = 2  # a hung check keeps one worker; the other takes over (scheduler.py)
 RELEASE_DELAY_SECONDS = 1.0  # after the last didClose of a burst
 
 
@@ -48,14 +63,21 @@ class NkiAssistServer(LanguageServer):
         self.executor = ThreadPoolExecutor(max_workers=CHECK_WORKERS, thread_name_prefix="nki-assist-check")
         self.review_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nki-assist-review")
         self.store = DiagnosticsStore(publish=self.text_document_publish_diagnostics)
-        self.pending: dict[str, asyncio.Task] = {}
-        self.locks: dict[str, asyncio.Lock] = {}
-        self.parsed: dict[str, asyncio.Task] = {}  # uri -> parse for hover/lens (second stage)
+        self.scheduler = Scheduler(run=self._check, workers=CHECK_WORKERS)
+        self.scheduler.on_idle = self._settled
         self._lens_refresh = False  # client supports workspace/codeLens/refresh
+        self._inlay_refresh = False  # client supports workspace/inlayHint/refresh
         self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
         self.review_lock = asyncio.Lock()
         self._tokens = itertools.count(1)
         self._trim: asyncio.TimerHandle | None = None
+        self._checks_since_release = 0
+        self._checks_since_collect = 0
+        self._places: dict[str, tuple[int | None, dict[str, list[Place]]]] = {}  # uri -> (version, names)
+        self.disk = WorkspaceChecker()
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        serve_stdio(self, stdin, stdout)
 
     # -- documents ---------------------------------------------------------------------------
     def document(self, uri: str) -> TextDocument | None:
@@ -68,92 +90,79 @@ class NkiAssistServer(LanguageServer):
         return uris.to_fs_path(doc.uri) if doc.uri.startswith("file:") else None
 
     def schedule(self, uri: str, delay: float) -> None:
-        old = self.pending.pop(uri, None)
-        if old is not None:
-            old.cancel()
-        self.pending[uri] = asyncio.get_running_loop().create_task(self._analyze_later(uri, delay))
+        self.scheduler.request(uri, delay)
 
-    async def _analyze_later(self, uri: str, delay: float) -> None:
-        try:
-            if delay > 0:
-                await asyncio.sleep(delay)
-        except asyncio.CancelledError:
-            return  # a newer edit superseded this one
-        if self.pending.get(uri) is asyncio.current_task():
-            del self.pending[uri]  # from here on a newer edit queues behind us instead of cancelling
-        if self.document(uri) is None:
-            return  # closed while waiting: do not recreate its state
-        async with self.locks.setdefault(uri, asyncio.Lock()):
-            doc = self.document(uri)
-            if doc is None:
-                self.locks.pop(uri, None)
-                return
-            version, text, settings = doc.version, doc.source, self.settings
-            loop = asyncio.get_running_loop()
-            try:
-                analysis = await loop.run_in_executor(
-                    self.executor, engine.analyze, uri, self.path_of(doc), doc.language_id, version, text,
-                    settings)
-            except RuntimeError:  # the pool is shut down: the server is exiting
-                return
-            doc = self.document(uri)
-            if doc is None or doc.version != version or settings is not self.settings:
-                if doc is None:
-                    self.locks.pop(uri, None)
-                return  # stale: a newer version (or new settings) is queued behind us
-            self._publish(uri, doc, analysis)
-        if analysis.language == "nki":
-            self.parsed[uri] = loop.create_task(self._parse_later(uri, version, text, analysis))
-
-    async def _parse_later(self, uri: str, version: int | None, text: str, analysis: engine.Analysis):
-        """Second stage, after diagnostics went out: the parse behind hover and code lens."""
+    async def _check(self, uri: str) -> None:
+        """Check the document's current version (the scheduler calls this when a worker is free)."""
         doc = self.document(uri)
-        if doc is None or doc.version != version:
-            return None
+        if doc is None:
+            return  # closed while due: do not recreate its state
+        version, text, settings = doc.version, doc.source, self.settings
+        path, codec = self.path_of(doc), doc.position_codec
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self.executor, engine.parse_for_editor, analysis, self.path_of(doc), text)
-        except RuntimeError:
-            return None
-        if analysis.nki_file is not None and self._lens_refresh and self.document(uri) is not None:
-            self.workspace_code_lens_refresh(None)
-        return analysis
+            analysis, diagnostics = await loop.run_in_executor(
+                self.executor, _analyze_and_convert, uri, path, doc.language_id, version, text, settings, codec)
+        except RuntimeError:  # the pool is shut down: the server is exiting
+            return
+        self.scheduler.measured(uri, analysis.seconds)
+        self._checks_since_release += 1
+        self._checks_since_collect += 1
+        freeze_survivors()  # the garbage collector never walks the kept analyses again (memory.py)
+        doc = self.document(uri)
+        if doc is None or doc.version != version or settings is not self.settings:
+            return  # superseded: the edit (or settings change) that made it stale marked the document due
+        self._publish(uri, analysis, diagnostics)
+        if analysis.nki_file is not None:
+            if self._lens_refresh:
+                self.workspace_code_lens_refresh(None)
+            if self._inlay_refresh:
+                self.workspace_inlay_hint_refresh(None)
 
     async def editor_analysis(self, uri: str) -> engine.Analysis | None:
-        """The latest analysis with its parse, waiting briefly for a parse in flight."""
-        task = self.parsed.get(uri)
-        if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), PARSE_WAIT_SECONDS)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                pass
+        """The last good analysis, never waiting for a re-check: only a document that was never
+        checked yet waits (briefly) for its first result."""
         entry = self.store.get(uri)
+        if entry is None and self.scheduler.busy(uri):
+            entry = await self.store.wait_for(uri, None, FIRST_RESULT_WAIT_SECONDS, mark_stale=False)
         return entry.analysis if entry is not None else None
 
-    def _publish(self, uri: str, doc: TextDocument, analysis: engine.Analysis) -> None:
+    def _publish(self, uri: str, analysis: engine.Analysis, diagnostics: list[types.Diagnostic]) -> None:
         if analysis.error:
             self.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Error, message=f"nki-assist: check of {uri} failed: {analysis.error}"))
-            diagnostics = [note_diagnostic(
-                f"nki-assist could not check this file ({analysis.error}); other files are unaffected. "
-                "See the nki-assist output for details.")]
-        elif analysis.notes:
-            for note in analysis.notes:
-                self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
-                                                               message=f"nki-assist: {uri}: {note}"))
-            diagnostics = [note_diagnostic("nki-assist: " + note) for note in analysis.notes]
-        else:
-            lines = doc.lines
-            codec = doc.position_codec
-            path = self.path_of(doc)
-            diagnostics = []
-            for finding in analysis.findings:
-                try:
-                    diagnostics.append(to_diagnostic(finding, lines, doc_path=path, language=analysis.language,
-                                                     codec=codec))
-                except Exception as exc:  # noqa: BLE001 - one malformed finding must not hide the rest
-                    log.warning("cannot convert finding %r: %s", finding, exc)
+        for note in analysis.notes:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                           message=f"nki-assist: {uri}: {note}"))
         self.store.set(uri, analysis.version, diagnostics, analysis)
+
+    def places(self, doc: TextDocument) -> dict[str, list[Place]]:
+        """Where each identifier of the document's current text occurs (cached per version)."""
+        cached = self._places.get(doc.uri)
+        if cached is not None and cached[0] == doc.version:
+            return cached[1]
+        places = name_places(doc.source)
+        self._places[doc.uri] = (doc.version, places)
+        return places
+
+    def nki_documents(self):
+        """(document, analysis) for every open document whose last analysis parsed NKI kernels."""
+        for uri in list(self.workspace.text_documents):
+            doc, entry = self.document(uri), self.store.get(uri)
+            if doc is not None and entry is not None and entry.analysis is not None \
+                    and entry.analysis.nki_file is not None:
+                yield doc, entry.analysis
+
+    def _settled(self) -> None:
+        """Every due check ran: give the pages of superseded analyses back (no collection: memory.py)."""
+        if self._checks_since_collect >= FULL_COLLECT_AFTER_CHECKS:
+            # frozen objects are never collected: now and then, when idle, collect whatever cycles
+            # were frozen with them (none from analyses were seen; this bounds the rest)
+            self._checks_since_collect = self._checks_since_release = 0
+            release_memory()
+        elif self._checks_since_release >= RELEASE_AFTER_CHECKS:
+            self._checks_since_release = 0
+            trim()
 
     def schedule_release(self) -> None:
         _schedule_release(self)
@@ -179,7 +188,7 @@ class NkiAssistServer(LanguageServer):
         try:
             result = await self.workspace_configuration_async(types.ConfigurationParams(
                 items=[types.ConfigurationItem(section=SECTION, scope_uri=scope)]))
-        except Exception as exc:  # noqa: BLE001 - keep the settings we have
+        except Exception as exc:
             log.warning("workspace/configuration failed: %s", exc)
             return False
         return self.apply_settings(result[0] if result else None)
@@ -201,6 +210,30 @@ class NkiAssistServer(LanguageServer):
         return [r for r in roots if r]
 
 
+def _analyze_and_convert(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
+                         settings: Settings, codec) -> tuple[engine.Analysis, list[types.Diagnostic]]:
+    """In a worker: check, compute the editor's per-kernel resources and convert the findings, so the
+    event loop only stores the result (it stays free for hovers and code actions)."""
+    analysis = engine.analyze(uri, path, language_id, version, text, settings)
+    if analysis.language == "nki":
+        engine.parse_for_editor(analysis, path, text)
+    if analysis.error:
+        return analysis, [note_diagnostic(
+            f"nki-assist could not check this file ({analysis.error}); other files are unaffected. "
+            "See the nki-assist output for details.")]
+    if analysis.notes:
+        return analysis, [note_diagnostic("nki-assist: " + note) for note in analysis.notes]
+    lines = text.splitlines(keepends=True)
+    diagnostics = []
+    for finding in analysis.findings:
+        try:
+            diagnostics.append(to_diagnostic(finding, lines, doc_path=path, language=analysis.language,
+                                             codec=codec))
+        except Exception as exc:
+            log.warning("cannot convert finding %r: %s", finding, exc)
+    return analysis, diagnostics
+
+
 def create_server() -> NkiAssistServer:
     """A fresh server with every feature registered (one per process, or per unit test)."""
     ls = NkiAssistServer()
@@ -214,6 +247,10 @@ def create_server() -> NkiAssistServer:
     ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                types.CodeActionOptions(code_action_kinds=ACTION_KINDS))(code_action)
     ls.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(code_lens)
+    ls.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))(inlay_hint)
+    ls.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(document_symbol)
+    ls.feature(types.TEXT_DOCUMENT_DEFINITION)(definition)
+    ls.feature(types.TEXT_DOCUMENT_REFERENCES)(references)
     ls.command(REVIEW_COMMAND)(review_port_command)
     ls.feature(types.SHUTDOWN)(shutdown)
     return ls
@@ -224,10 +261,12 @@ def _supports_pull(caps: types.ClientCapabilities) -> bool:
 
 
 def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
+    use_editor_documents(ls.workspace)
     ls.apply_settings((params.initialization_options or {}).get("settings")
                       if isinstance(params.initialization_options, dict) else None)
     workspace_caps = params.capabilities.workspace
     ls._lens_refresh = bool(workspace_caps and workspace_caps.code_lens and workspace_caps.code_lens.refresh_support)
+    ls._inlay_refresh = bool(workspace_caps and workspace_caps.inlay_hint and workspace_caps.inlay_hint.refresh_support)
     if _supports_pull(params.capabilities):
         ls.store.pull = True
         workspace = params.capabilities.workspace
@@ -235,8 +274,9 @@ def initialize(ls: NkiAssistServer, params: types.InitializeParams) -> None:
             ls.store.refresh = lambda: ls.workspace_diagnostic_refresh(None)
         if types.TEXT_DOCUMENT_DIAGNOSTIC not in ls.protocol.fm.features:
             ls.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
-                identifier="nki-assist", inter_file_dependencies=False, workspace_diagnostics=False,
+                identifier="nki-assist", inter_file_dependencies=False, workspace_diagnostics=True,
             ))(pull_diagnostics)
+            ls.feature(types.WORKSPACE_DIAGNOSTIC)(workspace_diagnostic)
 
 
 async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> None:
@@ -250,7 +290,7 @@ async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> N
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[
                 types.Registration(id="nki-assist-config", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
                                    register_options={"section": SECTION})]))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("cannot register for configuration changes: %s", exc)
     if await ls.pull_settings():
         ls.reanalyze_all()  # documents opened before the settings arrived
@@ -266,19 +306,15 @@ def did_open(ls: NkiAssistServer, params: types.DidOpenTextDocumentParams) -> No
 
 
 def did_change(ls: NkiAssistServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri, ls.settings.debounce_ms / 1000)
+    uri = params.text_document.uri
+    ls.schedule(uri, ls.scheduler.debounce(uri, ls.settings.debounce_ms))
 
 
 def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    task = ls.pending.pop(uri, None)
-    if task is not None:
-        task.cancel()
-    ls.locks.pop(uri, None)
-    parse = ls.parsed.pop(uri, None)
-    if parse is not None:
-        parse.cancel()
+    ls.scheduler.forget(uri)
     ls.store.clear(uri)
+    ls._places.pop(uri, None)
     engine.forget(uri)
     ls.schedule_release()
 
@@ -295,7 +331,16 @@ async def pull_diagnostics(ls: NkiAssistServer, params: types.DocumentDiagnostic
     doc = ls.document(uri)
     if doc is None:
         return ls.store.report(None, None)
-    entry = await ls.store.wait_for(uri, doc.version, PULL_WAIT_SECONDS)
+    entry = ls.store.get(uri)
+    if entry is None:  # never checked yet: wait for the first result
+        entry = await ls.store.wait_for(uri, doc.version, FIRST_RESULT_WAIT_SECONDS)
+    elif entry.version != doc.version:
+        # A re-check is due or running: wait about what it costs, then answer from the last result
+        # (the store asks the client to pull again when the fresh one lands).
+        cost = ls.scheduler.cost.get(uri, 0.0)
+        wait = min(PULL_FRESH_WAIT_MAX, max(PULL_FRESH_WAIT_MIN, 3 * cost + ls.scheduler.debounce(
+            uri, ls.settings.debounce_ms)))
+        entry = await ls.store.wait_for(uri, doc.version, wait)
     return ls.store.report(entry, params.previous_result_id)
 
 
@@ -318,7 +363,7 @@ async def hover(ls: NkiAssistServer, params: types.HoverParams) -> types.Hover |
         try:
             text = item_hover(analysis.nki_file, line, col, lines[line - 1] if line <= len(lines) else "",
                               ls.target(analysis))
-        except Exception as exc:  # noqa: BLE001 - a hover must never fail the request
+        except Exception as exc:
             log.warning("hover failed: %s", exc)
             text = None
         if text:
@@ -349,6 +394,112 @@ async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[t
     perf = ls.perf.get(str(Path(path).resolve())) if path else None
     return code_lenses(uri, doc.lines, analysis.nki_file, analysis.resources, perf or {},
                        ls.target(analysis), doc.position_codec)
+
+
+async def inlay_hint(ls: NkiAssistServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+    uri = params.text_document.uri
+    analysis = await ls.editor_analysis(uri)
+    doc = ls.document(uri)
+    if doc is None or analysis is None or analysis.nki_file is None:
+        return None
+    return inlay_hints(analysis.nki_file, doc.lines, params.range.start.line + 1, params.range.end.line + 1,
+                       ls.target(analysis), doc.position_codec)
+
+
+async def document_symbol(ls: NkiAssistServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol] | None:
+    uri = params.text_document.uri
+    analysis = await ls.editor_analysis(uri)
+    doc = ls.document(uri)
+    if doc is None or analysis is None or analysis.nki_file is None:
+        return None
+    return document_symbols(analysis.nki_file, doc.lines, doc.position_codec)
+
+
+def _location(doc: TextDocument, place: Place) -> types.Location:
+    return types.Location(uri=doc.uri, range=to_lsp_range(doc.lines, place.line, place.col, place.line,
+                                                          place.end_col, doc.position_codec))
+
+
+async def _navigation_target(ls: NkiAssistServer, params):
+    uri, pos = params.text_document.uri, params.position
+    analysis = await ls.editor_analysis(uri)
+    doc = ls.document(uri)
+    if doc is None or analysis is None or analysis.nki_file is None:
+        return None, None, None
+    lines = doc.lines
+    line, col = from_lsp_position(lines, pos, doc.position_codec)
+    if not 1 <= line <= len(lines):
+        return None, None, None
+    others = {k.name for d, a in ls.nki_documents() if d.uri != uri for k in (a.nki_file.kernels or [])}
+    places = ls.places(doc)
+    target = resolve(analysis.nki_file, places, line, col, lines[line - 1], others)
+    return doc, analysis, target
+
+
+def _kernel_definitions(ls: NkiAssistServer, name: str) -> list[types.Location]:
+    out = []
+    for doc, analysis in ls.nki_documents():
+        kernel = kernel_named(analysis.nki_file, name)
+        if kernel is not None:
+            out.append(_location(doc, kernel_def_place(kernel, doc.lines)))
+    return out
+
+
+async def definition(ls: NkiAssistServer, params: types.DefinitionParams) -> list[types.Location] | None:
+    doc, _analysis, target = await _navigation_target(ls, params)
+    if target is None:
+        return None
+    if target.kind == "kernel":
+        own = [_location(doc, kernel_def_place(target.kernel, doc.lines))] if target.kernel is not None else []
+        return own or _kernel_definitions(ls, target.name) or None
+    return [_location(doc, p) for p in tile_definitions(target.kernel, target.name,
+                                                       ls.places(doc).get(target.name, []))] or None
+
+
+async def references(ls: NkiAssistServer, params: types.ReferenceParams) -> list[types.Location] | None:
+    doc, _analysis, target = await _navigation_target(ls, params)
+    if target is None:
+        return None
+    include = params.context.include_declaration
+    if target.kind == "tile":
+        places = ls.places(doc)
+        found = tile_references(target, places)
+        if not include:
+            defs = set(tile_definitions(target.kernel, target.name, places.get(target.name, [])))
+            found = [p for p in found if p not in defs]
+        return [_location(doc, p) for p in found] or None
+    out = []
+    for other, other_analysis in ls.nki_documents():
+        if target.name not in other.source:
+            continue
+        places = ls.places(other).get(target.name, [])
+        kernel = kernel_named(other_analysis.nki_file, target.name)
+        declaration = kernel_def_place(kernel, other.lines) if kernel is not None else None
+        out.extend(_location(other, p) for p in places if include or p != declaration)
+    return out or None
+
+
+async def workspace_diagnostic(ls: NkiAssistServer, params: types.WorkspaceDiagnosticParams):
+    """Open documents from the store; the other NKI/CUDA files of the workspace folders, checked on disk."""
+    previous = {p.uri: p.value for p in params.previous_result_ids or []}
+    entries, open_paths = [], set()
+    for uri in list(ls.workspace.text_documents):
+        doc, entry = ls.document(uri), ls.store.get(uri)
+        if doc is None:
+            continue
+        path = ls.path_of(doc)
+        if path:
+            open_paths.add(str(Path(path).resolve()))
+        if entry is not None and entry.analysis is not None and entry.analysis.language is not None:
+            entries.append((doc.uri, entry.version, entry.result_id, entry.diagnostics))
+    loop = asyncio.get_running_loop()
+    codec = ls.workspace.position_codec
+    try:
+        disk = await loop.run_in_executor(ls.executor, ls.disk.check, ls.roots(), ls.settings, open_paths, codec)
+    except RuntimeError:  # the pool is shut down: the server is exiting
+        disk = []
+    entries.extend((uri, None, result.result_id, result.diagnostics) for uri, result in disk)
+    return types.WorkspaceDiagnosticReport(items=report_items(entries, previous))
 
 
 async def review_port_command(ls: NkiAssistServer, *args: Any) -> dict:
@@ -385,7 +536,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title="nki-assist: port review", message=spec.name, percentage=0, cancellable=True))
             ls.work_done_progress.tokens[token].add_done_callback(lambda _f: cancel.set())
-        except Exception as exc:  # noqa: BLE001 - progress is a nicety, never a reason to fail
+        except Exception as exc:
             log.warning("work done progress unavailable: %s", exc)
             token = None
 
@@ -402,8 +553,11 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
 
     entry = ls.store.get(uri) if uri else None
     target = getattr(entry.analysis, "target", None) if entry and entry.analysis else None
-    future = loop.run_in_executor(ls.review_executor, lambda: run_review(
-        spec, ls.settings, target=target or ls.settings.target, progress=progress, cancel=cancel))
+
+    def review():
+        return run_review(spec, ls.settings, target=target or ls.settings.target, progress=progress, cancel=cancel)
+
+    future = loop.run_in_executor(ls.review_executor, review)
     try:
         outcome = await asyncio.shield(future)
     except asyncio.CancelledError:  # $/cancelRequest for the command itself
@@ -416,7 +570,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
     except (ReviewUnavailable, ReviewRefused) as exc:
         end(str(exc))
         return _fail(ls, f"nki-assist: {exc}")
-    except Exception as exc:  # noqa: BLE001 - the review failed; the server keeps serving
+    except Exception as exc:
         end("failed")
         return _fail(ls, f"nki-assist: port review failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
     if cancel.is_set():
@@ -429,7 +583,7 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
     if window_caps and window_caps.show_document and window_caps.show_document.support:
         try:
             await ls.window_show_document_async(types.ShowDocumentParams(uri=summary["uri"], take_focus=True))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("window/showDocument failed: %s", exc)
     await refresh_open_documents(ls)
     return {"ok": True, **summary}
@@ -448,7 +602,6 @@ def _remember_performance(ls: NkiAssistServer, outcome) -> None:
 
 def shutdown(ls: NkiAssistServer, params: Any) -> None:
     engine.STOP.set()
-    for task in ls.pending.values():
-        task.cancel()
+    ls.scheduler.cancel_all()
     ls.executor.shutdown(wait=False, cancel_futures=True)
     ls.review_executor.shutdown(wait=False, cancel_futures=True)

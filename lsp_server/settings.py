@@ -19,7 +19,7 @@ class Settings:
     target: str | None = None  # None: [tool.nki-assist] target, else trn2
     select: tuple[str, ...] = ()  # empty: [tool.nki-assist] select, else all rules
     ignore: tuple[str, ...] = ()  # added to [tool.nki-assist] ignore
-    debounce_ms: int = 300
+    debounce_ms: int | None = None  # None ("auto"): a little more than a re-check of the document costs
     max_file_bytes: int | None = None  # None: [tool.nki-assist] max-file-bytes (5 MB)
     execution_enabled: bool = False  # run the simulator in the port review (runs user code)
     port_spec: str | None = None  # explicit port.toml for the review command
@@ -75,11 +75,11 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         target = None
 
     debounce = _get(raw, "diagnostics.debounceMs")
-    if debounce is None:
-        debounce = 300
+    if debounce in (None, "auto"):
+        debounce = None
     elif isinstance(debounce, bool) or not isinstance(debounce, (int, float)) or not 0 <= debounce <= 10_000:
-        problems.append(f"{SECTION}.diagnostics.debounceMs must be 0..10000, got {debounce!r}")
-        debounce = 300
+        problems.append(f"{SECTION}.diagnostics.debounceMs must be \"auto\" or 0..10000, got {debounce!r}")
+        debounce = None
 
     max_bytes = _get(raw, "maxFileBytes")
     if max_bytes in (None, 0):
@@ -104,7 +104,7 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         target=target,
         select=_str_tuple(_get(raw, "select"), "select", problems),
         ignore=_str_tuple(_get(raw, "ignore"), "ignore", problems),
-        debounce_ms=int(debounce),
+        debounce_ms=None if debounce is None else int(debounce),
         max_file_bytes=max_bytes,
         execution_enabled=execution,
         port_spec=_opt_str(_get(raw, "review.portSpec"), "review.portSpec", problems),

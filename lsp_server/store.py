@@ -62,8 +62,9 @@ class DiagnosticsStore:
     def get(self, uri: str) -> Entry | None:
         return self.entries.get(uri)
 
-    async def wait_for(self, uri: str, version: int | None, timeout: float) -> Entry | None:
-        """The entry for `version` of `uri`, waiting up to `timeout` s for a pending analysis."""
+    async def wait_for(self, uri: str, version: int | None, timeout: float, mark_stale: bool = True) -> Entry | None:
+        """The entry for `version` of `uri` (any version when None), waiting up to `timeout` s for a
+        pending analysis; then the last entry there is (a pull then asks for a refresh when it lands)."""
         entry = self.entries.get(uri)
         if entry is not None and (version is None or entry.version == version):
             return entry
@@ -72,7 +73,8 @@ class DiagnosticsStore:
         try:
             return await asyncio.wait_for(fut, timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):
-            self._stale_served.add(uri)  # ask the client to pull again once the result lands
+            if mark_stale:
+                self._stale_served.add(uri)  # ask the client to pull again once the result lands
             return self.entries.get(uri)
 
     def report(self, entry: Entry | None, previous_result_id: str | None) -> types.DocumentDiagnosticReport:
