@@ -333,10 +333,11 @@ def _gap_verdicts(sr: SizeResult, gpu_precision: str | None) -> list[tuple[Agree
     return out
 
 
-def _source_text(source: str | None) -> str:
+def source_text(source: str | None) -> str:
+    """How a gpu-model output was obtained, as reports and NUM106 say it."""
     if source and source.startswith("reference@"):
         return f"modelled (reference at the CUDA kernel's accumulation precision, {source.split('@', 1)[1]})"
-    return source or "the GPU output"
+    return source or "of unknown origin"
 
 
 def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
@@ -355,10 +356,10 @@ def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
     if worst is None:
         return []
     _, sr, ag, v = worst
-    source = _source_text(sr.gpu_model_source)
+    source = source_text(sr.gpu_model_source)
     spread = any((s or {}).get("max_abs") for s in sr.gpu_spread or [])
     anchor = _anchor(prior, ("accumulation-order", "low-precision-accumulation"), nki_path)
-    gap = (f"The port and the CUDA output ({source}) differ by at most {ag.max_abs:.3g} abs / {ag.max_rel:.3g} rel "
+    gap = (f"The port and the CUDA output, {source}, differ by at most {ag.max_abs:.3g} abs / {ag.max_rel:.3g} rel "
            f"on size {sr.size}")
     if v.is_rounding:
         message = (f"{gap}: rounding and reduction order, not a defect ({v.reason}). Compare GPU and Trainium "

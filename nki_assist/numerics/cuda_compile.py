@@ -11,6 +11,7 @@ kernel: the result says what went wrong with the compiler's log.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -130,7 +131,7 @@ def compile_nvcc(path: Path, name_expr: str, options: list[str], arch: str, incl
         res.compiler, res.log = "none", "nvcc not found"
         return res
     with tempfile.TemporaryDirectory(prefix="nki-assist-golden-") as tmp:
-        src = Path(path)
+        src = Path(path).resolve()
         if template:  # nvcc compiles what is instantiated: take the kernel's address in host code
             src = Path(tmp) / "kernel.cu"
             src.write_text(f'#include "{Path(path).resolve()}"\n'
@@ -150,7 +151,18 @@ def compile_nvcc(path: Path, name_expr: str, options: list[str], arch: str, incl
         res.log = (done.stderr + done.stdout).strip()
         if done.returncode == 0 and cubin.is_file():
             res.ok, res.image = True, cubin.read_bytes()
+            res.lowered_name = _mangled(res.image, name_expr)
     return res
+
+
+def _mangled(image: bytes, name_expr: str) -> str | None:
+    """The kernel's symbol in an nvcc cubin (`_Z15sgemm_bias_reluPKfS0_S0_Pfiii`); None for templates,
+    which only NVRTC's name expressions resolve."""
+    if "<" in name_expr:
+        return None
+    name = name_expr.encode()
+    m = re.search(rb"_Z%d%s[A-Za-z0-9_]*" % (len(name), re.escape(name)), image)
+    return m.group(0).decode() if m else None
 
 
 def compile_kernel(path: Path, name_expr: str, options: list[str], arch: str, *, template: bool = False,
