@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         arch = args.arch or spec.cuda.arch or DEFAULT_ARCH
         prefer = None if args.compiler == "auto" else args.compiler
         comp = compile_kernel(spec.cuda_path, name_expr, options, arch, template=bool(spec.cuda.template), prefer=prefer)
-        return _report_dry(spec, plans, comp, args)
+        return _report_dry(spec, plans, comp, _output_problems(spec, sizes, plans), args)
     return _capture(spec, sizes, name_expr, options, args)
 
 
@@ -104,17 +104,49 @@ def _reference_shapes(spec) -> list[tuple[int, ...]] | None:
     return [tuple(o.shape) for o in ref.outputs] if ref.ok else None
 
 
-def _report_dry(spec, plans, comp, args) -> int:
-    ok = comp.ok or comp.compiler == "none"
+def _output_problems(spec, sizes, plans) -> list[str]:
+    """The planned outputs against the reference's outputs on each size (count and shape, in the
+    reference's layout): a wrong [cuda] output would make every golden 'not compared'."""
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    import numpy as np
+
+    from ..numerics.golden_capture import size_inputs
+    from ..numerics.reference import run_reference
+
+    if not spec.reference_function:
+        return []
+    problems = []
+    for size, p in zip(sizes, plans):
+        ref = run_reference(spec, list(size_inputs(spec, size).values()), size_name=size.name, timeout_s=120,
+                            memory_mb=4096)
+        if not ref.ok:
+            problems.append(f"size {size.name!r}: the reference did not run ({ref.status}); outputs not checked")
+            continue
+        outs = p.outputs
+        if len(outs) != len(ref.outputs):
+            problems.append(f"size {size.name!r}: [cuda] declares {len(outs)} output(s), the reference returns "
+                            f"{len(ref.outputs)}")
+        for a, r in zip(outs, ref.outputs):
+            shape = tuple(a.shape[i] for i in np.argsort(a.transpose)) if a.transpose else a.shape
+            if tuple(shape) != tuple(r.shape):
+                problems.append(f"size {size.name!r}: output {a.output} is {list(shape)} in the reference's layout, "
+                                f"the reference returns {list(r.shape)}")
+    return problems
+
+
+def _report_dry(spec, plans, comp, problems, args) -> int:
+    ok = (comp.ok or comp.compiler == "none") and not problems
     if args.format == "json":
         doc = {"schema": SCHEMA, "spec": str(spec.path), "dry_run": True, "kernel": spec.cuda.kernel,
-               "plans": [p.to_json() for p in plans], "compile": comp.to_json(), "ok": comp.ok,
-               "compiled": comp.ok}
+               "plans": [p.to_json() for p in plans], "compile": comp.to_json(), "ok": ok,
+               "compiled": comp.ok, "problems": problems}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         w = sys.stdout.write
         w(f"golden --dry-run {spec.path}: kernel {spec.cuda.kernel}\n")
+        for prob in problems:
+            w(f"  PROBLEM: {prob}\n")
         for p in plans:
             w(f"  size {p.size}: grid {list(p.grid)} block {list(p.block)} shared {p.shared_bytes} B; "
               + ", ".join(_arg_text(a) for a in p.args) + "\n")

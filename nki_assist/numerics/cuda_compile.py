@@ -40,9 +40,18 @@ class Compiled:
                 "lowered_name": self.lowered_name}
 
 
-def cuda_include_dirs() -> list[str]:
+def _pip_include_dirs() -> list[str]:
+    """Headers of NVIDIA's nvidia-cuda-runtime wheel (the same CUDA release as a pip NVRTC)."""
+    try:
+        import nvidia.cuda_runtime as rt  # type: ignore[import-not-found]
+    except ImportError:
+        return []
+    return [str(Path(p) / "include") for p in getattr(rt, "__path__", []) if (Path(p) / "include" / "cuda_fp16.h").is_file()]
+
+
+def cuda_include_dirs(pip_first: bool = False) -> list[str]:
     """Folders holding cuda_fp16.h / cuda_bf16.h: CUDA_HOME/CUDA_PATH, nvcc's toolkit, /usr/local/cuda,
-    or NVIDIA's pip wheels."""
+    and NVIDIA's pip wheel (first with `pip_first`: NVRTC from pip needs headers of its own release)."""
     cands = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = shutil.which("nvcc")
     if nvcc:
@@ -53,16 +62,12 @@ def cuda_include_dirs() -> list[str]:
         inc = Path(c) / "include"
         if (inc / "cuda_fp16.h").is_file() and str(inc) not in out:
             out.append(str(inc))
-    try:  # pip's nvidia-cuda-runtime wheel (namespace package)
-        import nvidia.cuda_runtime as rt  # type: ignore[import-not-found]
+    pip = _pip_include_dirs()
+    return pip + [d for d in out if d not in pip] if pip_first else out + [d for d in pip if d not in out]
 
-        for p in getattr(rt, "__path__", []):
-            inc = Path(p) / "include"
-            if (inc / "cuda_fp16.h").is_file():
-                out.append(str(inc))
-    except ImportError:
-        pass
-    return out
+
+# NVRTC has no math.h (parse/cuda_host.py blanks it); these are the macros kernels take from it.
+_MATH_MACROS = {"INFINITY": "__int_as_float(0x7f800000)", "NAN": "__int_as_float(0x7fffffff)"}
 
 
 def nvrtc_available() -> str | None:
@@ -95,7 +100,9 @@ def compile_nvrtc(source: str, name_expr: str, options: list[str], arch: str, in
     from cuda.bindings import nvrtc  # type: ignore[import-not-found]
 
     version = nvrtc_available() or "?"
-    opts = [f"--gpu-architecture={arch}", *options, *(f"-I{d}" for d in include)]
+    macros = [f"-D{k}={v}" for k, v in _MATH_MACROS.items() if re.search(rf"\b{k}\b", source)
+              and not re.search(rf"#\s*define\s+{k}\b", source)]
+    opts = [f"--gpu-architecture={arch}", *options, *macros, *(f"-I{d}" for d in include)]
     res = Compiled(False, f"nvrtc {version}", arch, opts)
     err, prog = nvrtc.nvrtcCreateProgram(device_source(source).encode(), b"kernel.cu", 0, [], [])
     if int(err):
@@ -168,14 +175,22 @@ def _mangled(image: bytes, name_expr: str) -> str | None:
 def compile_kernel(path: Path, name_expr: str, options: list[str], arch: str, *, template: bool = False,
                    prefer: str | None = None) -> Compiled:
     """NVRTC when cuda-python is installed (what the capture launches), else nvcc; `prefer` picks one."""
-    include = cuda_include_dirs()
     use_nvrtc = prefer != "nvcc" and nvrtc_available() is not None
+    first = None
     if use_nvrtc:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return Compiled(False, "nvrtc", arch, log=f"cannot read {path}: {exc}")
-        return compile_nvrtc(text, name_expr, options, arch, [str(Path(path).resolve().parent), *include])
-    if prefer == "nvrtc":
+        first = compile_nvrtc(text, name_expr, options, arch,
+                              [str(Path(path).resolve().parent), *cuda_include_dirs(pip_first=True)])
+        if first.ok or prefer == "nvrtc" or shutil.which("nvcc") is None:
+            return first
+    elif prefer == "nvrtc":
         return Compiled(False, "none", arch, log="NVRTC is not available (pip install 'nki-assist[gpu]')")
-    return compile_nvcc(Path(path), name_expr, options, arch, include, template)
+    res = compile_nvcc(Path(path), name_expr, options, arch, cuda_include_dirs(), template)
+    if first is not None and not res.ok:  # both failed: show NVRTC's messages too
+        res.log = f"{first.compiler}:\n{first.log}\n\n{res.compiler}:\n{res.log}"
+    elif first is not None:
+        res.log = f"NVRTC failed, nvcc succeeded. {first.compiler}:\n{first.log}"
+    return res
