@@ -112,3 +112,30 @@ def test_a_size_not_captured_is_not_compared_against_anything(port):
     spec = load_spec(port)
     assert golden_store.golden_for(spec, spec.size("ragged")) is None
     assert golden_store.golden_for(spec, spec.size("aligned")) is not None
+
+
+def test_review_names_the_capture_and_its_tolerance_covers_the_gpu_spread(port, capsys):
+    from nki_assist.cli import main
+
+    _capture(port, jitter=2e-4)  # the second launch differs by up to 2e-4 relative (like float atomics)
+    _edit(port, "[tolerance]", '[golden]\ndir = "golden"\n\n[tolerance]')
+    main(["review", str(port), "--format", "json", "--llm", "none", "--size", "aligned", "-q"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["numerics"]["gpu_model_sources"] == {"aligned": "captured on CPU stand-in (driver 0.0, CUDA 0.0)"}
+    (f,) = [f for f in doc["findings"] if f["rule"] == "NUM106"]
+    assert "The port and the CUDA output, captured on CPU stand-in (driver 0.0, CUDA 0.0), differ" in f["message"]
+    spread = f["evidence"]["gpu_spread"][0]
+    assert spread["max_rel"] > 1e-4 and f["evidence"]["needed_rtol"] >= 1.5 * spread["max_rel"]
+    assert "covers the GPU's own run-to-run spread" in f["message"]
+
+
+def test_gap_verdict_counts_the_spread_in_bound_and_tolerance():
+    from nki_assist.tolerance import compare, gap_verdict
+
+    gpu = np.linspace(1, 2, 100)
+    port = gpu * (1 + 1e-6)
+    gap = compare(port, gpu, rtol=1e-2, atol=1e-3)
+    plain = gap_verdict(gap, scale=2.0, reduction_length=1)
+    spread = gap_verdict(gap, scale=2.0, reduction_length=1, spread_abs=1e-3, spread_rel=5e-4)
+    assert plain.kind == "beyond-rounding"  # 2e-6 at K = 1 is more than fp32 rounding of values up to 2
+    assert spread.kind == "rounding" and spread.rtol == 1e-3 and spread.atol == 2e-3
