@@ -73,7 +73,8 @@ class CudaPythonLauncher:
         return f"sm_{cc}"
 
     def load(self, compiled: Compiled, kernel: str) -> Any:
-        module = _check(self.cu.cuModuleLoadData(compiled.image))
+        self._image = np.frombuffer(compiled.image or b"", dtype=np.uint8).copy()  # alive while loaded
+        module = _check(self.cu.cuModuleLoadData(self._image.ctypes.data))
         return _check(self.cu.cuModuleGetFunction(module, (compiled.lowered_name or kernel).encode()))
 
     def launch(self, handle: Any, plan: LaunchPlan, args: list[Any]) -> list[np.ndarray]:

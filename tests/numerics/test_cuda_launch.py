@@ -128,3 +128,28 @@ def test_dry_run_maps_and_compiles_every_port_with_a_cuda_file(spec, capsys):
     if HAVE_COMPILER:
         assert doc["compiled"], doc["compile"]["log"]
         assert doc["compile"]["cubin_bytes"] > 1000
+
+
+TEMPLATED = """
+template <typename T, int TILE>
+__global__ void scale_tile(const T* __restrict__ x, T* __restrict__ y, int n) {
+    int i = blockIdx.x * TILE + threadIdx.x;
+    if (i < n) y[i] = x[i] * T(2);
+}
+void launch(const float* x, float* y, int n) { scale_tile<float, 128><<<(n + 127) / 128, 128>>>(x, y, n); }
+"""
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_a_templated_kernel_compiles_with_its_template_arguments(tmp_path, compiler):
+    from nki_assist.numerics.cuda_compile import compile_kernel
+
+    if (compiler == "nvrtc" and not nvrtc_available()) or (compiler == "nvcc" and not nvcc_version()):
+        pytest.skip(f"{compiler} is not installed here")
+    src = tmp_path / "k.cu"
+    src.write_text(TEMPLATED)
+    res = compile_kernel(src, "scale_tile<float, 128>", ["-ftz=false"], "sm_80", template=True, prefer=compiler)
+    assert res.ok, res.log
+    assert res.image[:4] == b"\x7fELF"
+    if compiler == "nvrtc":  # the mangled name of the instantiation, for the driver to load
+        assert res.lowered_name == "_Z10scale_tileIfLi128EEvPKT_PS0_i"

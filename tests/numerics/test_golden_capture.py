@@ -101,6 +101,9 @@ def test_a_capture_of_other_inputs_is_refused_with_the_input_that_changed(port):
     with pytest.raises(SpecError, match=r"golden\.dir: the capture of size 'aligned' was made from other inputs.*"
                                         r"input 'rhs' differs"):
         golden_store.golden_for(spec, spec.size("aligned"))
+    from nki_assist.cli import main
+
+    assert main(["simulate", str(port), "--size", "aligned"]) == 2  # a usage error naming it, not a result
 
 
 def test_a_size_not_captured_is_not_compared_against_anything(port):
