@@ -139,11 +139,12 @@ def cross_check_tolerance(dtype: Any) -> tuple[float, float]:
 ROUNDING_GROWTH = 4.0  # rounding bound: ROUNDING_GROWTH * u * |output| * (1 + sqrt(reduction length))
 FP32_CLOSER = 4.0  # precision loss: fp32 storage brings the port at least this much closer to the GPU
 _U32 = 2.0**-24
+BF16_U = 2.0**-8
 
 
 @dataclass(slots=True)
 class GapVerdict:
-    kind: str  # rounding | precision-loss | beyond-rounding | non-finite
+    kind: str  # rounding | storage-rounding | precision-loss | beyond-rounding | non-finite
     bound_abs: float  # the largest gap rounding and reduction order explain here
     rtol: float | None  # the tolerance a fair GPU-vs-Trainium comparison needs (rounding only)
     atol: float | None
@@ -151,7 +152,7 @@ class GapVerdict:
 
     @property
     def is_rounding(self) -> bool:
-        return self.kind == "rounding"
+        return self.kind in ("rounding", "storage-rounding")
 
 
 def unit_roundoff(dtype: Any) -> float:
@@ -176,15 +177,19 @@ def nice_tolerance(x: float) -> float:
 def gap_verdict(gap: Agreement, *, scale: float, reduction_length: int | None = None,
                 compute_dtype: Any = "float32", gap_fp32: Agreement | None = None,
                 gpu_vs_reference: Agreement | None = None, spread_abs: float = 0.0,
-                spread_rel: float = 0.0) -> GapVerdict:
+                spread_rel: float = 0.0, precision_defect: bool = False) -> GapVerdict:
     """Whether the port's gap to the GPU output (`gap`: port vs GPU) is rounding and reduction order.
 
     Rounding-sized: at most ROUNDING_GROWTH * u * scale * (1 + sqrt(K)) + 2 ULPs of the output dtype at
     `scale` (the largest |GPU output|) + the GPU's own run-to-run spread, u the unit roundoff of the
     coarser of the output dtype and `compute_dtype` (the CUDA kernel's accumulation dtype). Not
     rounding: a gap above that bound, a non-finite gap, or a gap that shrinks FP32_CLOSER times with fp32
-    storage (`gap_fp32`: the fp32-storage run vs GPU) while exceeding the output's own rounding -- the
-    port's storage dtypes lose precision. The recommended tolerance covers the gap and the spread."""
+    storage (`gap_fp32`: the fp32-storage run vs GPU) while exceeding the output's own rounding, and
+    either exceeds what bf16 storage rounding explains (the same bound at u = 2^-8) or comes with a
+    precision defect the review found (`precision_defect`: a bf16 accumulator, NUM101/NUM105) -- the
+    port's storage dtypes lose precision. A gap fp32 storage removes that is within bf16 rounding and
+    has no such defect is "storage-rounding" (bf16 matmul operands of a faithful port). The
+    recommended tolerance (rounding kinds only) covers the gap and the spread."""
     try:
         out_dt = np.dtype(gap.dtype)
     except TypeError:
@@ -200,9 +205,17 @@ def gap_verdict(gap: Agreement, *, scale: float, reduction_length: int | None = 
                           f"Inf in the GPU output, {gap.nan_actual} NaN and {gap.inf_actual} Inf in the port's)")
     if gap_fp32 is not None and math.isfinite(gap_fp32.max_abs) and gap.max_abs > final + spread_abs \
             and gap_fp32.max_abs * FP32_CLOSER < gap.max_abs:
-        return GapVerdict("precision-loss", bound, None, None,
-                          f"with fp32 storage the gap shrinks from {gap.max_abs:.3g} to {gap_fp32.max_abs:.3g}: the "
-                          "port's storage dtypes lose that precision, it is not reduction order")
+        storage = spread_abs + final + ROUNDING_GROWTH * BF16_U * scale * (1.0 + math.sqrt(k))
+        shrink = f"with fp32 storage the gap shrinks from {gap.max_abs:.3g} to {gap_fp32.max_abs:.3g}"
+        if precision_defect or gap.max_abs > storage:
+            why = ("the review found a precision defect that explains it" if precision_defect else
+                   f"more than the {storage:.3g} that bf16 storage rounding explains here")
+            return GapVerdict("precision-loss", storage, None, None,
+                              f"{shrink}, {why}: the port's storage dtypes lose that precision, it is not reduction order")
+        return GapVerdict("storage-rounding", storage, nice_tolerance(1.5 * max(gap.max_rel, spread_rel)),
+                          nice_tolerance(1.5 * max(gap.max_abs, spread_abs)),
+                          f"{shrink}, within the {storage:.3g} that rounding of bf16 storage explains here, and no "
+                          "precision defect was found")
     if gap.max_abs > bound:
         why = (f" The GPU output itself is {gpu_vs_reference.max_abs:.3g} from the reference "
                f"({gpu_vs_reference.mismatch_fraction:.1%} of elements outside the tolerance)."

@@ -243,7 +243,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
     out.extend(_ragged(res, ragged, prior, nki_path, kernel_line))
     out.extend(_growth(res, prior, nki_path, kernel_line))
-    out.extend(_order_gap(res, prior, nki_path, kernel_line))
+    out.extend(_order_gap(res, [*prior, *out], nki_path, kernel_line))
     return out
 
 
@@ -306,10 +306,22 @@ def _growth(res, prior, nki_path, kernel_line) -> list[Finding]:
         **_place(anchor, nki_path, kernel_line))]
 
 
-_VERDICT_RANK = {"non-finite": 3, "beyond-rounding": 2, "precision-loss": 1, "rounding": 0}
+_VERDICT_RANK = {"non-finite": 4, "beyond-rounding": 3, "precision-loss": 2, "storage-rounding": 1, "rounding": 0}
+# Findings that make a gap fp32 storage removes a precision loss, not storage rounding (the defect the
+# same review blocks on: a bf16 accumulator, NUM101, NUM105).
+_PRECISION_DEFECT_RULES = ("NUM101", "NUM105")
 
 
-def _gap_verdicts(sr: SizeResult, gpu_precision: str | None) -> list[tuple[Agreement, GapVerdict]]:
+_PRECISION_DEFECT_CATEGORIES = ("low-precision-accumulation", "dtype-mismatch", "fp8-range")
+
+
+def _precision_defect(findings: list[Finding]) -> bool:
+    return any(f.rule in _PRECISION_DEFECT_RULES
+               or (f.category in _PRECISION_DEFECT_CATEGORIES and f.severity.value in ("warning", "error"))
+               for f in findings)
+
+
+def _gap_verdicts(sr: SizeResult, gpu_precision: str | None, defect: bool = False) -> list[tuple[Agreement, GapVerdict]]:
     """Per output: the port's gap to the GPU output and what it is (tolerance.gap_verdict)."""
     out = []
     gaps = sr.agreement(TRAINIUM.name, GPU_MODEL.name)
@@ -329,7 +341,8 @@ def _gap_verdicts(sr: SizeResult, gpu_precision: str | None) -> list[tuple[Agree
             ag, scale=float(np.abs(finite).max()) if finite.size else 0.0,
             reduction_length=sr.reduction_length, compute_dtype=gpu_precision or "float32", gap_fp32=ag32,
             gpu_vs_reference=vs_ref[i] if i < len(vs_ref) else None,
-            spread_abs=float(spread.get("max_abs") or 0.0), spread_rel=float(spread.get("max_rel") or 0.0))))
+            spread_abs=float(spread.get("max_abs") or 0.0), spread_rel=float(spread.get("max_rel") or 0.0),
+            precision_defect=defect)))
     return out
 
 
@@ -344,10 +357,11 @@ def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
     """NUM106: the gap between the port and the GPU output (captured or modelled), and whether it is
     rounding. Only a rounding-sized gap gets "not a defect" and a tolerance; see tolerance.gap_verdict."""
     worst = None
+    defect = _precision_defect(prior)
     for sr in res.sizes:
         if sr.passed(TRAINIUM.name) is not True:
             continue
-        for ag, verdict in _gap_verdicts(sr, res.gpu_precision):
+        for ag, verdict in _gap_verdicts(sr, res.gpu_precision, defect):
             if ag.max_abs == 0:
                 continue
             key = (_VERDICT_RANK[verdict.kind], ag.max_rel if ag.max_rel == ag.max_rel else 0.0)
@@ -361,11 +375,16 @@ def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
     anchor = _anchor(prior, ("accumulation-order", "low-precision-accumulation"), nki_path)
     gap = (f"The port and the CUDA output, {source}, differ by at most {ag.max_abs:.3g} abs / {ag.max_rel:.3g} rel "
            f"on size {sr.size}")
-    if v.is_rounding:
-        message = (f"{gap}: rounding and reduction order, not a defect. Compare GPU and Trainium "
+    if v.kind == "storage-rounding":
+        message = (f"{gap}: the rounding of the port's low-precision storage ({v.reason}). Compare GPU and Trainium "
                    f"outputs with rtol >= {v.rtol:g}, atol >= {v.atol:g}"
                    + (" (this covers the GPU's own run-to-run spread)." if spread else "."))
         kw: dict[str, Any] = {}
+    elif v.is_rounding:
+        message = (f"{gap}: rounding and reduction order, not a defect. Compare GPU and Trainium "
+                   f"outputs with rtol >= {v.rtol:g}, atol >= {v.atol:g}"
+                   + (" (this covers the GPU's own run-to-run spread)." if spread else "."))
+        kw = {}
     else:
         message = f"{gap}: not rounding -- {v.reason}."
         if v.kind == "precision-loss":

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from reliability_helpers import make_port, run_cli, run_json
 
+from nki_assist.findings import Finding
 from nki_assist.numerics.npz import load_npz, npz_headers
 from nki_assist.numerics.spec import SpecError, load_spec
 
@@ -192,9 +193,42 @@ def test_a_bf16_accumulator_gap_is_precision_loss_not_rounding():
     sr.gpu_model, sr.gpu_model_source = [ref.astype(np.float32).astype(np.float64)], "reference@float32"
     sr.agreements[("trainium", "gpu-model")] = [compare(trn, sr.gpu_model[0], **tol)]
     res = NumericsResult([sr], ["reference", "trainium", "trainium-fp32", "gpu-model"], "float32", "K")
-    (f,) = [f for f in attribute(res, [], nki_path="k_nki.py", kernel_line=3) if f.rule == "NUM106"]
+    # the defect the same review blocks on: the static rule on the bf16 accumulator
+    acc = Finding(rule="NKI301", name="acc", category="low-precision-accumulation", severity="error", message="m",
+                  file="k_nki.py", line=9)
+    (f,) = [f for f in attribute(res, [acc], nki_path="k_nki.py", kernel_line=3) if f.rule == "NUM106"]
     assert f.evidence["verdict"] == "precision-loss" and f.severity.value == "warning"
     assert f.evidence["max_rel"] > 0.3 and f.evidence["needed_rtol"] is None
     assert "not a defect" not in f.message and "rtol >=" not in f.message
     assert "with fp32 storage the gap shrinks" in f.message and "a looser one would hide this loss" in f.message
     assert "modelled (reference at the CUDA kernel's accumulation precision, float32)" in f.message
+    # Without a defect finding the same gap is still more than bf16 storage rounding explains at K = 64
+    sr.reduction_length = 64
+    (g,) = [g for g in attribute(res, [], nki_path="k_nki.py", kernel_line=3) if g.rule == "NUM106"]
+    assert g.evidence["verdict"] == "precision-loss" and "more than the" in g.message
+
+
+def test_bf16_operand_rounding_of_a_faithful_port_is_storage_rounding_not_a_warning():
+    """bf16 matmul operands (a faithful attention port): the fp32-storage run is closer, the gap is
+    within bf16 rounding and no precision defect was found: info with a tolerance, never "reduction order"."""
+    from nki_assist.contracts.runs import RunResult
+    from nki_assist.numerics.attribution import attribute
+    from nki_assist.numerics.reference import ReferenceResult
+    from nki_assist.numerics.scenarios import NumericsResult, SizeResult
+    from nki_assist.tolerance import compare
+
+    rng = np.random.default_rng(4)
+    ref = rng.normal(size=(128, 128)) * 0.3
+    trn = (ref + rng.normal(size=ref.shape) * 2e-4).astype(np.float32)  # bf16-rounded probabilities
+    fp32 = ref.astype(np.float32)
+    sr = SizeResult("aligned", {"S": 512}, 512, ReferenceResult("ok", outputs=[ref]))
+    sr.runs = {"trainium": RunResult("builtin", "ok", outputs=[trn]), "trainium-fp32": RunResult("builtin", "ok", outputs=[fp32])}
+    tol = dict(rtol=2e-2, atol=2e-2)
+    sr.agreements[("trainium", "reference")] = [compare(trn, ref, **tol)]
+    sr.gpu_model, sr.gpu_model_source = [fp32.astype(np.float64)], "reference@float32"
+    sr.agreements[("trainium", "gpu-model")] = [compare(trn, sr.gpu_model[0], **tol)]
+    res = NumericsResult([sr], ["reference", "trainium", "trainium-fp32", "gpu-model"], "float32", "S")
+    (f,) = [f for f in attribute(res, [], nki_path="k_nki.py", kernel_line=3) if f.rule == "NUM106"]
+    assert f.evidence["verdict"] == "storage-rounding" and f.severity.value == "info"
+    assert "reduction order" not in f.message and "rounding of the port's low-precision storage" in f.message
+    assert f.evidence["needed_rtol"] is not None and f.evidence["needed_atol"] >= f.evidence["max_abs"]
