@@ -25,13 +25,14 @@ COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
     "review": "full review of a port (static, migration, simulation, numerics, performance, assessment)",
     "simulate": "run a port's kernel in the simulator and compare with the reference",
+    "golden": "capture the CUDA kernel's outputs on a GPU as [golden] files (--dry-run: no GPU)",
     "eval": "score review feedback against gold reviews",
     "lsp": "language server on stdio",
     "rules": "list the rules",
     "explain": "print a rule's documentation",
 }
 
-REDACTED_COMMANDS = ("review", "simulate", "eval")
+REDACTED_COMMANDS = ("review", "simulate", "eval", "golden")
 
 
 def _module(name: str):

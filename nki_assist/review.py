@@ -28,7 +28,7 @@ from .toolchain.base import kernel_def_line
 from .numerics.spec import load_spec
 from .stage_links import link_stages
 from .reconcile import reconcile
-from .numerics.attribution import attribute, growth_fits
+from .numerics.attribution import attribute, growth_fits, source_text
 from .numerics.scenarios import matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
 from .numerics.localize import cuda_store_line
@@ -265,7 +265,8 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         scenarios=res.scenarios, matrix=matrix_rows(res), gpu_model_precision=gpu,
         reduction_symbol=res.reduction_symbol, growth=[f.to_json() for f in fits],
         tolerance={"rtol": spec.tolerance.rtol, "atol": spec.tolerance.atol},
-        notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3))
+        notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3),
+        gpu_model_sources={s.size: source_text(s.gpu_model_source) for s in res.sizes if s.gpu_model_source})
     review.resources = {s.size: _peaks(s.runs.get(TRAINIUM.name), target) for s in res.sizes}
     if opts.plots:
 

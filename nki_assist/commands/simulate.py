@@ -56,6 +56,7 @@ def _size_json(sr, target) -> dict[str, Any]:
                                                "seconds": round(ref.elapsed_s, 4)},
         "agreement": [a.to_json() for a in sr.agreement],
         "golden": [a.to_json() for a in sr.golden],
+        "golden_source": sr.golden_label, "golden_not_compared": sr.golden_not_compared,
         "peaks": peaks_summary(run.peaks, target) if run and run.status == "ok" else None,
         "engines": engine_summary(run.trace) if run else {},
         "instructions": len(run.trace) if run else 0,
@@ -82,6 +83,8 @@ def not_compared(runs) -> list[str]:
         else:
             why = "no output to compare"
         out.append(f"size {sr.size!r} not compared ({why})")
+    for sr in runs:  # a [golden] that could not be compared is not a pass either
+        out.extend(f"size {sr.size!r}: {why}" for why in sr.golden_not_compared)
     return out
 
 
@@ -112,8 +115,11 @@ def _print_text(spec, runs, findings, target, args, out) -> None:
               f"max ulp {a.max_ulp:.3g}  mismatches {a.mismatches}/{a.elements} ({100 * a.mismatch_fraction:.2f}%)  "
               f"NaN {a.nan_actual}  Inf {a.inf_actual}  {verdict}\n")
         for i, a in enumerate(sr.golden):
-            w(f"  output {i} vs golden: max abs {a.max_abs:.3g}  max rel {a.max_rel:.3g}  "
-              f"mismatches {a.mismatches}/{a.elements}\n")
+            w(f"  output {i} vs golden ({sr.golden_label}): max abs {a.max_abs:.3g}  max rel {a.max_rel:.3g}  "
+              f"mismatches {a.mismatches}/{a.elements}  NaN in golden {a.nan_expected}  "
+              f"{'PASS' if a.passed else 'FAIL'}\n")
+        for why in sr.golden_not_compared:
+            w(f"  golden not compared: {why}\n")
         if sr.run and sr.run.status == "ok":
             p = peaks_summary(sr.run.peaks, target)
             sl = f", line {p['sbuf_line']}" if p["sbuf_line"] else ""
@@ -189,8 +195,9 @@ def run(args: argparse.Namespace) -> int:
     perf_doc, perf_findings = _performance(spec, runs, target, prof)
     findings = prioritize(dedupe([*(f for sr in runs for f in sr.findings), *perf_findings]))
     code = exit_code(findings, args.fail_on)
-    if any(sr.within_tolerance is False for sr in runs) and args.fail_on != "never":
-        code = 1
+    if any(sr.within_tolerance is False or any(not g.passed for g in sr.golden) for sr in runs) \
+            and args.fail_on != "never":
+        code = 1  # outside tolerance of the reference or of the captured CUDA outputs
     incomplete = not_compared(runs)
     if incomplete:
         code = 1  # a skipped or uncompared size is never a pass, whatever --fail-on says

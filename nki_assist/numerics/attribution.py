@@ -13,7 +13,9 @@ from typing import Any, Iterable
 
 from ..findings import Finding
 from ..rules import registry
-from ..tolerance import Agreement
+import numpy as np
+
+from ..tolerance import Agreement, GapVerdict, compare, gap_verdict
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
 from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
 from .scenarios import NumericsResult, SizeResult
@@ -253,7 +255,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
             **place(loc, _place(anchor, nki_path, kernel_line), kernel_line, nki_path)))
     out.extend(_ragged(res, ragged, prior, nki_path, kernel_line))
     out.extend(_growth(res, prior, nki_path, kernel_line))
-    out.extend(_order_gap(res, prior, nki_path, kernel_line))
+    out.extend(_order_gap(res, [*prior, *out], nki_path, kernel_line))
     return out
 
 
@@ -316,35 +318,95 @@ def _growth(res, prior, nki_path, kernel_line) -> list[Finding]:
         **_place(anchor, nki_path, kernel_line))]
 
 
-def _nice(x: float) -> float:
-    """Round a tolerance up to 1, 2 or 5 times a power of ten."""
-    import math
+_VERDICT_RANK = {"non-finite": 4, "beyond-rounding": 3, "precision-loss": 2, "storage-rounding": 1, "rounding": 0}
+# Findings that make a gap fp32 storage removes a precision loss, not storage rounding (the defect the
+# same review blocks on: a bf16 accumulator, NUM101, NUM105).
+_PRECISION_DEFECT_RULES = ("NUM101", "NUM105")
 
-    if x <= 0:
-        return 0.0
-    e = math.floor(math.log10(x))
-    for m in (1, 2, 5, 10):
-        if m * 10**e >= x:
-            return float(f"{m * 10**e:.3g}")
-    return x
+
+_PRECISION_DEFECT_CATEGORIES = ("low-precision-accumulation", "dtype-mismatch", "fp8-range")
+
+
+def _precision_defect(findings: list[Finding]) -> bool:
+    return any(f.rule in _PRECISION_DEFECT_RULES
+               or (f.category in _PRECISION_DEFECT_CATEGORIES and f.severity.value in ("warning", "error"))
+               for f in findings)
+
+
+def _gap_verdicts(sr: SizeResult, gpu_precision: str | None, defect: bool = False) -> list[tuple[Agreement, GapVerdict]]:
+    """Per output: the port's gap to the GPU output and what it is (tolerance.gap_verdict)."""
+    out = []
+    gaps = sr.agreement(TRAINIUM.name, GPU_MODEL.name)
+    fp32 = sr.runs.get(TRAINIUM_FP32.name)
+    vs_ref = sr.agreement(GPU_MODEL.name)
+    for i, ag in enumerate(gaps):
+        if ag is None or sr.gpu_model is None or i >= len(sr.gpu_model):
+            continue
+        gpu = np.asarray(sr.gpu_model[i], dtype=np.float64)
+        finite = gpu[np.isfinite(gpu)]
+        ag32 = None
+        if fp32 is not None and fp32.status == "ok" and i < len(fp32.outputs) \
+                and np.shape(fp32.outputs[i]) == gpu.shape:
+            ag32 = compare(fp32.outputs[i], gpu, rtol=ag.rtol, atol=ag.atol)
+        spread = (sr.gpu_spread[i] if sr.gpu_spread and i < len(sr.gpu_spread) else None) or {}
+        out.append((ag, gap_verdict(
+            ag, scale=float(np.abs(finite).max()) if finite.size else 0.0,
+            reduction_length=sr.reduction_length, compute_dtype=gpu_precision or "float32", gap_fp32=ag32,
+            gpu_vs_reference=vs_ref[i] if i < len(vs_ref) else None,
+            spread_abs=float(spread.get("max_abs") or 0.0), spread_rel=float(spread.get("max_rel") or 0.0),
+            precision_defect=defect)))
+    return out
+
+
+def source_text(source: str | None) -> str:
+    """How a gpu-model output was obtained, as reports and NUM106 say it."""
+    if source and source.startswith("reference@"):
+        return f"modelled (reference at the CUDA kernel's accumulation precision, {source.split('@', 1)[1]})"
+    return source or "of unknown origin"
 
 
 def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
+    """NUM106: the gap between the port and the GPU output (captured or modelled), and whether it is
+    rounding. Only a rounding-sized gap gets "not a defect" and a tolerance; see tolerance.gap_verdict."""
     worst = None
+    defect = _precision_defect(prior)
     for sr in res.sizes:
         if sr.passed(TRAINIUM.name) is not True:
             continue
-        ag = _worst(sr.agreement(TRAINIUM.name, GPU_MODEL.name))
-        if ag is not None and (worst is None or ag.max_rel > worst[1].max_rel):
-            worst = (sr, ag)
-    if worst is None or worst[1].max_abs == 0:
+        for ag, verdict in _gap_verdicts(sr, res.gpu_precision, defect):
+            if ag.max_abs == 0:
+                continue
+            key = (_VERDICT_RANK[verdict.kind], ag.max_rel if ag.max_rel == ag.max_rel else 0.0)
+            if worst is None or key > worst[0]:
+                worst = (key, sr, ag, verdict)
+    if worst is None:
         return []
-    sr, ag = worst
+    _, sr, ag, v = worst
+    source = source_text(sr.gpu_model_source)
+    spread = any((s or {}).get("max_abs") for s in sr.gpu_spread or [])
     anchor = _anchor(prior, ("accumulation-order", "low-precision-accumulation"), nki_path)
-    rtol, atol = _nice(ag.max_rel * 1.5), _nice(ag.max_abs * 1.5)
+    gap = (f"The port and the CUDA output, {source}, differ by at most {ag.max_abs:.3g} abs / {ag.max_rel:.3g} rel "
+           f"on size {sr.size}")
+    if v.kind == "storage-rounding":
+        message = (f"{gap}: the rounding of the port's low-precision storage ({v.reason}). Compare GPU and Trainium "
+                   f"outputs with rtol >= {v.rtol:g}, atol >= {v.atol:g}"
+                   + (" (this covers the GPU's own run-to-run spread)." if spread else "."))
+        kw: dict[str, Any] = {}
+    elif v.is_rounding:
+        message = (f"{gap}: rounding and reduction order, not a defect. Compare GPU and Trainium "
+                   f"outputs with rtol >= {v.rtol:g}, atol >= {v.atol:g}"
+                   + (" (this covers the GPU's own run-to-run spread)." if spread else "."))
+        kw = {}
+    else:
+        message = f"{gap}: not rounding -- {v.reason}."
+        if v.kind == "precision-loss":
+            message += " Keep the tolerance; a looser one would hide this loss."
+        else:
+            message += " Find which side is wrong before comparing them with any tolerance."
+        kw = {"severity": "warning"}
     return [registry.get("NUM106").finding(
-        f"The port and the modelled CUDA output ({sr.gpu_model_source}) differ by at most {ag.max_abs:.3g} abs / "
-        f"{ag.max_rel:.3g} rel on size {sr.size}: rounding and reduction order, not a defect. Compare GPU and "
-        f"Trainium outputs with rtol >= {rtol:g}, atol >= {atol:g}.",
-        evidence=_ev(ag, size=sr.size, gpu_model=sr.gpu_model_source, needed_rtol=rtol, needed_atol=atol),
-        **_place(anchor, nki_path, kernel_line))]
+        message,
+        evidence=_ev(ag, size=sr.size, gpu_model=sr.gpu_model_source, verdict=v.kind, rounding_bound=v.bound_abs,
+                     needed_rtol=v.rtol, needed_atol=v.atol,
+                     gpu_spread=sr.gpu_spread if spread else None),
+        **kw, **_place(anchor, nki_path, kernel_line))]

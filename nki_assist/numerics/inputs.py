@@ -69,13 +69,14 @@ def generate(name: str, spec: InputSpec, shape: tuple[int, ...]) -> np.ndarray:
 
 def _golden_inputs(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> dict[str, np.ndarray] | None:
     g = spec.golden
-    if not g or not g.inputs:
+    if not g or not g.inputs:  # a capture folder (`dir`) holds the generated inputs: nothing to override
         return None
     if (g.size or spec.sizes[0].name) != size.name:
         return None
 
     where = f"{spec.path}: golden.inputs"
-    npz = load_npz(spec.dir / g.inputs, where, limit_bytes)  # headers checked before any data is read
+    members = [m for i, n in enumerate(spec.inputs) for m in (n, f"arr_{i}")]  # only what is used is read
+    npz = load_npz(spec.dir / g.inputs, where, limit_bytes, members=members)
     arrays = {}
     for i, (name, ispec) in enumerate(spec.inputs.items()):
         if ispec.is_value:

@@ -21,7 +21,7 @@ from ..tolerance import Agreement, compare
 from ..toolchain.base import Backend, kernel_def_line
 from .guard import budget_bytes, size_guard
 from .inputs import make_inputs
-from .npz import load_npz
+from .golden_store import golden_for
 from .reference import ReferenceResult, check_shapes, run_reference
 from .spec import PortSpec, SizeSpec
 
@@ -37,6 +37,8 @@ class SizeRun:
     reference: ReferenceResult | None = None
     agreement: list[Agreement] = field(default_factory=list)  # per kernel output, vs the reference
     golden: list[Agreement] = field(default_factory=list)  # per kernel output, vs [golden] outputs
+    golden_not_compared: list[str] = field(default_factory=list)  # why a [golden] output was not compared
+    golden_label: str | None = None  # "captured on <GPU> (...)"
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -75,12 +77,26 @@ def peaks_summary(peaks: ResourcePeaks, target: Target) -> dict[str, Any]:
 
 
 def golden_outputs(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> list[np.ndarray] | None:
-    g = spec.golden
-    if not g or not g.outputs or (g.size or spec.sizes[0].name) != size.name:
-        return None
-    npz = load_npz(spec.dir / g.outputs, f"{spec.path}: golden.outputs", limit_bytes)
-    keys = sorted(npz, key=lambda k: (not k.startswith("arr_"), int(k[4:]) if k[4:].isdigit() else 0, k))
-    return [npz[k] for k in keys]
+    """The captured CUDA outputs of `size` (golden_store.golden_for), or None."""
+    got = golden_for(spec, size, limit_bytes)
+    return None if got is None else got[0]
+
+
+def compare_golden(outputs: list[np.ndarray], golden: list[np.ndarray], tol) -> tuple[list[Agreement], list[str]]:
+    """Agreement of each kernel output with its golden, and why any was not compared (a count or
+    shape that differs is stated, never dropped)."""
+    agreements, missing = [], []
+    if len(golden) != len(outputs):
+        missing.append(f"the golden has {len(golden)} output(s), the kernel returned {len(outputs)}")
+    for i, (a, g) in enumerate(zip(outputs, golden)):
+        a, g = np.asarray(a), np.asarray(g)
+        if a.shape != g.shape:
+            missing.append(f"golden output {i} has shape {list(g.shape)}, the kernel's {list(a.shape)}")
+        elif g.dtype.kind not in "biufc":
+            missing.append(f"golden output {i} has dtype {g.dtype}, not a number type")
+        else:
+            agreements.append(compare(a, g.astype(np.float64), rtol=tol.rtol, atol=tol.atol))
+    return agreements, missing
 
 
 def simulate_size(spec: PortSpec, size: SizeSpec, backend: Backend, *, target: Target, precise: bool = True,
@@ -112,11 +128,13 @@ def simulate_size(spec: PortSpec, size: SizeSpec, backend: Backend, *, target: T
             sr.findings.extend(_agreement(sr, spec, run.outputs, ref.outputs, kpath))
     elif with_reference:
         sr.notes.append("no reference in the spec: outputs not compared")
-    golden = golden_outputs(spec, size, budget_bytes(memory_mb))
-    if golden is not None and run.status == "ok":
-        for a, g in zip(run.outputs, golden):
-            if a.shape == g.shape:
-                sr.golden.append(compare(a, g.astype(np.float64), rtol=spec.tolerance.rtol, atol=spec.tolerance.atol))
+    got = golden_for(spec, size, budget_bytes(memory_mb), args)
+    if got is not None:
+        sr.golden_label = got[1].get("label")
+        if run.status == "ok":
+            sr.golden, sr.golden_not_compared = compare_golden(run.outputs, got[0], spec.tolerance)
+        else:
+            sr.golden_not_compared.append(f"the kernel run ended with {run.status}")
     sr.elapsed_s = time.perf_counter() - t0
     return sr
 

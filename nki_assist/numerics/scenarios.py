@@ -31,7 +31,7 @@ from .inputs import make_inputs, upcast
 from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
 
-from .portrun import golden_outputs
+from .golden_store import golden_for
 from ..hardware import get_target
 from .refchild import child_call
 from ..toolchain.builtin import BuiltinBackend
@@ -51,7 +51,8 @@ class SizeResult:
     reference: ReferenceResult
     runs: dict[str, RunResult] = field(default_factory=dict)
     gpu_model: list[np.ndarray] | None = None
-    gpu_model_source: str | None = None  # "reference@float32", "golden", ...
+    gpu_model_source: str | None = None  # "reference@float32", "captured on <GPU> (...)", ...
+    gpu_spread: list[dict] | None = None  # per output: the capture's run-to-run spread (golden.json)
     # (scenario, against) -> one Agreement per output (None when shapes differ)
     agreements: dict[tuple[str, str], list[Agreement | None]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -131,11 +132,11 @@ def _compare_all(actual: list[np.ndarray], expected: list[np.ndarray], rtol: flo
     return res
 
 
-def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> list[np.ndarray] | None:
-    """The captured CUDA outputs of this size (portrun reads and orders them), in float64."""
-
-    outs = golden_outputs(spec, size, limit_bytes)
-    return None if outs is None else [np.asarray(o).astype(np.float64) for o in outs]
+def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> tuple[list[np.ndarray], dict] | None:
+    """The captured CUDA outputs of this size in float64, and the capture's label and per-output
+    run-to-run spread (golden_store.golden_for)."""
+    got = golden_for(spec, size, limit_bytes)
+    return None if got is None else ([np.asarray(o).astype(np.float64) for o in got[0]], got[1])
 
 
 def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
@@ -210,7 +211,8 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
                 result.findings.extend(run.findings)
             tick(f"{size.name}: {name}")
         if golden is not None:
-            sr.gpu_model, sr.gpu_model_source = golden, "golden"
+            sr.gpu_model, sr.gpu_model_source = golden[0], golden[1]["label"]
+            sr.gpu_spread = [o.get("run_to_run") or {} for o in golden[1].get("outputs") or []] or None
         elif batch and batch.get(GPU_MODEL.name) is not None:  # the batch models the GPU only without golden
             sr.gpu_model, sr.gpu_model_source = batch[GPU_MODEL.name], f"reference@{gpu_precision}"
         elif ref.ok and gpu_precision is not None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError,
 
 from ..hardware import TARGETS
 
+from .cuda_launch import CudaLaunch, check_launch
 from .errors import SpecError
 from .npz import npz_headers
 
@@ -266,12 +267,22 @@ class Tolerance(BaseModel):
 
 
 class Golden(BaseModel):
-    """Inputs/outputs captured from the real CUDA kernel on a GPU (npz, arrays named like the inputs)."""
+    """Inputs/outputs captured from the real CUDA kernel on a GPU (npz, arrays named like the inputs).
+
+    Either one pair (`inputs`/`outputs`, for `size`), or `dir`: what `nki-assist golden` writes, one
+    pair per size plus golden.json (golden_store.py), matched to each size by name and input hashes."""
 
     model_config = ConfigDict(extra="forbid")
     inputs: str | None = None
     outputs: str | None = None
     size: str | None = None  # the size the captured arrays belong to (default: the first size)
+    dir: str | None = None  # a capture folder written by `nki-assist golden`
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Golden":
+        if self.dir is not None and (self.inputs or self.outputs or self.size):
+            raise ValueError("give either `dir` (a capture by `nki-assist golden`) or `inputs`/`outputs`/`size`")
+        return self
 
 
 class _SpecFile(BaseModel):
@@ -281,6 +292,7 @@ class _SpecFile(BaseModel):
     sizes: list[SizeSpec] = Field(default_factory=list)
     tolerance: Tolerance = Field(default_factory=Tolerance)
     golden: Golden | None = None
+    cuda: CudaLaunch | None = None
 
 
 class PortSpec:
@@ -294,6 +306,7 @@ class PortSpec:
         self.sizes: list[SizeSpec] = data.sizes
         self.tolerance = data.tolerance
         self.golden = data.golden
+        self.cuda = data.cuda  # the [cuda] launch description (cuda_launch.py), or None
         self.kernel_name = kernel_name
         self.reference_function = reference_fn
 
@@ -492,6 +505,8 @@ def load_spec(path: str | Path) -> PortSpec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level: a 1,000-deep array
+        raise SpecError(f"{where}: invalid TOML: arrays or tables nested too deeply") from None
     except UnicodeDecodeError as exc:
         raise SpecError(f"{where}: not UTF-8 text: {exc}") from None
     try:
@@ -518,8 +533,9 @@ def load_spec(path: str | Path) -> PortSpec:
             what = "not a regular file" if (base / rel).exists() else "file not found"
             raise SpecError(f"{where}: {key}: {what}: {base / rel}")
         if rel and key.startswith("golden."):
-
             npz_headers(base / rel, f"{where}: {key}")  # no pickles, readable headers: before anything runs
+    if data.golden and data.golden.dir is not None and not (base / data.golden.dir).is_dir():
+        raise SpecError(f"{where}: golden.dir: not a folder: {base / data.golden.dir}")
 
     names = [n for n, i in data.inputs.items() if not i.keyword]
     keywords = [n for n, i in data.inputs.items() if i.keyword]
@@ -550,6 +566,15 @@ def load_spec(path: str | Path) -> PortSpec:
                                     f"{size.name!r} (sizes[{i}])")
     if data.golden and data.golden.size and data.golden.size not in seen:
         raise SpecError(f"{where}: golden.size: no size named {data.golden.size!r}")
+    if data.cuda is not None:
+        if not data.port.cuda:
+            raise SpecError(f"{where}: cuda: a [cuda] launch needs port.cuda (the .cu file)")
+        data.cuda.kernel = data.cuda.kernel or data.port.cuda_kernel
+
+        def shape_of(name: str, size: SizeSpec) -> tuple[int, ...]:
+            return tuple(d if isinstance(d, int) else size.bindings[d] for d in data.inputs[name].shape or ())
+
+        check_launch(data.cuda, where, data.inputs, data.sizes, shape_of)
 
     # Kernel: exists, is the only kernel when unnamed, takes the declared inputs.
     kfuncs = _functions(base / data.port.nki, f"{where}: port.nki")

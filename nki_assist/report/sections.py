@@ -329,7 +329,11 @@ def numerics_section(review: Review) -> Section:
     if n.scenarios:
         gpu = extra.get("gpu_model_precision")
         text = ", ".join(n.scenarios)
-        if gpu:
+        sources = extra.get("gpu_model_sources") or {}
+        captured = sorted({v for v in sources.values() if isinstance(v, str) and v.startswith("captured")})
+        if captured:  # the real CUDA outputs (`nki-assist golden`), not a model of them
+            text += f"; gpu-model = the CUDA kernel's outputs {', '.join(captured)}"
+        elif gpu:
             text += f"; gpu-model = the reference with {gpu} accumulation (the modelled CUDA output)"
         sec.parts.append(Text("Scenarios", text))
     if isinstance(tol, dict):

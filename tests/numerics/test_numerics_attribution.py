@@ -119,11 +119,13 @@ def test_linear_growth_finding_with_numbers():
 
 
 def test_gap_to_gpu_model_is_info_with_needed_tolerance():
-    gpu = REF * (1 + 3e-4)
-    res = result(size_result("aligned", {"M": 128}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()}, gpu=gpu))
+    gpu = REF * (1 + 3e-6)  # a few fp32 roundings of a K = 512 reduction
+    res = result(size_result("aligned", {"M": 128}, REF, {"trainium": REF.copy(), "trainium-fp32": REF.copy()},
+                             gpu=gpu, red=512))
     (f,) = [f for f in attribute(res, [], nki_path=NKI, kernel_line=4) if f.rule == "NUM106"]
-    assert f.severity.value == "info"
-    assert f.evidence["needed_rtol"] >= f.evidence["max_rel"] and f.evidence["needed_rtol"] == 5e-4
+    assert f.severity.value == "info" and f.evidence["verdict"] == "rounding"
+    assert f.evidence["needed_rtol"] >= f.evidence["max_rel"] and f.evidence["needed_rtol"] == 5e-6
+    assert "not a defect" in f.message and "modelled (reference at the CUDA kernel's accumulation" in f.message
 
 
 def test_no_findings_for_a_faithful_port():
