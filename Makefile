@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/pip install --progress-bar on --no-deps -e .
 	touch $(STAMP)
 
-# Re-resolve the lock after changing dependencies in pyproject.toml (needs uv: `pip install uv`).
+# Re-resolve the lock after changing dependencies in pyproject.toml, keeping the pins that still fit
+# (`make lock UV_FLAGS=--upgrade` moves everything to the newest versions). Needs uv: `pip install uv`.
 lock:
-	{ sed -n '1,3p' $(LOCK); uv pip compile pyproject.toml --extra all --extra dev --universal \
-	  --python-version 3.11 --no-header --no-annotate; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
+	uv pip compile pyproject.toml --extra all --extra dev --universal --python-version 3.11 --no-annotate \
+	  --custom-compile-command "make lock" -o $(LOCK) $(UV_FLAGS)
 
 # The example port is meant to be blocked: exit 1 (findings at --fail-on error) is the expected result.
 demo: $(STAMP)
