@@ -2,8 +2,10 @@
 
     python -m benchmarks.blas_invariance [--spec-dir DIR ...] [--jobs N] [--keep DIR]
 
-Runs `python -m benchmarks.behaviour_dump --only reviews` (every finding, number and the drafted
-assessment of each port spec's review) once per setting: the host's default OpenBLAS kernel,
+Runs `python -m benchmarks.behaviour_dump --only runs --only reviews` once per setting: every
+simulator run in this process (trace, output hashes, findings) and every finding, number and drafted
+sentence of each port spec's review (whose reference runs pinned to one BLAS kernel family:
+numerics/reference.py), under the host's default OpenBLAS kernel,
 OPENBLAS_CORETYPE=Haswell (AVX2 kernels), OPENBLAS_CORETYPE=Prescott (SSE3 kernels) and
 OPENBLAS_NUM_THREADS=1, and compares each dump with the default one. Exit 1 on any difference
 (listed), 0 when all are identical. CI runs it on the eval cases and the example (.ci/run).
@@ -34,7 +36,7 @@ BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MK
 def _dump(name: str, extra: dict[str, str], out: Path, spec_dirs: list[str]) -> tuple[str, int, str]:
     env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS}
     env.update(extra)
-    cmd = [sys.executable, "-m", "benchmarks.behaviour_dump", str(out), "--only", "reviews"]
+    cmd = [sys.executable, "-m", "benchmarks.behaviour_dump", str(out), "--only", "runs", "--only", "reviews"]
     for d in spec_dirs:
         cmd += ["--spec-dir", d]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             return 2
         base = json.loads(paths["default"].read_text())
-        n_specs = len(base.get("reviews", {}))
+        n_specs, n_runs = len(base.get("reviews", {})), len(base.get("runs", {}))
         bad = 0
         for name in SETTINGS:
             if name == "default":
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 if len(diffs) > 40:
                     print(f"  ... {len(diffs) - 40} more")
             else:
-                print(f"{env}: {n_specs} review(s) identical to the default BLAS")
+                print(f"{env}: {n_runs} simulator run(s) and {n_specs} review(s) identical to the default BLAS")
         return 1 if bad else 0
 
 

@@ -26,7 +26,7 @@ from ..toolchain.base import kernel_def_line
 # run on the host's BLAS, whose kernel family and thread count change the last bits. Its child gets
 # one fixed OpenBLAS kernel family (the x86-64 baseline, or ARMv8) and one thread, and MKL its
 # reproducible mode, so the same reference gives the same bits on every host with the same NumPy.
-# (Other BLAS libraries, e.g. Apple Accelerate, have no such switch: docs/numerics.md.)
+# (Other BLAS libraries, e.g. Apple Accelerate, have no such switch: docs/architecture.md.)
 _CORETYPE = {"x86_64": "Prescott", "amd64": "Prescott", "aarch64": "ARMV8", "arm64": "ARMV8"}
 
 

@@ -105,12 +105,14 @@ def _settle_finite(out, r, s64, m64, sp_s, sp_m, mx_s, mx_m, room) -> None:
     if rows.size == 0:
         return
     rv = r[rows, cols]
-    fs = np.abs(s64) if finite else np.where(np.isfinite(s64), np.abs(s64), 0.0)
-    fm = np.abs(m64) if finite else np.where(np.isfinite(m64), np.abs(m64), 0.0)
+
+    def mag(a):  # |a| with non-finite values as 0 (an element they reach is settled already)
+        return np.abs(a) if finite else np.where(np.isfinite(a), np.abs(a), 0.0)
+
     if rows.size > _SMALL:
-        bound = (fs.T @ fm)[rows, cols]
+        bound = (mag(s64).T @ mag(m64))[rows, cols]
     else:
-        bound = np.einsum("ki,ki->i", fs[:, rows], fm[:, cols])
+        bound = np.einsum("ki,ki->i", mag(s64[:, rows]), mag(m64[:, cols]))
     e = (c / K) * bound
     ok = (rv - e).astype(np.float32) == (rv + e).astype(np.float32)
     rows, cols = rows[~ok], cols[~ok]
