@@ -72,8 +72,11 @@ def _sources() -> list[Path]:
     return out
 
 
+SPEC_DIRS = list(SOURCE_DIRS)  # --spec-dir narrows the port specs whose reviews and runs are dumped
+
+
 def _specs() -> list[Path]:
-    return sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("port.toml"))
+    return sorted(p for d in SPEC_DIRS for p in (ROOT / d).rglob("port.toml"))
 
 
 def dump_check() -> dict[str, Any]:
@@ -179,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", nargs="?", help="where to write the dump (JSON)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two dumps instead")
     ap.add_argument("--only", action="append", choices=sorted(PARTS), help="dump only these parts")
+    ap.add_argument("--spec-dir", action="append", metavar="DIR",
+                    help="port specs only under these directories (default: " + ", ".join(SOURCE_DIRS) + ")")
     args = ap.parse_args(argv)
+    if args.spec_dir:
+        SPEC_DIRS[:] = args.spec_dir
     if args.compare:
         a, b = (json.loads(Path(p).read_text()) for p in args.compare)
         diffs = compare(a, b)

@@ -28,7 +28,7 @@ from ..toolchain.sandbox import run_in_child
 from .guard import budget_bytes, size_guard, size_need_bytes
 from ..contracts.callargs import map_values
 from .inputs import make_inputs, upcast
-from .reference import ReferenceResult, arity_finding, normalize_outputs, run_reference
+from .reference import ReferenceResult, arity_finding, blas_env, normalize_outputs, run_reference
 from .spec import PortSpec, SizeSpec
 
 from .golden_store import golden_for
@@ -219,7 +219,8 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
                                 "args": gpu_model_args(args, gpu_precision)},
-                               timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path))
+                               timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path),
+                               env=blas_env())
             if out.status == "ok":
                 try:
                     sr.gpu_model = normalize_outputs(out.value)
@@ -350,7 +351,7 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
                         "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
                         "ref_fn": spec.reference_function},
                        timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
-                       watch=str(spec.nki_path))
+                       watch=str(spec.nki_path), env=blas_env())
     if out.status != "ok" or not _batch_ok(out.value, scen):
         return None  # the slow path reports it precisely
     for value in out.value.values():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import mathops, provenance, unwritten
+from .pe_array import pe_matmul
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
 from .views import resolve as resolve_view
@@ -76,7 +77,8 @@ def _matmul(ctx, line, depth, stationary, moving, *, dst, accumulate, is_transpo
                    f"{tgt.name}: " + "; ".join(problems) + ".", k=K, m=M, n=N,
                    limits={"k": tgt.contraction_max, "m": tgt.stationary_fmax, "n": nmax})
     _matmul_dtypes(ctx, line, label, stationary, moving, dst_dt)
-    res = s2.T @ m2  # fp32 products, fp32 accumulation
+    # per pass of <= 128 partitions the exact dot rounded once to fp32, passes summed in fp32 (host-independent)
+    res = pe_matmul(s2, m2, tgt.contraction_max * (2 if double else 1))
     if dst is None:
         out = new_tile((M, N), FLOAT32, "psum", line, res, quiet=True)  # limits reported as SIM105 above
         out.origin = ("matmul", (stationary.st, moving.st), res, None)

@@ -166,7 +166,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
         except Exception as exc:
             return ChildOutcome("crashed", error=f"cannot pass arguments to the child: {type(exc).__name__}: {exc}")
         token = secrets.token_hex(12)
-        cenv = child_env()
+        cenv = child_env(env)  # from the start: BLAS settings are read when NumPy loads
         cenv.update({"PYTHONPATH": os.pathsep.join(task["sys_path"]), TOKEN_ENV: token, "HOME": str(work),
                      "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))

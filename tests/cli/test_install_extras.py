@@ -26,7 +26,22 @@ def test_pyproject_extras():
     assert any(d.startswith("matplotlib") for d in extras["report"])
     assert any(d.startswith("openai") for d in extras["llm"])
     assert extras["all"] == ["nki-assist[report,llm]"]
-    assert "'.[all,dev]'" in (REPO / "Makefile").read_text()
+
+
+def test_dev_lock_pins_every_dependency_of_the_package_its_extras_and_dev_tools():
+    """make and CI install requirements-dev.lock (then the package with --no-deps): it must pin them all."""
+    import re
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["report"], *extras["llm"], *extras["dev"]]
+    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    names = {norm(re.match(r"[A-Za-z0-9_.-]+", d).group()) for d in wanted}
+    lock = (REPO / "requirements-dev.lock").read_text()
+    pinned = {norm(m.group(1)) for m in re.finditer(r"^([A-Za-z0-9_.-]+)==\S+", lock, re.M)}
+    assert names - pinned == set()
+    assert "-r $(LOCK)" in (REPO / "Makefile").read_text() and "LOCK := requirements-dev.lock" in (
+        REPO / "Makefile").read_text()
 
 
 def test_check_and_language_server_load_without_extras(tmp_path):
