@@ -175,13 +175,14 @@ def summary_line(outcomes: list[Outcome]) -> str:
 
 
 def markdown(outcomes: list[Outcome]) -> str:
-    rows = ["| pair | repo | fix | class | verdict | parent findings at the defect | errors on the fixed version |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| pair | repo | fix | class | verdict | parent findings at the defect | parent findings (all) "
+            "| errors on the fixed version |",
+            "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         p = o.pair
         verdict = f"found ({o.by})" if o.verdict == "found" else o.verdict
         rows.append(f"| {p.id} | {p.repo} | {p.fix[:7]} | {p.cls} | {verdict} | {', '.join(o.hits) or '-'} "
-                    f"| {', '.join(o.fixed_errors) or '-'} |")
+                    f"| {o.parent_findings} | {', '.join(o.fixed_errors) or '-'} |")
     return "\n".join(rows) + "\n\n" + summary_line(outcomes)
 
 
