@@ -7,9 +7,11 @@ extracts the kernel's directory at each commit into a temporary directory (packa
 `nki-assist check` (the library's check_file) on the kernel file in both.
 
 Per pair:
-  found     a warning/error finding on the parent within +-1 line of a defect line whose rule is one the pair
-            expects ("rule") or whose taxonomy category is the one the defect class maps to ("category")
-  missed    no such finding
+  found     a warning/error finding on the parent within +-1 line of a defect line (its own line or one of its
+            related locations) whose rule is one the pair expects ("rule") or whose taxonomy category is the one
+            the defect class maps to ("category")
+  missed    no such finding (an expected rule that fires elsewhere but names a defect line in its evidence is
+            shown, not counted)
   no snapshot / no file   the repository or the file at that commit is not on this machine (not counted)
 and the error-level findings on the fixed version (each one a potential false error).
 
@@ -100,7 +102,7 @@ def available(pairs: list[Pair], root: str | None = None) -> bool:
             if p.repo == repo:
                 for c in (p.parent, p.fix):
                     if subprocess.run(["git", "-C", d, "cat-file", "-e", f"{c}^{{commit}}"],
-                                      capture_output=True).returncode:
+                                      check=False, capture_output=True).returncode:
                         return False
     return True
 
@@ -108,7 +110,8 @@ def available(pairs: list[Pair], root: str | None = None) -> bool:
 def extract(gitdir: str, commit: str, path: str, dest: Path) -> Path | None:
     """Write the kernel's directory at `commit` into dest; the kernel file's path, or None when absent."""
     folder = str(Path(path).parent) or "."
-    proc = subprocess.run(["git", "-C", gitdir, "archive", "--format=tar", commit, folder], capture_output=True)
+    proc = subprocess.run(["git", "-C", gitdir, "archive", "--format=tar", commit, folder],
+                          check=False, capture_output=True)
     if proc.returncode:
         return None
     with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
@@ -130,13 +133,21 @@ def _near(line: int | None, lines: list[int]) -> bool:
 def judge(pair: Pair, parent_findings: list, fixed_findings: list) -> Outcome:
     """The verdict for one pair from its two versions' findings (Finding objects)."""
     out = Outcome(pair, "missed", parent_findings=len(parent_findings))
-    near = [f for f in parent_findings if f.severity.value in REPORTED and _near(f.line, pair.lines)]
+    reported = [f for f in parent_findings if f.severity.value in REPORTED]
+    near = [f for f in reported
+            if _near(f.line, pair.lines) or any(_near(r.line, pair.lines) for r in getattr(f, "related", []))]
     by_rule = [f for f in near if f.rule in pair.rules]
     category = CLASSES.get(pair.cls)
     by_cat = [f for f in near if category is not None and f.category == category]
     if by_rule or by_cat:
         out.verdict, out.by = "found", ("rule" if by_rule else "category")
         out.hits = sorted({f"{f.rule}@{f.line}" for f in (by_rule or by_cat)})
+    else:  # an expected rule elsewhere whose evidence names a defect line: shown, not counted
+        for f in reported:
+            named = [n for k, n in getattr(f, "evidence", {}).items()
+                     if k.endswith("_line") and isinstance(n, int) and _near(n, pair.lines)]
+            if f.rule in pair.rules and named:
+                out.hits.append(f"{f.rule}@{f.line} (names line {min(named, key=lambda n: (n not in pair.lines, n))})")
     out.fixed_errors = sorted({f"{f.rule}@{f.line}" for f in fixed_findings if f.severity.value == "error"})
     return out
 
@@ -163,7 +174,8 @@ def numbers(outcomes: list[Outcome]) -> dict:
     found = [o for o in counted if o.verdict == "found"]
     return {"pairs": len(counted), "found": len(found),
             "found_by_rule": sum(o.by == "rule" for o in found),
-            "false_errors": sum(len(o.fixed_errors) for o in counted),
+            # per fixed file: two pairs from one fix in one file share their fixed version's findings
+            "false_errors": len({(o.pair.repo, o.pair.fix, o.pair.path, e) for o in counted for e in o.fixed_errors}),
             "pairs_with_false_errors": sum(bool(o.fixed_errors) for o in counted)}
 
 
@@ -175,8 +187,8 @@ def summary_line(outcomes: list[Outcome]) -> str:
 
 
 def markdown(outcomes: list[Outcome]) -> str:
-    rows = ["| pair | repo | fix | class | verdict | parent findings at the defect | parent findings (all) "
-            "| errors on the fixed version |",
+    rows = [("| pair | repo | fix | class | verdict | parent findings at the defect | parent findings (all) "
+             "| errors on the fixed version |"),
             "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         p = o.pair
