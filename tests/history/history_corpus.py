@@ -13,7 +13,8 @@ Per pair:
   missed    no such finding (an expected rule that fires elsewhere but names a defect line in its evidence is
             shown, not counted)
   no snapshot / no file   the repository or the file at that commit is not on this machine (not counted)
-and the error-level findings on the fixed version (each one a potential false error).
+and the error-level findings on the fixed version (each one a potential false error; one at a defect line of a later
+pair whose parent is this fix is a true error, listed apart).
 
     python tests/history/history_corpus.py             # markdown table, one row per pair, then the summary line
     python tests/history/history_corpus.py --summary   # per-class counts and the summary line
@@ -73,6 +74,7 @@ class Outcome:
     hits: list[str] = field(default_factory=list)  # "RULE@line" of the matching parent findings
     parent_findings: int = 0
     fixed_errors: list[str] = field(default_factory=list)  # "RULE@line" errors on the fixed version
+    later_fixed: list[str] = field(default_factory=list)  # of those, at a defect line of a later pair (true)
 
 
 def load_pairs(path: Path = PAIRS_FILE) -> list[Pair]:
@@ -164,9 +166,24 @@ def run_pair(pair: Pair, root: str | None = None) -> Outcome:
         return judge(pair, _check(parent), _check(fixed))
 
 
+def set_later_fixed(outcomes: list[Outcome], pairs: list[Pair]) -> None:
+    """Move an error on a fixed version to `later_fixed` when it sits at a defect line of a pair whose parent is
+    that fixed version (same file): one fix's result is the next defect's parent, and that error is true."""
+    for o in outcomes:
+        later = [q.lines for q in pairs if q.parent == o.pair.fix and q.path == o.pair.path and q.repo == o.pair.repo]
+        if not later:
+            continue
+        true = [e for e in o.fixed_errors if any(_near(int(e.rsplit("@", 1)[1]), ls) for ls in later)]
+        o.later_fixed = true
+        o.fixed_errors = [e for e in o.fixed_errors if e not in true]
+
+
 def run_all(select: list[str] | None = None, root: str | None = None) -> list[Outcome]:
-    pairs = [p for p in load_pairs() if not select or any(s in p.id or s in p.repo for s in select)]
-    return [run_pair(p, root) for p in pairs]
+    every = load_pairs()
+    pairs = [p for p in every if not select or any(s in p.id or s in p.repo for s in select)]
+    outcomes = [run_pair(p, root) for p in pairs]
+    set_later_fixed(outcomes, every)
+    return outcomes
 
 
 def numbers(outcomes: list[Outcome]) -> dict:
@@ -194,7 +211,8 @@ def markdown(outcomes: list[Outcome]) -> str:
         p = o.pair
         verdict = f"found ({o.by})" if o.verdict == "found" else o.verdict
         rows.append(f"| {p.id} | {p.repo} | {p.fix[:7]} | {p.cls} | {verdict} | {', '.join(o.hits) or '-'} "
-                    f"| {o.parent_findings} | {', '.join(o.fixed_errors) or '-'} |")
+                    f"| {o.parent_findings} | {', '.join(o.fixed_errors) or '-'}"
+                    + (f" (true, fixed by a later pair: {', '.join(o.later_fixed)})" if o.later_fixed else "") + " |")
     return "\n".join(rows) + "\n\n" + summary_line(outcomes)
 
 

@@ -75,6 +75,14 @@ def test_judge_counts_a_finding_within_one_line_by_rule_or_category():
     out = hc.judge(pair, [], [_f("NKI101", 3, severity="error"), _f("NKI108", 4)])
     assert out.fixed_errors == ["NKI101@3"]
     assert hc.numbers([out])["false_errors"] == 1
+    # the fixed version is the parent of a later pair in the same file: an error at its defect line is true
+    later = hc.Pair("y", "o/r", "c" * 40, "a" * 40, "k.py", [7], "api-surface", [], "d")
+    hc.set_later_fixed([out], [pair, later])
+    assert out.fixed_errors == ["NKI101@3"] and out.later_fixed == []
+    out2 = hc.judge(pair, [], [_f("NKI513", 8, severity="error")])
+    hc.set_later_fixed([out2], [pair, later])
+    assert out2.fixed_errors == [] and out2.later_fixed == ["NKI513@8"]
+    assert hc.numbers([out2])["false_errors"] == 0
 
 
 # -- the measured numbers (needs the snapshots) -------------------------------------------------------
