@@ -32,7 +32,7 @@ def low_precision_acc(nf: NkiFile, t: Target):
                 if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
                 if psum_mm:
-                    yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                    yield _at_alloc(nf, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
                                f"`{w.name}` ({a.dtype}, PSUM, line {a.line}) is the accumulating matmul destination "
                                f"across {loop_label(lp)}: the Tensor Engine adds in fp32 but rounds the sum to "
                                f"{a.dtype} on every write, so each K tile's partial sum is rounded"
@@ -40,10 +40,10 @@ def low_precision_acc(nf: NkiFile, t: Target):
                                {"tensor": w.name, "dtype": a.dtype, "loop_line": lp.line, "trip_count": lp.trip_count,
                                 "allocation_line": a.line, "matmul": True, "buffer": "psum"},
                                fix=f"Allocate `{w.name}` as an nl.float32 PSUM tile (one 2 KiB bank holds 512 fp32 "
-                                   f"columns) and cast to {a.dtype} once when evicting it after the loop.")
+                                   f"columns) and cast to {a.dtype} once when evicting it after the loop."))
                     break
                 matmul = w.value_kind == "matmul"
-                yield emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                yield _at_alloc(nf, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
                            f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates "
                            + ("matmul results " if matmul else "")
                            + f"across {loop_label(lp)}: every add rounds the running sum to {a.dtype}"
@@ -54,8 +54,18 @@ def low_precision_acc(nf: NkiFile, t: Target):
                                 f"dtype=nl.float32 (the Tensor Engine adds into fp32 PSUM as it multiplies, with "
                                 f"no Vector Engine add per K tile), then copy it to {a.dtype} once after the loop."
                                 if matmul else
-                                f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} once after the loop."))
+                                f"Allocate `{w.name}` as nl.float32 and cast to {a.dtype} once after the loop.")))
                 break
+
+
+def _at_alloc(nf: NkiFile, a, f):
+    """The accumulator's allocation is where the fix goes: a related location of the finding."""
+    from ..findings import RelatedLocation
+
+    if a.line == f.line:
+        return f
+    return f.model_copy(update={"related": [*f.related, RelatedLocation(file=nf.path, line=a.line,
+                                                                        message="allocated here (the dtype to change)")]})
 
 
 def _is_exp(c) -> bool:
