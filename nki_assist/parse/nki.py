@@ -346,12 +346,43 @@ def proves_divisible(kernel: NkiKernel, num: Any, den: int) -> bool:
 
 # ---- resources -----------------------------------------------------------------------------------
 
-def _scope_peak(allocs: list[Allocation], weight) -> tuple[int, list[Allocation]]:
+def _last_uses(kernel: NkiKernel) -> dict[str, int]:
+    """Last source line that names each tile (call operands, assignments reading or writing it), extended to the
+    end of every loop that uses it (a tile read in a loop is live for the whole loop)."""
+    last: dict[str, int] = {}
+
+    def see(name: str | None, line: int, loops) -> None:
+        if not name:
+            return
+        end = max([line, *(lp.end_line for lp in loops)])
+        if end > last.get(name, 0):
+            last[name] = end
+
+    for c in kernel.calls:
+        for o in c.operands:
+            see(o.name, c.end_line or c.line, c.loops)
+        for n in c.names:
+            see(n, c.end_line or c.line, c.loops)
+    for w in kernel.assignments:
+        see(w.name, w.end_line or w.line, w.loops)
+        for n in w.reads:
+            see(n, w.end_line or w.line, w.loops)
+    for r in kernel.returns:
+        for n in getattr(r, "names", ()) or ():
+            see(n, r.line, [])
+    return last
+
+
+def _scope_peak(allocs: list[Allocation], weight, last: dict[str, int] | None = None) -> tuple[int, list[Allocation]]:
     """Peak over loop scopes of the sum of allocations live in that scope (own + enclosing scopes).
 
     An allocation is live in its scope (the loop body it is created in) and every scope nested in
     it; sibling loops do not overlap. Repeated bindings of one name in one scope count once (max).
+    With `last` (last use line per name), allocations of one scope whose line ranges do not overlap
+    (a PSUM tile copied out before the next is allocated) are not counted together.
     """
+    if last is not None:
+        return _liveness_peak(allocs, weight, last)
     by_key: dict[tuple, tuple[int, Allocation]] = {}
     for a in allocs:
         w = weight(a)
@@ -371,6 +402,36 @@ def _scope_peak(allocs: list[Allocation], weight) -> tuple[int, list[Allocation]
     return best, best_allocs
 
 
+def _liveness_peak(allocs: list[Allocation], weight, last: dict[str, int]) -> tuple[int, list[Allocation]]:
+    """Peak of the sum over allocations live at each allocation point: an allocation is live from its line to its
+    last use, in its own scope and the scopes nested in it."""
+    items = []
+    for a in allocs:
+        w = weight(a)
+        if w is None:
+            continue
+        scope_end = a.loops[-1].end_line if a.loops else 10**9
+        end = last.get(a.name, a.end_line) if a.name else a.end_line
+        items.append((w, a, tuple(lp.id for lp in a.loops), a.line, max(a.end_line, min(end, scope_end))))
+    best, best_allocs = 0, []
+    for _, a, path, start, _ in items:
+        live = [(w, b) for w, b, bp, bs, be in items if path[:len(bp)] == bp and bs <= start <= be]
+        total = sum(w for w, _ in live)
+        if total > best:
+            best, best_allocs = total, [b for _, b in sorted(live, key=lambda x: (x[1].line, x[1].col))]
+    return best, best_allocs
+
+
+def _live_banks(a: Allocation, target: Target) -> int | None:
+    """Banks a PSUM allocation holds at once. A legacy block-dimension tile ([2048, par_dim(128), 512] in
+    compiler-emitted kernels) gives each block its own lifetime: it counts one block here (the simulator's
+    SIM103 counts the blocks a run really holds at once)."""
+    banks = psum_banks_of(a, target)
+    if banks is not None and a.blocks and a.blocks > 1:
+        return banks // a.blocks
+    return banks
+
+
 def psum_banks_of(a: Allocation, target: Target) -> int | None:
     if a.free_bytes is None or a.blocks is None:
         return None
@@ -388,8 +449,14 @@ def _kernel_resources(kernel: NkiKernel, target: Target) -> dict[str, Any]:
     sbuf = [a for a in kernel.allocations if a.buffer == "sbuf"]
     psum = [a for a in kernel.allocations if a.buffer == "psum"]
     sbuf_peak, sbuf_live = _scope_peak(sbuf, lambda a: a.bytes_per_partition)
-    banks, bank_live = _scope_peak(psum, lambda a: psum_banks_of(a, target))
-    psum_bytes, _ = _scope_peak(psum, lambda a: a.bytes_per_partition)
+    # legacy block-dimension tiles hold one block per lifetime when the code uses one block at a time
+    one_block, one_block_live = _scope_peak(sbuf, lambda a: a.free_bytes if a.blocks and a.blocks > 1
+                                            else a.bytes_per_partition)
+    # PSUM tiles are short-lived (a matmul result copied out at once): count them by liveness, not by scope
+    last = _last_uses(kernel)
+    banks, bank_live = _scope_peak(psum, lambda a: _live_banks(a, target), last)
+    psum_bytes, _ = _scope_peak(psum, lambda a: a.free_bytes if a.blocks and a.blocks > 1 else a.bytes_per_partition,
+                                last)
     unknown = [a for a in sbuf + psum if a.bytes_per_partition is None]
     return {
         "target": target.name,
@@ -397,6 +464,9 @@ def _kernel_resources(kernel: NkiKernel, target: Target) -> dict[str, Any]:
         "sbuf_budget_bytes_per_partition": target.sbuf_usable_bytes_per_partition,
         "sbuf_percent": round(100.0 * sbuf_peak / target.sbuf_usable_bytes_per_partition, 1),
         "sbuf_live": [(a.name, a.line, a.bytes_per_partition) for a in sbuf_live],
+        "sbuf_peak_one_block_bytes_per_partition": one_block,
+        "sbuf_live_one_block": [(a.name, a.line, a.free_bytes if a.blocks and a.blocks > 1 else a.bytes_per_partition)
+                                for a in one_block_live],
         "psum_banks": banks,
         "psum_bank_limit": target.psum_banks,
         "psum_bytes_per_partition": psum_bytes,

@@ -32,7 +32,7 @@ def low_precision_acc(nf: NkiFile, t: Target):
                 if lp.id in w.index_dep_loops or not defined_outside(k, w.name, lp) or fresh_in_loop_before(k, w, lp):
                     continue
                 if psum_mm:
-                    yield _at_alloc(nf, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                    yield _at_alloc(nf.path, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
                                f"`{w.name}` ({a.dtype}, PSUM, line {a.line}) is the accumulating matmul destination "
                                f"across {loop_label(lp)}: the Tensor Engine adds in fp32 but rounds the sum to "
                                f"{a.dtype} on every write, so each K tile's partial sum is rounded"
@@ -43,7 +43,7 @@ def low_precision_acc(nf: NkiFile, t: Target):
                                    f"columns) and cast to {a.dtype} once when evicting it after the loop."))
                     break
                 matmul = w.value_kind == "matmul"
-                yield _at_alloc(nf, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
+                yield _at_alloc(nf.path, a, emit("NKI401", nf, w.line, w.col, w.end_line, w.end_col,
                            f"`{w.name}` ({a.dtype}, SBUF, line {a.line}) accumulates "
                            + ("matmul results " if matmul else "")
                            + f"across {loop_label(lp)}: every add rounds the running sum to {a.dtype}"
@@ -58,13 +58,13 @@ def low_precision_acc(nf: NkiFile, t: Target):
                 break
 
 
-def _at_alloc(nf: NkiFile, a, f):
+def _at_alloc(path: str, a, f):
     """The accumulator's allocation is where the fix goes: a related location of the finding."""
     from ..findings import RelatedLocation
 
     if a.line == f.line:
         return f
-    return f.model_copy(update={"related": [*f.related, RelatedLocation(file=nf.path, line=a.line,
+    return f.model_copy(update={"related": [*f.related, RelatedLocation(file=path, line=a.line,
                                                                         message="allocated here (the dtype to change)")]})
 
 

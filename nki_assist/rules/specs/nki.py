@@ -53,6 +53,10 @@ Tile the partition axis: loop over `M // 128` blocks, or keep a Python list of `
              doc="""\
 ## What it finds
 The SBUF tiles that are live at the same time need more bytes per partition than the target has. Each tile costs block dims x free dims x dtype size. A tile is live in the loop body that allocates it and in every loop nested inside that body; tiles in sibling loops do not add up. The budget is the usable SBUF per partition (trn2: 224 KiB minus the compiler's 16.3 KiB reserve = 212,728 B).
+A legacy block-dimension tile (`nl.ndarray((B, nl.par_dim(128), F))`) gets a lifetime per block from the
+compiler: when the tiles fit counting one block of each, the finding is a warning saying so (the kernel
+overflows only if it holds the blocks together; the simulator's SIM104 measures what a run holds), and an
+error only when even one block each does not fit.
 
 ## Why it matters on Trainium
 SBUF is software-managed and has no cache behind it. When live tiles exceed it, the compiler spills to HBM (slow) or fails with an allocation error (`[GCA046] Some infinite-cost nodes remain`).
@@ -91,6 +95,10 @@ Split N into 512-wide blocks (`nl.tile_size.psum_bank_fmax`), with one PSUM tile
              doc="""\
 ## What it finds
 PSUM tiles live at the same time that together need more than the 8 banks a partition has. Each tile needs ceil(free bytes / 2048) banks per block, block dims included. Liveness follows loop scopes, as for SBUF.
+Tiles are counted by liveness: a PSUM tile is live from its allocation to the last statement that names it
+(to the end of any loop that uses it), in its own loop scope and the scopes nested in it. Kernels that
+allocate many short-lived PSUM tiles at one scope and copy each out before the next (common in new-dialect
+kernels) therefore need only the banks that are live at once.
 
 ## Why it matters on Trainium
 PSUM is 16 KiB per partition in 8 banks, so at most 8 accumulation groups can be in flight. Going past that forces the compiler to serialise and evict, or to fail allocation.
