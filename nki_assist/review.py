@@ -30,6 +30,7 @@ from .reconcile import reconcile
 from .numerics.attribution import attribute, growth_fits
 from .numerics.scenarios import matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
+from .toolchain.zygote import warm_sandbox
 from .numerics.localize import cuda_store_line
 from .numerics.plots import error_plot
 from .numerics.portrun import peaks_summary
@@ -135,10 +136,17 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
                 cancel: threading.Event | None = None) -> ReviewResult:
     """Full review of a port spec. Raises SpecError (a usage problem) only for an invalid spec."""
 
-    t0 = time.perf_counter()
     opts = options or ReviewOptions()
-    say = progress or (lambda msg, pct: None)
     spec = load_spec(spec_path)
+    # one warm sandbox worker for every run of the review, started now: its imports overlap the static checks
+    with warm_sandbox(opts.run and opts.backend == "builtin"):
+        return _review_spec(spec_path, spec, opts, progress, cancel)
+
+
+def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress | None,
+                 cancel: threading.Event | None) -> ReviewResult:
+    t0 = time.perf_counter()
+    say = progress or (lambda msg, pct: None)
     target = get_target(opts.target or spec.target)
     notes: list[str] = []
     base = Path(spec_path).parent
