@@ -107,11 +107,8 @@ class Zygote:
             self.proc.stdin.close()
         except OSError:
             pass
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.proc.kill()  # idle (no run in flight), possibly still importing: nothing to lose
+        self.proc.wait()
         procs.disown(self.proc.pid)
         try:
             os.rmdir(self.home)
@@ -223,6 +220,9 @@ def _become_run(req: dict, ready_w: int) -> None:
             np.random.seed()  # a fresh process would not share the zygote's global generator
         from . import child
 
+        # as `python -m nki_assist.toolchain.child JOBDIR` would have it
+        sys.argv[:] = [child.__file__, str(job)]
+        sys.modules["__main__"] = child
         code = child.main(str(job))
     except BaseException:
         import traceback
