@@ -32,7 +32,6 @@ from .numerics.scenarios import matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
 from .toolchain.zygote import warm_sandbox
 from .numerics.localize import cuda_store_line
-from .numerics.plots import error_plot
 from .numerics.portrun import peaks_summary
 from . import perf
 from .feedback import draft_assessment
@@ -269,6 +268,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         notes=res.notes + [n for s in res.sizes for n in s.notes], seconds=round(res.seconds, 3))
     review.resources = {s.size: _peaks(s.runs.get(TRAINIUM.name), target) for s in res.sizes}
     if opts.plots:
+        from .numerics.plots import error_plot  # deferred: plots only for md/html output
 
         png = error_plot(res)
         if png:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..redact import is_secret_name, redact
-from . import wire
 from .isolation import current_mode, wrap
 from .procs import adopt_orphans, freeze_and_kill, now_ticks, owned
 from . import zygote as _zygote
@@ -242,6 +241,8 @@ def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch:
     armed = (job / "armed").exists()
     ended = _exit_record(job)  # None: the supervisor did not finish (killed by the parent, or by user code)
     if (job / "result.json").exists() and ended is not None:
+        from . import wire  # deferred: NumPy; `review` starts the warm sandbox before its heavy imports
+
         try:  # parsed and validated, never unpickled: the worker that wrote it ran user code (wire.py)
             payload = wire.read(job, max(memory_mb, MIN_RESULT_MB) * 2**20)
         except wire.WireError as exc:
