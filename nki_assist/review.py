@@ -30,7 +30,7 @@ from .reconcile import reconcile
 from .numerics.attribution import attribute, growth_fits
 from .numerics.scenarios import matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
-from .toolchain.zygote import warm_sandbox
+from .toolchain.sandbox import warm_sandbox
 from .numerics.localize import cuda_store_line
 from .numerics.portrun import peaks_summary
 from . import perf

@@ -24,7 +24,7 @@ def sandbox_start(request):
     if request.param == "fresh":
         yield "fresh"
         return
-    from nki_assist.toolchain.zygote import warm_sandbox
+    from nki_assist.toolchain.sandbox import warm_sandbox
 
     with warm_sandbox():
         yield "warm"

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
-    from ..toolchain.zygote import warm_sandbox
+    from ..toolchain.sandbox import warm_sandbox
     from .common import apply_sandbox, check_output
 
     if not args.spec and not args.nki:

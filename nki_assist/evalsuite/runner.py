@@ -22,7 +22,7 @@ from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
 
 from ..review import ReviewOptions, review_port
-from ..toolchain.zygote import warm_sandbox
+from ..toolchain.sandbox import warm_sandbox
 from ..feedback import load_rubric
 
 LLM_MODES = ("none", "openai", "replay")

@@ -91,6 +91,6 @@ def to_performance(est: PerfEstimate) -> Performance:
 
 def render_plots(est: PerfEstimate) -> dict[str, bytes]:
     """{"roofline.png": ..., "engines.png": ...} (matplotlib; deferred: only md/html reports draw)."""
-    from .plots import render_plots as _render
+    from .plots import render_plots as _render  # deferred: matplotlib side, md/html reports only
 
     return _render(est)

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -146,7 +146,7 @@ def child_env(extra: dict[str, str] | None = None, environ: dict[str, str] | Non
 
 
 def _zygote_for(sys_path: list[str]):
-    """A warm zygote for one run (inside `zygote.warm_sandbox()`, basic mode only; one run at a
+    """A warm zygote for one run (inside `warm_sandbox()`, basic mode only; one run at a
     time each: the per-run sweep by the zygote's token relies on it), else a context of None."""
     if current_mode() != "basic" or not _zygote.active():
         return nullcontext()
@@ -161,6 +161,16 @@ def prestart() -> None:
             pass
     except OSError:
         pass  # the first run starts one, or runs in a fresh process
+
+
+@contextmanager
+def warm_sandbox(enabled: bool = True):
+    """Within the block (one review, every port of an eval) runs fork from a warm zygote that paid
+    the child's imports once (toolchain/zygote.py), started at once so its imports overlap the caller's."""
+    with _zygote.scope(enabled) as first:
+        if first:
+            prestart()
+        yield
 
 
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -1,6 +1,6 @@
 """A warm sandbox: a fork server ("zygote") that pays the interpreter and simulator imports once.
 
-`with warm_sandbox():` (one review, or every port of an `eval`) starts one zygote process with the
+`with sandbox.warm_sandbox():` (one review, or every port of an `eval`) starts one zygote process with the
 child's imports done (NumPy, ml_dtypes, the simulator, the task modules), and never runs user code
 in it. Each sandboxed run asks it for a fresh `fork()`: the forked process takes its own session,
 working directory, environment and output files, then does exactly what a freshly started
@@ -153,24 +153,20 @@ def checkout(key: tuple, env: dict[str, str], sys_path: list[str]):
 
 
 @contextmanager
-def warm_sandbox(enabled: bool = True):
-    """While a block is open (in any thread) sandboxed runs fork from warm zygotes; nested and
-    concurrent blocks share them, the last one to close ends them. Starts one at once so its imports
-    overlap the caller's own work. Use it where it is closed by the thread that opened it: a zygote
-    dies with the thread that started it (PR_SET_PDEATHSIG)."""
+def scope(enabled: bool = True):
+    """While a scope is open (in any thread) sandboxed runs fork from warm zygotes; nested and
+    concurrent scopes share them, the last one to close ends them. Yields True when this scope should
+    start one at once (the first; `sandbox.warm_sandbox` does). Close it in the thread that opened it:
+    a zygote dies with the thread that started it (PR_SET_PDEATHSIG)."""
     global _scopes
     if not enabled or os.environ.get(DISABLE_ENV) == "1":
-        yield
+        yield False
         return
     with _lock:
         _scopes += 1
         first = _scopes == 1 and not _idle
     try:
-        if first:
-            from .sandbox import prestart  # deferred: sandbox imports this module
-
-            prestart()
-        yield
+        yield first
     finally:
         with _lock:
             _scopes -= 1
@@ -218,7 +214,7 @@ def _become_run(req: dict, ready_w: int) -> None:
         np = sys.modules.get("numpy")
         if np is not None:
             np.random.seed()  # a fresh process would not share the zygote's global generator
-        from . import child
+        from . import child  # deferred: the zygote preloads it; only a forked run calls it
 
         # as `python -m nki_assist.toolchain.child JOBDIR` would have it
         sys.argv[:] = [child.__file__, str(job)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nki_assist.toolchain import zygote
-from nki_assist.toolchain.sandbox import run_in_child
+from nki_assist.toolchain.sandbox import run_in_child, warm_sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server needs Linux /proc")
 
@@ -38,7 +38,7 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def test_a_kernel_mutating_module_state_in_run_1_is_not_seen_by_run_2():
-    with zygote.warm_sandbox():
+    with warm_sandbox():
         first = run_in_child("zygote_tasks:mutate", {}, timeout_s=30)
         second = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
         third = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
@@ -59,7 +59,7 @@ def test_without_a_warm_block_each_run_is_a_fresh_process():
 
 
 def test_timeout_and_memory_limit_still_apply_per_run_and_the_zygote_serves_on():
-    with zygote.warm_sandbox():
+    with warm_sandbox():
         t0 = time.perf_counter()
         spun = run_in_child("zygote_tasks:spin", {}, timeout_s=1.5)
         took = time.perf_counter() - t0
@@ -73,7 +73,7 @@ def test_timeout_and_memory_limit_still_apply_per_run_and_the_zygote_serves_on()
 
 
 def test_the_zygote_ends_with_the_block_and_leaves_nothing():
-    with zygote.warm_sandbox():
+    with warm_sandbox():
         z = run_in_child("zygote_tasks:observe", {}, timeout_s=30).value["zygote"]
         assert _alive(z)
     assert _gone_within(z, 5)
@@ -85,9 +85,8 @@ def test_the_zygote_and_its_run_die_with_a_killed_parent(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         sys.path[:0] = [{str(here)!r}]
-        from nki_assist.toolchain import zygote
-        from nki_assist.toolchain.sandbox import run_in_child
-        with zygote.warm_sandbox():
+        from nki_assist.toolchain.sandbox import run_in_child, warm_sandbox
+        with warm_sandbox():
             run_in_child("zygote_tasks:sleep_and_report", {{"path": {str(report)!r}}}, timeout_s=60)
     """)
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=str(here.parents[1]))
@@ -106,6 +105,6 @@ def test_the_zygote_and_its_run_die_with_a_killed_parent(tmp_path):
 
 def test_disabled_by_environment(monkeypatch):
     monkeypatch.setenv(zygote.DISABLE_ENV, "1")
-    with zygote.warm_sandbox():
+    with warm_sandbox():
         a = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
     assert a.status == "ok" and a.value["zygote"] == os.getpid()
