@@ -108,3 +108,16 @@ def test_disabled_by_environment(monkeypatch):
     with warm_sandbox():
         a = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
     assert a.status == "ok" and a.value["zygote"] == os.getpid()
+
+
+def test_a_run_that_kills_the_zygote_ends_crashed_and_the_next_run_gets_a_new_one():
+    with warm_sandbox():
+        before = run_in_child("zygote_tasks:observe", {}, timeout_s=30).value["zygote"]
+        t0 = time.perf_counter()
+        hit = run_in_child("zygote_tasks:kill_the_zygote", {}, timeout_s=20)
+        took = time.perf_counter() - t0
+        after = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert hit.status == "crashed" and hit.in_user_code, (hit.status, hit.error)
+    assert took < 15, took  # the run died with its zygote, it did not sleep out its 30 s
+    assert _gone_within(before, 5)
+    assert after.status == "ok" and after.value["zygote"] not in (before, os.getpid())

@@ -46,3 +46,9 @@ def sleep_and_report(path: str) -> None:
     with open(path, "w") as fh:
         fh.write(f"{os.getpid()} {_zygote_pid()}\n")
     time.sleep(60)
+
+
+def kill_the_zygote() -> None:
+    """A kernel that kills the process that forked its run, then lingers."""
+    os.kill(_zygote_pid(), 9)
+    time.sleep(30)
