@@ -64,15 +64,17 @@ class Zygote:
         procs.adopt_orphans()
         self.proc = subprocess.Popen([sys.executable, "-m", "nki_assist.toolchain.zygote", str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, cwd=self.home, start_new_session=True)
+                                     env=env, cwd=self.home, start_new_session=True,
+                                     bufsize=0)  # unbuffered: `select` must see every reply line
         procs.own(self.proc.pid)
         self.broken = False
 
     def spawn(self, job: Path, work: Path, env: dict[str, str]) -> ZygoteRun:
         request = {"job": str(job), "work": str(work), "env": env}
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
+            data = (json.dumps(request) + "\n").encode()
+            while data:
+                data = data[self.proc.stdin.write(data):]
             line = self._line(None)
         except (OSError, ValueError) as exc:
             self.broken = True
@@ -86,7 +88,7 @@ class Zygote:
         fd = self.proc.stdout.fileno()
         if timeout is not None and not select.select([fd], [], [], timeout)[0]:
             raise subprocess.TimeoutExpired("zygote run", timeout)
-        line = self.proc.stdout.readline()
+        line = self.proc.stdout.readline()  # raw pipe: reads up to the newline, never past it
         if not line:
             self.broken = True
             raise ZygoteGone("the warm sandbox worker ended")
