@@ -31,8 +31,8 @@ from .reconcile import reconcile
 from .numerics.attribution import attribute, growth_fits, source_text
 from .numerics.scenarios import matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
+from .toolchain.sandbox import warm_sandbox
 from .numerics.localize import cuda_store_line
-from .numerics.plots import error_plot
 from .numerics.portrun import peaks_summary
 from . import perf
 from .feedback import draft_assessment
@@ -140,10 +140,17 @@ def review_port(spec_path: str, options: ReviewOptions | None = None, *, progres
                 cancel: threading.Event | None = None) -> ReviewResult:
     """Full review of a port spec. Raises SpecError (a usage problem) only for an invalid spec."""
 
-    t0 = time.perf_counter()
     opts = options or ReviewOptions()
-    say = progress or (lambda msg, pct: None)
     spec = load_spec(spec_path)
+    # one warm sandbox worker for every run of the review, started now: its imports overlap the static checks
+    with warm_sandbox(opts.run and opts.backend == "builtin"):
+        return _review_spec(spec_path, spec, opts, progress, cancel)
+
+
+def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress | None,
+                 cancel: threading.Event | None) -> ReviewResult:
+    t0 = time.perf_counter()
+    say = progress or (lambda msg, pct: None)
     target = get_target(opts.target or spec.target)
     notes: list[str] = []
     base = Path(spec_path).parent
@@ -269,6 +276,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
         gpu_model_sources={s.size: source_text(s.gpu_model_source) for s in res.sizes if s.gpu_model_source})
     review.resources = {s.size: _peaks(s.runs.get(TRAINIUM.name), target) for s in res.sizes}
     if opts.plots:
+        from .numerics.plots import error_plot  # deferred: plots only for md/html output
 
         png = error_plot(res)
         if png:

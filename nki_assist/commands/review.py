@@ -59,12 +59,8 @@ def run(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
-    from ..feedback.rubric import RubricError
-    from ..numerics.spec import SpecError
-    from ..redact import neutralise, redact
-    from ..review import ReviewOptions, review_files, review_port
-    from .check import nki_version_arg
-    from .common import apply_sandbox, check_output, exit_code, write_atomic
+    from ..toolchain.sandbox import warm_sandbox
+    from .common import apply_sandbox, check_output
 
     if not args.spec and not args.nki:
         raise UsageError("give a PORT.toml or --nki FILE")
@@ -75,6 +71,23 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))
     check_output(args.output)  # a bad -o is a usage error now, not after minutes of review
     apply_sandbox(args)
+    # The warm sandbox worker starts first: its imports (NumPy, the simulator) run on the other core
+    # while this process imports the review engine.
+    with warm_sandbox(bool(args.spec) and not args.no_run and args.backend == "builtin"):
+        return _review(args)
+
+
+def _review(args: argparse.Namespace) -> int:
+    # deferred: a command imports the engine only when it runs (CLI start-up time)
+    from pathlib import Path
+
+    from ..feedback.rubric import RubricError
+    from ..numerics.spec import SpecError
+    from ..redact import neutralise, redact
+    from ..review import ReviewOptions, review_files, review_port
+    from .check import nki_version_arg
+    from .common import exit_code, write_atomic
+
     if args.llm == "openai":
         # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..extras import require

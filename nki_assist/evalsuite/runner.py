@@ -22,6 +22,7 @@ from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
 
 from ..review import ReviewOptions, review_port
+from ..toolchain.sandbox import warm_sandbox
 from ..feedback import load_rubric
 
 LLM_MODES = ("none", "openai", "replay")
@@ -111,7 +112,8 @@ def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = N
             progress(case.id)
         return case.id, res
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    # warm sandbox workers shared by every case (one per concurrent review)
+    with warm_sandbox(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for cid, res in pool.map(one, cases):
             results[cid] = res
     scores = [results[c.id][0] for c in cases]

@@ -17,7 +17,6 @@ from .drafter import draft, verdict_for
 from .prompts import prompt_version
 from .rubric import Rubric, RubricError, load_rubric
 
-from .llm import draft_with_llm
 
 __all__ = [
     "Assessment", "Rubric", "RubricError", "default_cache_dir", "draft_assessment", "load_rubric",
@@ -57,6 +56,8 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
     if llm == "none":
         return mark_incomplete(review, draft(review, rubric, target))
 
+    from .llm import draft_with_llm  # deferred: only --llm openai needs the LLM drafter (start-up time)
+
     return mark_incomplete(review, draft_with_llm(review, rubric, target, sources=sources, model=model,
                                                   base_url=base_url, cache_dir=cache_dir, timeout_s=timeout_s,
                                                   max_retries=max_retries, progress=progress))
@@ -72,3 +73,11 @@ def mark_incomplete(review: Review, assessment: Assessment) -> Assessment:
     summary = (f"Incomplete: not everything was checked ({shown}), so this review cannot pass the port. "
                f"Of what ran: {rest}")
     return assessment.model_copy(update={"verdict": "incomplete", "summary": summary})
+
+
+def __getattr__(name: str):
+    if name == "draft_with_llm":  # kept importable from here; loaded on first use
+        from .llm import draft_with_llm
+
+        return draft_with_llm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

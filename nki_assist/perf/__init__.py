@@ -16,7 +16,6 @@ from typing import Any
 from ..schema import EngineTime, Performance
 from .findings import perf_findings
 from .model import PerfEstimate, estimate
-from .plots import render_plots
 from .profile import ProfileError, ProfileSummary, load_profile, merge_profile, profile_findings
 from .retile import RetilePlan, plan_sbuf_retile, plan_text
 
@@ -90,3 +89,10 @@ def to_performance(est: PerfEstimate) -> Performance:
         measured=est.measured,
         **extra,
     )
+
+
+def render_plots(est: PerfEstimate) -> dict[str, bytes]:
+    """{"roofline.png": ..., "engines.png": ...} (matplotlib; deferred: only md/html reports draw)."""
+    from .plots import render_plots as _render  # deferred: matplotlib side, md/html reports only
+
+    return _render(est)

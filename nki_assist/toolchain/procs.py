@@ -190,3 +190,14 @@ def freeze_and_kill(*, root: int | None, token: str | None, since: int, children
         _reap_strays(children)
     _reap_strays(children)
     return len(killed)
+
+
+def own(pid: int) -> None:
+    """Mark a long-lived child nki-assist started (the warm sandbox's zygote) as never a stray."""
+    with _OWN_LOCK:
+        _OWN.add(pid)
+
+
+def disown(pid: int) -> None:
+    with _OWN_LOCK:
+        _OWN.discard(pid)

@@ -24,14 +24,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..redact import is_secret_name, redact
-from . import wire
-from .isolation import wrap
+from .isolation import current_mode, wrap
 from .procs import adopt_orphans, freeze_and_kill, now_ticks, owned
+from . import zygote as _zygote
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MB = 4096
@@ -144,6 +145,34 @@ def child_env(extra: dict[str, str] | None = None, environ: dict[str, str] | Non
     return env
 
 
+def _zygote_for(sys_path: list[str]):
+    """A warm zygote for one run (inside `warm_sandbox()`, basic mode only; one run at a
+    time each: the per-run sweep by the zygote's token relies on it), else a context of None."""
+    if current_mode() != "basic" or not _zygote.active():
+        return nullcontext()
+    base = child_env()
+    return _zygote.checkout((sys.executable, tuple(sys_path), tuple(sorted(base.items()))), base, sys_path)
+
+
+def prestart() -> None:
+    """Start a warm zygote now, so its imports overlap the caller's work (warm_sandbox calls it)."""
+    try:
+        with _zygote_for(_child_path()):
+            pass
+    except OSError:
+        pass  # the first run starts one, or runs in a fresh process
+
+
+@contextmanager
+def warm_sandbox(enabled: bool = True):
+    """Within the block (one review, every port of an eval) runs fork from a warm zygote that paid
+    the child's imports once (toolchain/zygote.py), started at once so its imports overlap the caller's."""
+    with _zygote.scope(enabled) as first:
+        if first:
+            prestart()
+        yield
+
+
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
                  env: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> ChildOutcome:
@@ -170,12 +199,23 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
         cenv.update({"PYTHONPATH": os.pathsep.join(task["sys_path"]), TOKEN_ENV: token, "HOME": str(work),
                      "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
-        with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err:
+        with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err, \
+                _zygote_for(task["sys_path"]) as zy:
             started = now_ticks()
             adopt_orphans()  # orphans of the run come back to nki-assist, never to init
             try:
-                proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=cenv,
-                                        start_new_session=True, cwd=work)
+                proc = None
+                if zy is not None:  # forked from the warm zygote: the state of a fresh child, no start-up
+                    try:
+                        # every process forked from the zygote carries its token, exec'd ones this env
+                        cenv[TOKEN_ENV] = f"{zy.token}.{token}"
+                        proc = zy.spawn(job, work, cenv)
+                        token = zy.token
+                    except _zygote.ZygoteGone:
+                        cenv[TOKEN_ENV] = token  # a fresh process instead
+                if proc is None:
+                    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=cenv,
+                                            start_new_session=True, cwd=work)
             except OSError as exc:
                 return ChildOutcome("crashed", error=f"cannot start the child process: {exc}", sandbox=mode)
             killed = False
@@ -211,6 +251,8 @@ def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch:
     armed = (job / "armed").exists()
     ended = _exit_record(job)  # None: the supervisor did not finish (killed by the parent, or by user code)
     if (job / "result.json").exists() and ended is not None:
+        from . import wire  # deferred: NumPy; `review` starts the warm sandbox before its heavy imports
+
         try:  # parsed and validated, never unpickled: the worker that wrote it ran user code (wire.py)
             payload = wire.read(job, max(memory_mb, MIN_RESULT_MB) * 2**20)
         except wire.WireError as exc:

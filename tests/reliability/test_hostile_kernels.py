@@ -20,6 +20,8 @@ from reliability_helpers import FAKE_KEY, FAKE_TOKEN, alive, make_port, rules, r
 from nki_assist.toolchain.builtin import BuiltinBackend
 from nki_assist.toolchain.isolation import strong_tool
 
+pytestmark = pytest.mark.usefixtures("sandbox_start")  # fresh process and warm zygote alike
+
 
 def _x() -> np.ndarray:
     return np.random.default_rng(0).standard_normal((128, 512)).astype(ml_dtypes.bfloat16)

@@ -22,6 +22,8 @@ from reliability_helpers import make_port
 from nki_assist.toolchain import isolation, wire
 from nki_assist.toolchain.builtin import BuiltinBackend
 
+pytestmark = pytest.mark.usefixtures("sandbox_start")  # fresh process and warm zygote alike
+
 MODES = ["basic", pytest.param("strong", marks=pytest.mark.skipif(
     isolation.strong_tool()[0] is None, reason=f"strong sandbox unavailable: {isolation.strong_tool()[1]}"))]
 

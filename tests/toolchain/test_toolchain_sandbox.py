@@ -13,6 +13,8 @@ from nki_assist.toolchain.builtin import BuiltinBackend
 from nki_assist.toolchain.registry import available_backends, get_backend
 from nki_assist.toolchain.sandbox import run_in_child, timeout_line
 
+pytestmark = pytest.mark.usefixtures("sandbox_start")  # fresh process and warm zygote alike
+
 KERNEL = str(PORTS / "numpy_axpy" / "kernel.py")
 
 

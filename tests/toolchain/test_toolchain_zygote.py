@@ -1,0 +1,123 @@
+"""The warm sandbox (issue 30 item 4): runs fork from one pre-imported zygote, with per-run isolation
+and the same limits; the zygote never outlives nki-assist. The containment suites run through it too
+(tests/reliability/test_containment.py, test_toolchain_sandbox.py: `start` parameter)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from nki_assist.toolchain import zygote
+from nki_assist.toolchain.sandbox import run_in_child, warm_sandbox
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server needs Linux /proc")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_kernel_mutating_module_state_in_run_1_is_not_seen_by_run_2():
+    with warm_sandbox():
+        first = run_in_child("zygote_tasks:mutate", {}, timeout_s=30)
+        second = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+        third = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert first.status == "ok" and first.value["counter"] == 1, (first.error, first.stderr)
+    assert second.status == "ok", (second.error, second.stderr)
+    v = second.value
+    assert v["numpy_add_ok"] is True and v["sim_ok"] is True and v["counter"] == 0 and v["leaked_env"] is False
+    # the same warm zygote served every run (not nki-assist itself: no fresh process per run)
+    assert first.value["zygote"] == v["zygote"] == third.value["zygote"] != os.getpid()
+    # a fresh working directory, HOME and run token per run
+    assert v["cwd"] != third.value["cwd"] and v["home"] == v["cwd"]
+    assert v["token"] != third.value["token"]
+
+
+def test_without_a_warm_block_each_run_is_a_fresh_process():
+    a = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert a.status == "ok" and a.value["zygote"] == os.getpid()
+
+
+def test_timeout_and_memory_limit_still_apply_per_run_and_the_zygote_serves_on():
+    with warm_sandbox():
+        t0 = time.perf_counter()
+        spun = run_in_child("zygote_tasks:spin", {}, timeout_s=1.5)
+        took = time.perf_counter() - t0
+        big = run_in_child("zygote_tasks:allocate", {"mib": 2048}, timeout_s=30, memory_mb=512)
+        small = run_in_child("zygote_tasks:allocate", {"mib": 64}, timeout_s=30, memory_mb=512)
+        after = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert spun.status == "timeout" and took < 1.5 + 20, (spun.status, spun.error, took)
+    assert big.status == "out-of-memory", (big.status, big.error)
+    assert small.status == "ok" and small.value == 64 * 2**20
+    assert after.status == "ok" and after.value["numpy_add_ok"] is True
+
+
+def test_the_zygote_ends_with_the_block_and_leaves_nothing():
+    with warm_sandbox():
+        z = run_in_child("zygote_tasks:observe", {}, timeout_s=30).value["zygote"]
+        assert _alive(z)
+    assert _gone_within(z, 5)
+
+
+def test_the_zygote_and_its_run_die_with_a_killed_parent(tmp_path):
+    report = tmp_path / "pids.txt"
+    here = Path(__file__).parent
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(here)!r}]
+        from nki_assist.toolchain.sandbox import run_in_child, warm_sandbox
+        with warm_sandbox():
+            run_in_child("zygote_tasks:sleep_and_report", {{"path": {str(report)!r}}}, timeout_s=60)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=str(here.parents[1]))
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (report.exists() and report.read_text().endswith("\n")):
+            time.sleep(0.05)
+        worker, zy = map(int, report.read_text().split())
+        assert _alive(worker) and _alive(zy) and zy != parent.pid
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    assert _gone_within(zy, 10), "the zygote outlived nki-assist"
+    assert _gone_within(worker, 10), "a run outlived nki-assist"
+
+
+def test_disabled_by_environment(monkeypatch):
+    monkeypatch.setenv(zygote.DISABLE_ENV, "1")
+    with warm_sandbox():
+        a = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert a.status == "ok" and a.value["zygote"] == os.getpid()
+
+
+def test_a_run_that_kills_the_zygote_ends_crashed_and_the_next_run_gets_a_new_one():
+    with warm_sandbox():
+        before = run_in_child("zygote_tasks:observe", {}, timeout_s=30).value["zygote"]
+        t0 = time.perf_counter()
+        hit = run_in_child("zygote_tasks:kill_the_zygote", {}, timeout_s=20)
+        took = time.perf_counter() - t0
+        after = run_in_child("zygote_tasks:observe", {}, timeout_s=30)
+    assert hit.status == "crashed" and hit.in_user_code, (hit.status, hit.error)
+    assert took < 15, took  # the run died with its zygote, it did not sleep out its 30 s
+    assert _gone_within(before, 5)
+    assert after.status == "ok" and after.value["zygote"] not in (before, os.getpid())
