@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ class CheckOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     root: str | None = None
     exclude: list[str] = field(default_factory=list)
+    # the project model of the files checked together (check_paths builds it; None: each file alone)
+    project: Any = None
 
 
 @dataclass
@@ -199,17 +201,17 @@ def language_of(path: str) -> str | None:
     return None
 
 
-def _run_front_end(path: str, text: str, language: str, target, cache=None) -> tuple[list[Finding], dict | None, Any]:
+def _run_front_end(path: str, text: str, language: str, target, cache=None,
+                   project=None) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
-        from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
         if cache is not None and not cache.lock.acquire(blocking=False):
             cache = None  # another check of this document is running: this one runs cold
         try:
             # with a cache, the rules remember findings on the reused kernels: parse and rules under one lock
-            nki_file = parse_nki(text, path, cache=cache)
+            nki_file = _parse_in_project(text, path, cache, project)
             return list(run_nki_rules(nki_file, target)), None, nki_file
         finally:
             if cache is not None:
@@ -225,6 +227,34 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None) -> t
     except Exception:  # facts are a bonus; findings still count
         facts = None
     return list(run_cuda_rules(cuda_file, target)), facts, cuda_file
+
+
+def _parse_in_project(text: str, path: str, cache, project):
+    """Parse one NKI file with what the project model knows about it (roles, call sites, imported
+    constants); a file outside the project is a one-file project."""
+    # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+    from .parse.nki import parse_nki
+    from .project import apply_context, context_for
+
+    ctx = context_for(path, text, project)
+    nki_file = parse_nki(text, path, cache=cache, constants=ctx.imported_constants if ctx else None)
+    return apply_context(nki_file, ctx)
+
+
+def build_project(files: list[str], options: CheckOptions):
+    """The project model of the .py files checked together: each file read once more, unreadable ones left out."""
+    # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+    from .project import Project
+
+    sources = {}
+    for path in files:
+        if language_of(path) != "nki":
+            continue
+        try:
+            sources[path] = decode(read_regular(path, options.max_file_bytes))[0]
+        except (OSError, NotRegularFile):
+            continue
+    return Project.build(sources)
 
 
 def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
@@ -254,7 +284,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
     try:
-        raw, facts, parsed = _run_front_end(path, text, language, target, cache)
+        raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project)
     except Exception as exc:  # a front-end or rule bug must not take the whole run down
         reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
         return FileResult(path, language, "error", reason)
@@ -401,6 +431,8 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None) -> Chec
     `check_one(path, options)` replaces `check_file` (`check --fix` checks and fixes)."""
     report = CheckReport(target=options.target)
     files, report.errors = collect_files(paths, options)
+    if options.project is None and len(files) > 1:
+        options = replace(options, project=build_project(files, options))
     for path in files:
         report.add((check_one or check_file)(path, options))
     return report.finish()

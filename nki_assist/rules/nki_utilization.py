@@ -36,6 +36,15 @@ def _one_off_broadcast(mm) -> str:
     return ""
 
 
+def _transpose_mode(mm) -> bool:
+    """A matmul that transposes (`is_transpose=True`, or against an identity tile): it moves values rather than
+    computing with them, and fp32 keeps them exact where bf16 would round them."""
+    c = mm.call
+    if c.kwargs.get("is_transpose", "").strip() == "True":
+        return True
+    return any(o is not None and "identity" in (o.name or "").lower() for o in (mm.stationary, mm.moving))
+
+
 @check("NKI302")
 def fp32_matmul(nf: NkiFile, t: Target):
     rate = round(t.peak_bf16_flops / t.peak_fp32_flops)
@@ -43,7 +52,7 @@ def fp32_matmul(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             ops = [o for o in (mm.stationary, mm.moving) if o is not None]
             fp32 = [o for o in ops if o.dtype in ("float32", "float32r")]
-            if not fp32:
+            if not fp32 or _transpose_mode(mm):
                 continue
             c = mm.call
             names = ", ".join(f"`{o.name}`" for o in fp32)

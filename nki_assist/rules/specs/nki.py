@@ -28,6 +28,62 @@ y = nl.multiply(x, 2.0 +)   # NKI001: cannot parse
 ## Fix
 Fix the syntax error. Once the file parses, the other checks cover the whole file again.
 """),
+    RuleSpec("NKI002", "undefined-name", "unsupported-construct", E,
+             "A name is read that is neither defined nor imported where it is used (pyflakes).",
+             fix="Define or import the name, or use the name that was meant.",
+             doc="""\
+## What it finds
+A name the code reads that no assignment, parameter, import or builtin defines in that scope, as pyflakes reports it (`undefined name`, `local variable referenced before assignment`, a name listed in `__all__` that does not exist). Checked on every NKI file that Python can compile.
+
+## Why it matters on Trainium
+NKI kernels are Python traced at compile time: the line raises `NameError` when the tracer reaches it. In a branch that only some shapes or flags take (a quantised path, a masking option), the kernel works in every test and fails in production on the first call that takes the branch.
+
+## Example
+```python
+def attention(q, k, v, mask_active):
+    return _attend(q, k, v, attention_mask=mask)   # NKI002: `mask` is not defined
+```
+
+## Fix
+Use the name that was meant (`mask_active` above), or import the missing one.
+"""),
+    RuleSpec("NKI003", "imported-name-missing", "unsupported-construct", E,
+             "`from m import x` names a module of the checked tree that does not define `x`.",
+             fix="Import the name the module defines, or add it to that module.",
+             doc="""\
+## What it finds
+`from pkg.mod import name` (relative imports included) where `pkg.mod` is one of the files checked together (the project model) and defines no `name`: no function, class, assignment or import of that name at its top level (or under its `if`/`try` blocks). Modules with a `*` import, modules that do not compile and submodules present on disk are not judged.
+
+## Why it matters on Trainium
+Importing the kernel file raises `ImportError` before any kernel runs, typically after a helper was renamed or moved in a refactor.
+
+## Example
+```python
+from .helpers import load_tile   # NKI003: helpers.py defines load_tiles, not load_tile
+```
+
+## Fix
+Import the name the module defines, or restore the name in the module.
+"""),
+    RuleSpec("NKI004", "redefined-unused-name", "unsupported-construct", W,
+             "A function, class or import is defined again before the first definition is used (pyflakes).",
+             fix="Rename or delete one of the two definitions.",
+             doc="""\
+## What it finds
+A name bound by `def`, `class` or `import` and bound again by another of these before anything read the first binding, as pyflakes reports it (`redefinition of unused ...`).
+
+## Why it matters on Trainium
+Every call reaches the second definition: the first is dead code. In kernel files this is usually a copied helper that was edited in one copy (a tile size, a mask) while the callers run the other.
+
+## Example
+```python
+def load_block(x, i): ...    # the version with the tail mask
+def load_block(x, i): ...    # NKI004: redefinition; this one runs
+```
+
+## Fix
+Give the two functions different names, or delete the stale one.
+"""),
     # memory hierarchy
     RuleSpec("NKI101", "partition-dim-exceeds-limit", "partition-limit", E,
              "An SBUF/PSUM tile puts more than 128 rows on the partition axis.",
