@@ -87,7 +87,7 @@ class ModuleInfo:
     import_lines: dict[str, int] = field(default_factory=dict)  # alias -> line of the import
     functions: dict[str, FunctionInfo] = field(default_factory=dict)  # qualname -> facts
     constants: dict[str, Any] = field(default_factory=dict)  # NAME -> int | float | str | bool
-    defined: set[str] = field(default_factory=set)  # every top-level (and if/try-level) binding
+    defined: set[str] = field(default_factory=set)  # top-level (and if/try-level) defs, classes, assignments
     syntax_error: tuple[int, int, str] | None = None  # (line, column, message) as Python reports it
 
     def function(self, name: str) -> FunctionInfo | None:
@@ -224,7 +224,6 @@ class _Indexer:
                     head = a.name.split(".")[0]
                     self.info.imports.setdefault(head, head)
                     self.info.import_lines.setdefault(head, st.lineno)
-                self.info.defined.add(a.asname or a.name.split(".")[0])
             return
         base = st.module or ""
         if st.level:
@@ -239,7 +238,6 @@ class _Indexer:
             alias = a.asname or a.name
             self.info.imports[alias] = f"{base}.{a.name}" if base else a.name
             self.info.import_lines[alias] = st.lineno
-            self.info.defined.add(alias)
 
     def _constant(self, st: ast.Assign | ast.AnnAssign) -> None:
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]

@@ -212,7 +212,32 @@ class Project:
             names |= {g.rsplit(".", 1)[-1] for g in f.guarded}
         for leaf, dens in self._validated.items():
             mods[leaf] |= dens
+        # a parameter is what its callers pass: `load_rows(buf, a, N)` after `assert N % 128 == 0` guards `n`
+        for param, bases in self._arg_names(key, depth=3).items():
+            for b in bases:
+                mods[param] |= mods.get(b.rsplit(".", 1)[-1], set())
+                if b.rsplit(".", 1)[-1] in names:
+                    names.add(param)
         return dict(mods), names
+
+    def _arg_names(self, key: str, depth: int) -> dict[str, set[str]]:
+        """parameter -> the names callers pass for it, through callers' own parameters (`depth` levels)."""
+        f = self.functions[key]
+        params = f.params[1:] if f.in_class and f.params[:1] in (["self"], ["cls"]) else f.params
+        out: dict[str, set[str]] = defaultdict(set)
+        for caller_key in sorted(self.callers.get(key, ())):
+            caller = self.functions[caller_key]
+            upstream = self._arg_names(caller_key, depth - 1) if depth > 1 else {}
+            for c in caller.calls:
+                if c.resolved != key:
+                    continue
+                bound = dict(zip(params, c.args))
+                bound.update({k: v for k, v in c.kwargs.items() if k in params})
+                for p, base in bound.items():
+                    if base:
+                        out[p].add(base)
+                        out[p] |= upstream.get(base, set())
+        return out
 
     def _config_validations(self) -> dict[str, set[int | None]]:
         """`self.X % d` checked in a method of any class: every `obj.X` of that config is validated."""
@@ -245,7 +270,8 @@ class Project:
             tm, name = found
             if name in tm.constants:
                 ctx.imported_constants[alias] = tm.constants[name]
-            elif tm.syntax_error is None and not tm.star_imports and name not in tm.defined \
+            elif tm.syntax_error is None and not tm.star_imports \
+                    and name not in tm.defined and (tm is m or name not in tm.imports) \
                     and self.module(target) is None and not _dunder(name) and not _submodule_file(tm, name):
                 ctx.missing_imports.append((alias, m.import_lines.get(alias, 1), tm.name))
         return ctx

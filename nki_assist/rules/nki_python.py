@@ -28,7 +28,39 @@ def pyflakes_messages(nf: NkiFile) -> list:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     w = checker.Checker(tree, filename=nf.path)
-    return sorted(w.messages, key=lambda m: (m.lineno, getattr(m, "col", 0)))
+    lazy = _lazy_annotations(tree)
+    return sorted((m for m in w.messages if not (isinstance(m, _UNDEFINED) and _within(m, lazy))),
+                  key=lambda m: (m.lineno, getattr(m, "col", 0)))
+
+
+def _lazy_annotations(tree: ast.Module) -> list[ast.AST]:
+    """Annotations Python never evaluates at run time: string ones, and all of them under
+    `from __future__ import annotations`. An undefined name there raises nothing."""
+    postponed = any(isinstance(st, ast.ImportFrom) and st.module == "__future__" and
+                    any(a.name == "annotations" for a in st.names) for st in tree.body)
+    out = []
+    for node in ast.walk(tree):
+        anns = []
+        if isinstance(node, ast.arg):
+            anns = [node.annotation]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            anns = [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            anns = [node.annotation]
+        for a in anns:
+            if a is not None and (postponed or isinstance(a, ast.Constant)):
+                out.append(a)
+    return out
+
+
+def _within(m, nodes: list[ast.AST]) -> bool:
+    line, col = m.lineno, getattr(m, "col", 0)
+    for n in nodes:
+        if isinstance(n, ast.Constant) and n.lineno <= line <= (n.end_lineno or n.lineno):
+            return True  # pyflakes reports a string annotation's names at the string
+        if (n.lineno, n.col_offset) <= (line, col) <= (n.end_lineno or n.lineno, n.end_col_offset or col):
+            return True
+    return False
 
 
 def _is_definition(nf: NkiFile, line: int) -> bool:
