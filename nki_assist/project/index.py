@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..parse.consts import TILE_SIZE
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
 
 # decorators (after import resolution) that make a function a kernel
@@ -64,6 +65,8 @@ class FunctionInfo:
     mod_guards: list[tuple[str, int | None]] = field(default_factory=list)
     guarded: set[str] = field(default_factory=set)
     tiles: dict[str, TileFact] = field(default_factory=dict)  # local name -> how it was allocated
+    # `Config(I0=I0)` with I0 a constant here: keyword -> value (None: not a constant) of constructor calls
+    config_values: list[tuple[str, Any]] = field(default_factory=list)
     wrapped_kernel: bool = False  # `k = nki.jit(fn)` somewhere in the module
     nested: bool = False  # not a plain top-level def (under if/try, in a class or a function)
     in_class: str | None = None
@@ -122,12 +125,32 @@ def index_module(path: str, text: str, name: str | None = None) -> ModuleInfo:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         info.syntax_error = (exc.lineno or 1, exc.offset or 1, exc.msg or "invalid syntax")
-        return info
+        tree = _salvage(text, exc.lineno or 1)
     except (ValueError, RecursionError, MemoryError) as exc:
         info.syntax_error = (1, 1, str(exc) or type(exc).__name__)
-        return info
-    _Indexer(info).module(tree)
+        tree = None
+    if tree is not None:
+        _Indexer(info).module(tree)
     return info
+
+
+def _salvage(text: str, bad_line: int, tries: int = 5) -> ast.Module | None:
+    """The top-level statements before the one Python stops in, parsed (a broken function at the end of a file
+    leaves the rest of the module indexed); None when nothing before it parses."""
+    lines = text.split("\n")
+    for _ in range(tries):
+        cut = bad_line - 1
+        while cut > 0 and not (lines[cut][:1] not in ("", " ", "\t", "#") and not lines[cut - 1].startswith("@")):
+            cut -= 1
+        if cut <= 0:
+            return None
+        try:
+            return ast.parse("\n".join(lines[:cut]))
+        except SyntaxError as exc:
+            bad_line = min(exc.lineno or cut, cut)
+        except (ValueError, RecursionError, MemoryError):
+            return None
+    return None
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -294,6 +317,7 @@ class _Body(ast.NodeVisitor):
 
     def __init__(self, ix: _Indexer, fn: FunctionInfo):
         self.ix, self.fn = ix, fn
+        self.local = dict(ix.info.constants)  # names bound once to a constant in this body (and the module's)
 
     def visit_body(self, body: list[ast.stmt]) -> None:
         for st in body:
@@ -313,6 +337,11 @@ class _Body(ast.NodeVisitor):
             self.ix.note_wrap(node)
             if ASSERT_HELPER.search(callee.rsplit(".", 1)[-1]) and node.args:
                 self._guard(node.args[0])
+            if callee.rsplit(".", 1)[-1][:1].isupper():  # a class: a config object's constructor
+                for k in node.keywords:
+                    if k.arg:
+                        v = fold(k.value, self.local)
+                        self.fn.config_values.append((k.arg, v if isinstance(v, int) else None))
         self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert) -> None:
@@ -330,10 +359,21 @@ class _Body(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
-            fact = self._tile(node.value)
-            if fact is not None:
-                self.fn.tiles[node.targets[0].id] = fact
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if isinstance(node.value, ast.Call):
+                fact = self._tile(node.value)
+                if fact is not None:
+                    self.fn.tiles[name] = fact
+            v = fold(node.value, self.local)
+            if v is not None and name not in self.local:
+                self.local[name] = v
+            elif name in self.local and self.local[name] != v:
+                self.local[name] = None  # bound twice: not a constant
+        # `use_double_row = ... and n % 2 == 0`: a predicate the code branches on
+        if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.value)) and \
+                any(isinstance(n, ast.Compare) for n in ast.walk(node.value)):
+            self._guard(node.value)
         self.generic_visit(node)
 
     def _tile(self, call: ast.Call) -> TileFact | None:
@@ -386,6 +426,9 @@ def _fold(node: ast.AST, env: dict[str, Any], depth: int) -> Any:
         return node.value
     if isinstance(node, ast.Name):
         return env.get(node.id)
+    if isinstance(node, ast.Attribute):  # nl.tile_size.pmax
+        d = _dotted(node) or ""
+        return TILE_SIZE.get(d.rsplit(".", 1)[-1]) if ".tile_size." in f".{d}" else None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         v = _fold(node.operand, env, depth + 1)
         return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None

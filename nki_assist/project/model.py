@@ -8,6 +8,7 @@ classes. `ModuleContext` is the slice one file's rules read (`Project.context(pa
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class Project:
         self._resolve_calls()
         self.roles = self._roles()
         self._validated = self._config_validations()
+        self._config_constants = self._config_values()
 
     @classmethod
     def build(cls, sources: Mapping[str, str]) -> "Project":
@@ -212,6 +214,8 @@ class Project:
             names |= {g.rsplit(".", 1)[-1] for g in f.guarded}
         for leaf, dens in self._validated.items():
             mods[leaf] |= dens
+        for leaf, value in self._config_constants.items():
+            mods[leaf].add(value)  # every config built in the tree sets it to multiples of this
         # a parameter is what its callers pass: `load_rows(buf, a, N)` after `assert N % 128 == 0` guards `n`
         for param, bases in self._arg_names(key, depth=3).items():
             for b in bases:
@@ -237,6 +241,19 @@ class Project:
                     if base:
                         out[p].add(base)
                         out[p] |= upstream.get(base, set())
+        return out
+
+    def _config_values(self) -> dict[str, int]:
+        """Keyword -> gcd of the constants every constructor call in the tree passes for it (`Cfg(I0=128)`);
+        a keyword that is ever passed a non-constant is left out."""
+        seen: dict[str, list[Any]] = defaultdict(list)
+        for f in self.functions.values():
+            for k, v in f.config_values:
+                seen[k].append(v)
+        out = {}
+        for k, vals in seen.items():
+            if vals and all(isinstance(v, int) and v > 0 for v in vals):
+                out[k] = math.gcd(*vals)
         return out
 
     def _config_validations(self) -> dict[str, set[int | None]]:

@@ -279,6 +279,9 @@ def loop_invariant_load(nf: NkiFile, t: Target):
             src = c.operand("src")
             if src is None or not (src.is_param or src.buffer in HBM):
                 continue
+            dst = c.operand("dst")
+            if dst is not None and (dst.is_param or dst.buffer in HBM):
+                continue  # HBM to HBM (a zero fill of each output region): no on-chip copy to reuse
             inner = c.loops[-1]
             if inner.id in c.dep_loops or (inner.trip_count is not None and inner.trip_count <= 1):
                 continue

@@ -33,6 +33,9 @@ def _one_off_broadcast(mm) -> str:
     matmul: its PE utilization and operand dtype do not bound the kernel."""
     if mm.K == 1 and not mm.call.loops:
         return " It runs once, outside every loop (a partition broadcast), so this is a one-off cost."
+    if mm.K == 1 and mm.call.kwargs.get("is_stationary_onezero", "").strip() == "True":
+        return (" Its stationary is declared a ones tile (is_stationary_onezero=True): a partition broadcast of a "
+                "row, whose K=1 is the broadcast's, not a tiling choice.")
     return ""
 
 

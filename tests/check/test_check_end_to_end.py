@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.rules.nki_rules import ABSENCE_RULES
+from nki_assist.rules.nki_rules import ABSENCE_RULES, PYTHON_LEVEL_RULES
 from nki_assist.check import CheckOptions, check_paths, check_source
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
@@ -79,8 +79,8 @@ def test_positive_fixture_through_check(rule, path):
     broken = text + ("\ndef broken(:\n    x = = 1\n" if path.suffix == ".py" else "\nvoid broken( {\n  int = ;\n")
     n_lines = len(text.splitlines())
     # ... except the rules that report something missing: on a file Python cannot compile, the missing part is
-    # usually the code that did not parse (nki-library's mlp.py), so they skip it
-    kept = [] if rule in ABSENCE_RULES and path.suffix == ".py" else want
+    # usually the code that did not parse (nki-library's mlp.py), so they skip it; so do the Python-level rules
+    kept = [] if rule in ABSENCE_RULES | PYTHON_LEVEL_RULES and path.suffix == ".py" else want
     assert lines_of(check_source(str(path), broken, opts), rule, upto=n_lines) == kept, "syntax error lost findings"
 
     # A suppression on the first expected line silences exactly that finding.
