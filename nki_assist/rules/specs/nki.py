@@ -66,11 +66,11 @@ from .helpers import load_tile   # NKI003: helpers.py defines load_tiles, not lo
 Import the name the module defines, or restore the name in the module.
 """),
     RuleSpec("NKI004", "redefined-unused-name", "unsupported-construct", W,
-             "A function, class or import is defined again before the first definition is used (pyflakes).",
+             "A function or class is defined again before the first definition is used (pyflakes).",
              fix="Rename or delete one of the two definitions.",
              doc="""\
 ## What it finds
-A name bound by `def`, `class` or `import` and bound again by another of these before anything read the first binding, as pyflakes reports it (`redefinition of unused ...`).
+A function or class defined again (by `def`, `class` or a decorated definition) before anything read the first definition, as pyflakes reports it (`redefinition of unused ...`). A repeated import is harmless and not reported.
 
 ## Why it matters on Trainium
 Every call reaches the second definition: the first is dead code. In kernel files this is usually a copied helper that was edited in one copy (a tile size, a mask) while the callers run the other.
