@@ -33,7 +33,7 @@ def context_for(path: str, text: str, project: Project | None) -> ModuleContext 
     """The file's slice of `project`, or of a one-file project when the file is not in it."""
     ctx = project.context(path) if project is not None else None
     if ctx is None:
-        ctx = Project.build({path: text}).context(path)
+        ctx = Project.build({path: text}, keep_trees=True).context(path)
     return ctx
 
 

@@ -92,6 +92,8 @@ class ModuleInfo:
     constants: dict[str, Any] = field(default_factory=dict)  # NAME -> int | float | str | bool
     defined: set[str] = field(default_factory=set)  # top-level (and if/try-level) defs, classes, assignments
     syntax_error: tuple[int, int, str] | None = None  # (line, column, message) as Python reports it
+    # the module's ast, kept only for a one-file project (pyflakes reads it instead of parsing again)
+    tree: Any = field(default=None, repr=False, compare=False)
 
     def function(self, name: str) -> FunctionInfo | None:
         """By qualname, else the first function with that simple name."""
@@ -117,8 +119,9 @@ def module_name(path: str) -> tuple[str, str]:
     return name, package
 
 
-def index_module(path: str, text: str, name: str | None = None) -> ModuleInfo:
-    """The facts of one module; a file that does not parse gives its syntax error and nothing else."""
+def index_module(path: str, text: str, name: str | None = None, keep_tree: bool = False) -> ModuleInfo:
+    """The facts of one module; a file that does not parse gives its syntax error and the facts of the
+    statements before it."""
     dotted, package = module_name(path)
     info = ModuleInfo(name=name or dotted, path=path, package=package if name is None else name.rpartition(".")[0])
     try:
@@ -131,6 +134,8 @@ def index_module(path: str, text: str, name: str | None = None) -> ModuleInfo:
         tree = None
     if tree is not None:
         _Indexer(info).module(tree)
+        if keep_tree and info.syntax_error is None:
+            info.tree = tree
     return info
 
 
@@ -312,22 +317,28 @@ class _Indexer:
                     self._nested_defs(h.body, scope, klass)
 
 
-class _Body(ast.NodeVisitor):
+class _Body:
     """Call sites, guards and tile allocations of one function body (not of the defs nested in it)."""
 
     def __init__(self, ix: _Indexer, fn: FunctionInfo):
         self.ix, self.fn = ix, fn
         self.local = dict(ix.info.constants)  # names bound once to a constant in this body (and the module's)
+        self._handlers = {ast.Call: self.visit_Call, ast.Assert: self.visit_Assert, ast.If: self.visit_If,
+                          ast.Assign: self.visit_Assign}
 
     def visit_body(self, body: list[ast.stmt]) -> None:
-        for st in body:
-            self.visit(st)
-
-    def visit_FunctionDef(self, node):  # nested defs are indexed on their own
-        return
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-    visit_ClassDef = visit_FunctionDef
+        # an explicit stack in source order (an ast.NodeVisitor costs twice as much on large kernels)
+        stack = list(reversed(body))
+        handlers = self._handlers
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in _NESTED:
+                continue  # nested defs are indexed on their own
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(node)
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = _dotted(node.func)
@@ -335,18 +346,17 @@ class _Body(ast.NodeVisitor):
             self.fn.calls.append(CallSite(callee, node.lineno, [_base(a) for a in node.args],
                                           {k.arg: _base(k.value) for k in node.keywords if k.arg}))
             self.ix.note_wrap(node)
-            if ASSERT_HELPER.search(callee.rsplit(".", 1)[-1]) and node.args:
+            leaf = callee.rsplit(".", 1)[-1]
+            if node.args and ASSERT_HELPER.search(leaf):
                 self._guard(node.args[0])
-            if callee.rsplit(".", 1)[-1][:1].isupper():  # a class: a config object's constructor
+            if leaf[:1].isupper():  # a class: a config object's constructor
                 for k in node.keywords:
                     if k.arg:
                         v = fold(k.value, self.local)
                         self.fn.config_values.append((k.arg, v if isinstance(v, int) else None))
-        self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         self._guard(node.test)
-        self.generic_visit(node)
 
     def visit_If(self, node: ast.If) -> None:
         # `if X % 2 != 0: raise ...` validates; `if n % 2 != 0: n *= 2` makes a config value even: either way
@@ -354,27 +364,26 @@ class _Body(ast.NodeVisitor):
         if any(isinstance(s, (ast.Raise, ast.Assert)) for s in node.body) or \
                 any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and
                     ASSERT_HELPER.search((_dotted(s.value.func) or "").rsplit(".", 1)[-1]) for s in node.body) or \
-                any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.test)):
+                _has_mod(node.test):
             self._guard(node.test)
-        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if isinstance(node.value, ast.Call):
-                fact = self._tile(node.value)
+            if isinstance(value, ast.Call):
+                fact = self._tile(value)
                 if fact is not None:
                     self.fn.tiles[name] = fact
-            v = fold(node.value, self.local)
-            if v is not None and name not in self.local:
-                self.local[name] = v
-            elif name in self.local and self.local[name] != v:
-                self.local[name] = None  # bound twice: not a constant
+            elif isinstance(value, (ast.Constant, ast.Name, ast.BinOp, ast.Attribute, ast.UnaryOp)):
+                v = fold(value, self.local)
+                if v is not None and name not in self.local:
+                    self.local[name] = v
+                elif name in self.local and self.local[name] != v:
+                    self.local[name] = None  # bound twice: not a constant
         # `use_double_row = ... and n % 2 == 0`: a predicate the code branches on
-        if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node.value)) and \
-                any(isinstance(n, ast.Compare) for n in ast.walk(node.value)):
-            self._guard(node.value)
-        self.generic_visit(node)
+        if isinstance(value, (ast.BoolOp, ast.Compare, ast.UnaryOp)) and _has_mod(value):
+            self._guard(value)
 
     def _tile(self, call: ast.Call) -> TileFact | None:
         name = _dotted(call.func) or ""
@@ -403,6 +412,13 @@ class _Body(ast.NodeVisitor):
                     continue
                 den = fold(n.right, self.ix.info.constants)
                 self.fn.mod_guards.append((left, den if isinstance(den, int) and den > 0 else None))
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _has_mod(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
 
 
 def fold(node: ast.AST, env: dict[str, Any]) -> Any:

@@ -75,8 +75,9 @@ class Project:
         self._config_constants = self._config_values()
 
     @classmethod
-    def build(cls, sources: Mapping[str, str]) -> "Project":
-        return cls(index_module(path, text) for path, text in sources.items())
+    def build(cls, sources: Mapping[str, str], keep_trees: bool = False) -> "Project":
+        """Index every source; `keep_trees` keeps each module's ast (`ModuleInfo.tree`) for later readers."""
+        return cls(index_module(path, text, keep_tree=keep_trees) for path, text in sources.items())
 
     # ---- modules and names ------------------------------------------------------------------------
     def module(self, dotted: str) -> ModuleInfo | None:

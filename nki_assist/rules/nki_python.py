@@ -22,15 +22,18 @@ def pyflakes_messages(nf: NkiFile) -> list:
     """pyflakes' messages for the file (none when Python cannot compile it: NKI001 reports that)."""
     if nf.python_syntax_error is not None:
         return []
-    text = "\n".join(nf.lines)
-    try:
-        tree = ast.parse(text, filename=nf.path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+    tree = getattr(nf.project.module, "tree", None) if nf.project is not None else None
+    if tree is None:
+        try:
+            tree = ast.parse("\n".join(nf.lines), filename=nf.path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
     w = checker.Checker(tree, filename=nf.path)
-    lazy = _lazy_annotations(tree)
-    return sorted((m for m in w.messages if not (isinstance(m, _UNDEFINED) and _within(m, lazy))),
-                  key=lambda m: (m.lineno, getattr(m, "col", 0)))
+    msgs = w.messages
+    if any(isinstance(m, _UNDEFINED) for m in msgs):  # rare: only then find the annotations (a full walk)
+        lazy = _lazy_annotations(tree)
+        msgs = [m for m in msgs if not (isinstance(m, _UNDEFINED) and _within(m, lazy))]
+    return sorted(msgs, key=lambda m: (m.lineno, getattr(m, "col", 0)))
 
 
 def _lazy_annotations(tree: ast.Module) -> list[ast.AST]:
