@@ -236,7 +236,7 @@ def _parse_in_project(text: str, path: str, cache, project):
     from .parse.nki import parse_nki
     from .project import apply_context, context_for
 
-    ctx = context_for(path, text, project)
+    ctx = context_for(path, text, project, cache)
     nki_file = parse_nki(text, path, cache=cache, constants=ctx.imported_constants if ctx else None)
     return apply_context(nki_file, ctx)
 

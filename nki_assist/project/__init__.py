@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..parse.nki_model import NkiFile
 from .index import CallSite, FunctionInfo, ModuleInfo, TileFact, index_module, python_syntax_error
+from .incremental import PythonMemo
 from .model import ENTRY, FUNCTION, HELPER, SUB_KERNEL, FunctionContext, ModuleContext, Project
 
 __all__ = [
@@ -29,11 +30,14 @@ __all__ = [
 ]
 
 
-def context_for(path: str, text: str, project: Project | None) -> ModuleContext | None:
-    """The file's slice of `project`, or of a one-file project when the file is not in it."""
+def context_for(path: str, text: str, project: Project | None, cache=None) -> ModuleContext | None:
+    """The file's slice of `project`, or of a one-file project when the file is not in it. With a
+    `ParseCache` (one document being edited), the one-file pass reuses the unchanged parts of the last one."""
     ctx = project.context(path) if project is not None else None
     if ctx is None:
-        ctx = Project.build({path: text}, keep_trees=True).context(path)
+        memo = cache.extra.setdefault("python-level", PythonMemo()) if cache is not None else None
+        ctx = Project([index_module(path, text, keep_tree=True, memo=memo)]).context(path)
+        ctx.memo = memo
     return ctx
 
 

@@ -119,13 +119,14 @@ def module_name(path: str) -> tuple[str, str]:
     return name, package
 
 
-def index_module(path: str, text: str, name: str | None = None, keep_tree: bool = False) -> ModuleInfo:
+def index_module(path: str, text: str, name: str | None = None, keep_tree: bool = False,
+                 memo: Any = None) -> ModuleInfo:
     """The facts of one module; a file that does not parse gives its syntax error and the facts of the
-    statements before it."""
+    statements before it. `memo` (an `incremental.PythonMemo`) reuses an edited document's unchanged parts."""
     dotted, package = module_name(path)
     info = ModuleInfo(name=name or dotted, path=path, package=package if name is None else name.rpartition(".")[0])
     try:
-        tree = ast.parse(text, filename=path)
+        tree = memo.tree(text, path) if memo is not None else ast.parse(text, filename=path)
     except SyntaxError as exc:
         info.syntax_error = (exc.lineno or 1, exc.offset or 1, exc.msg or "invalid syntax")
         tree = _salvage(text, exc.lineno or 1)
@@ -133,9 +134,11 @@ def index_module(path: str, text: str, name: str | None = None, keep_tree: bool 
         info.syntax_error = (1, 1, str(exc) or type(exc).__name__)
         tree = None
     if tree is not None:
-        _Indexer(info).module(tree)
+        _Indexer(info, memo).module(tree)
         if keep_tree and info.syntax_error is None:
             info.tree = tree
+    if memo is not None:
+        memo.finish_index()
     return info
 
 
@@ -192,8 +195,9 @@ def _base(node: ast.AST) -> str:
 
 
 class _Indexer:
-    def __init__(self, info: ModuleInfo):
+    def __init__(self, info: ModuleInfo, memo: Any = None):
         self.info = info
+        self.memo = memo
         self.wrapped: set[str] = set()  # `nki.jit(fn)` arguments
 
     # ---- module level ------------------------------------------------------------------------------
@@ -298,7 +302,13 @@ class _Indexer:
         info = FunctionInfo(self.info.name, qual, fn.name, fn.lineno, fn.end_lineno or fn.lineno, decos, params,
                             nested=nested or bool(scope), in_class=klass)
         self.info.functions.setdefault(qual, info)
-        _Body(self, info).visit_body(fn.body)
+        if self.memo is None:
+            _Body(self, info).visit_body(fn.body)
+        else:  # an unchanged body (same node, same module constants and imports) gives the same facts
+            key = (fn, tuple(sorted(self.info.constants.items(), key=repr)), tuple(sorted(self.info.imports.items())))
+            facts = self.memo.body_facts(key, lambda: _body_facts(self, fn))
+            _restore(info, facts)
+            self.wrapped |= facts[-1]
         # defs inside the body: factories and closures are functions of their own
         self._nested_defs(fn.body, scope + [fn.name], klass)
 
@@ -315,6 +325,22 @@ class _Indexer:
                         self._nested_defs(sub, scope, klass)
                 for h in getattr(st, "handlers", []) or []:
                     self._nested_defs(h.body, scope, klass)
+
+
+def _body_facts(ix: "_Indexer", fn) -> tuple:
+    probe = FunctionInfo(ix.info.name, "", fn.name, 0, 0, [], [])
+    outer, ix.wrapped = ix.wrapped, set()
+    try:
+        _Body(ix, probe).visit_body(fn.body)
+        wrapped = frozenset(ix.wrapped)
+    finally:
+        ix.wrapped = outer | ix.wrapped
+    return probe.calls, probe.mod_guards, probe.guarded, probe.tiles, probe.config_values, wrapped
+
+
+def _restore(info: FunctionInfo, facts: tuple) -> None:
+    # shared with the memo: nothing changes these after indexing (a build sets each CallSite.resolved anew)
+    info.calls, info.mod_guards, info.guarded, info.tiles, info.config_values, _ = facts
 
 
 class _Body:

@@ -46,6 +46,7 @@ class ModuleContext:
     functions: dict[str, FunctionContext] = field(default_factory=dict)  # by simple name (NkiKernel.name)
     imported_constants: dict[str, Any] = field(default_factory=dict)  # alias -> value from another module
     missing_imports: list[tuple[str, int, str]] = field(default_factory=list)  # (alias, line, target module)
+    memo: Any = field(default=None, repr=False, compare=False)  # incremental.PythonMemo of an edited document
 
     def role(self, name: str) -> str | None:
         f = self.functions.get(name)

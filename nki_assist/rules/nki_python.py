@@ -28,8 +28,8 @@ def pyflakes_messages(nf: NkiFile) -> list:
             tree = ast.parse("\n".join(nf.lines), filename=nf.path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
-    w = checker.Checker(tree, filename=nf.path)
-    msgs = w.messages
+    memo = nf.project.memo if nf.project is not None else None
+    msgs = memo.pyflakes(tree, nf.path) if memo is not None else checker.Checker(tree, filename=nf.path).messages
     if any(isinstance(m, _UNDEFINED) for m in msgs):  # rare: only then find the annotations (a full walk)
         lazy = _lazy_annotations(tree)
         msgs = [m for m in msgs if not (isinstance(m, _UNDEFINED) and _within(m, lazy))]
