@@ -308,6 +308,11 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def _agreed(facts: list[TileFact], attr: str):
+    vals = {getattr(f, attr) for f in facts}
+    return vals.pop() if len(vals) == 1 else None
+
+
 def _merge_sites(sites: dict[str, list[TileFact | None]]) -> dict[str, TileFact]:
     out = {}
     for p, facts in sites.items():
@@ -315,11 +320,7 @@ def _merge_sites(sites: dict[str, list[TileFact | None]]) -> dict[str, TileFact]
         if not known:
             continue
 
-        def agreed(attr: str):
-            vals = {getattr(f, attr) for f in known}
-            return vals.pop() if len(vals) == 1 else None
-
         # a buffer counts only when every call site says the same one (an unknown site could pass HBM)
-        buf = agreed("buffer") if len(known) == len(facts) else None
-        out[p] = TileFact(buf, agreed("dtype"), agreed("shape"))
+        buf = _agreed(known, "buffer") if len(known) == len(facts) else None
+        out[p] = TileFact(buf, _agreed(known, "dtype"), _agreed(known, "shape"))
     return out

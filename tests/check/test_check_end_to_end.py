@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.rules.nki_rules import ABSENCE_RULES, PYTHON_LEVEL_RULES
 from nki_assist.check import CheckOptions, check_paths, check_source
+from nki_assist.rules.nki_rules import ABSENCE_RULES, PYTHON_LEVEL_RULES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")

@@ -19,7 +19,7 @@ from nki_assist.rules.nki_python import _REDEFINED, _UNDEFINED
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-from corpora import NKI_LIBRARY, SAMPLES_LEGACY, nki_sources  # noqa: E402
+from corpora import NKI_LIBRARY, SAMPLES_LEGACY, nki_sources
 
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*.py")
                   if is_nki_source(p.read_text(encoding="utf-8", errors="replace")))
