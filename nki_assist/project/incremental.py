@@ -1,66 +1,64 @@
 """The Python-level pass of one document, kept between its versions (the language server's edits).
 
-Each top-level statement group is parsed on its own (padded with newlines, so positions are the file's) and
-kept while its text and place are unchanged; the module's ast is their bodies joined. The index reuses the
-facts of unchanged function bodies, and pyflakes runs per top-level function (with every module-level
-name bound) plus once over the module with function bodies stubbed out, so an edit inside one kernel
-re-analyses that kernel only. `tests/project/test_incremental_python.py` checks that every result equals
+The file is parsed whole; its top-level statement groups (by text and place) key the results kept from the
+last version: the index facts of each function body, and pyflakes' messages per top-level function (run
+with every module-level name bound; the module itself is analysed once more with function bodies stubbed
+out). An edit inside one kernel re-analyses that kernel only. `tests/project/test_incremental_python.py` checks that every result equals
 the whole-file one.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
-import re
 from typing import Any
 
-_START = re.compile(r"[^\s#)\]}]")
 
 
 class PythonMemo:
-    """One document's reusable Python-level work (kept on its `ParseCache.extra`)."""
+    """One document's reusable Python-level work (kept on its `ParseCache.extra`). It holds results keyed by
+    the text of the top-level statement they come from, never syntax trees: a document's memory stays what
+    its results need."""
 
     def __init__(self) -> None:
-        self.segments: dict[tuple[int, str], ast.Module] = {}
         self.scoped: dict[tuple[int, str], bool] = {}  # segment -> has a `global`/`nonlocal` statement
-        self.exact = True  # per-function pyflakes equals whole-module pyflakes for the current tree
-        self.bodies: dict[Any, Any] = {}  # (FunctionDef node, module context) -> body facts
-        self.flakes: dict[Any, list] = {}  # (FunctionDef node, module names) -> pyflakes messages
+        self.bodies: dict[Any, Any] = {}  # (segment, def position, module context) -> body facts
+        self.flakes: dict[Any, list] = {}  # (segment, def position, module names) -> pyflakes messages
         self._used_bodies: dict[Any, Any] = {}
         self._used_flakes: dict[Any, list] = {}
+        self._starts: list[int] = []  # first line (decorators included) of each top-level statement
+        self._keys: list[tuple[int, str]] = []
+        self.exact = False  # per-function pyflakes equals whole-module pyflakes for the current tree
 
     # ---- the tree ----------------------------------------------------------------------------------
     def tree(self, text: str, path: str) -> ast.Module:
-        """The module's ast, from the unchanged segments' trees and the changed ones parsed again.
-        Raises SyntaxError like ast.parse (a split that does not parse falls back to the whole text)."""
+        """The module's ast (parsed whole: raises SyntaxError like ast.parse), with each top-level statement's
+        text and place noted so that the results of unchanged ones are found again."""
+        tree = ast.parse(text, filename=path)
         lines = text.split("\n")
-        starts = [i for i, ln in enumerate(lines) if ln[:1] and _START.match(ln[:1])
-                  and not (i and lines[i - 1].startswith("@"))]
-        if not starts or starts[0] != 0:
-            starts.insert(0, 0)
-        used: dict[tuple[int, str], ast.Module] = {}
+        starts, keys = [], []
+        for st in tree.body:
+            first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
+            last = st.end_lineno or st.lineno
+            starts.append(first)
+            keys.append((first, "\n".join(lines[first - 1:last])))
+        self._starts, self._keys = starts, keys
         scoped: dict[tuple[int, str], bool] = {}
-        body: list[ast.stmt] = []
-        try:
-            for a, b in zip(starts, starts[1:] + [len(lines)]):
-                seg = "\n".join(lines[a:b])
-                key = (a, seg)
-                mod = self.segments.get(key)
-                if mod is None:
-                    mod = ast.parse("\n" * a + seg, filename=path)
-                    scoped[key] = any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(mod))
-                else:
-                    scoped[key] = self.scoped[key]
-                used[key] = mod
-                body.extend(mod.body)
-        except SyntaxError:
-            self.segments, self.scoped, self.exact = {}, {}, False
-            return ast.parse(text, filename=path)
-        self.segments, self.scoped = used, scoped
-        tree = ast.Module(body=body, type_ignores=[])
+        for st, key in zip(tree.body, keys):
+            prev = self.scoped.get(key)
+            scoped[key] = prev if prev is not None else \
+                any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(st))
+        self.scoped = scoped
         self.exact = not any(scoped.values()) and not _star_import(tree)
         return tree
+
+    def key_for(self, node: ast.AST) -> tuple[int, str] | None:
+        """The top-level statement group a node of the current tree lies in."""
+        if not self._keys:
+            return None
+        i = bisect.bisect_right(self._starts, getattr(node, "lineno", 1)) - 1
+        return self._keys[i] if i >= 0 else None
 
     # ---- round bookkeeping -------------------------------------------------------------------------
     def body_facts(self, key: Any, make) -> Any:
@@ -79,7 +77,7 @@ class PythonMemo:
         `global`), else over the whole module."""
         from pyflakes import checker
 
-        if not self.exact or not self.segments:  # a `*` import or a `global`: analyse the whole module
+        if not self.exact or not self._keys:  # a `*` import or a `global`: analyse the whole module
             return list(checker.Checker(tree, filename=path).messages)
         names = frozenset(module_names(tree))
         skeleton, functions = [], []
@@ -94,7 +92,7 @@ class PythonMemo:
                 skeleton.append(st)
         out = list(checker.Checker(ast.Module(body=skeleton, type_ignores=[]), filename=path).messages)
         for fn in functions:
-            key = (fn, names)
+            key = (self.key_for(fn), fn.lineno, fn.col_offset, names)
             msgs = self.flakes.get(key)
             if msgs is None:
                 header = [_bind(n) for n in sorted(names - {fn.name})]

@@ -302,10 +302,12 @@ class _Indexer:
         info = FunctionInfo(self.info.name, qual, fn.name, fn.lineno, fn.end_lineno or fn.lineno, decos, params,
                             nested=nested or bool(scope), in_class=klass)
         self.info.functions.setdefault(qual, info)
-        if self.memo is None:
+        segment = self.memo.key_for(fn) if self.memo is not None else None
+        if segment is None:
             _Body(self, info).visit_body(fn.body)
         else:  # an unchanged body (same node, same module constants and imports) gives the same facts
-            key = (fn, tuple(sorted(self.info.constants.items(), key=repr)), tuple(sorted(self.info.imports.items())))
+            key = (segment, fn.lineno, fn.col_offset,
+                   tuple(sorted(self.info.constants.items(), key=repr)), tuple(sorted(self.info.imports.items())))
             facts = self.memo.body_facts(key, lambda: _body_facts(self, fn))
             _restore(info, facts)
             self.wrapped |= facts[-1]

@@ -64,6 +64,8 @@ def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
     found = CHECKS.run(nki_file, target, on_crash=crashed, parts=parts)
     if nki_file.python_syntax_error is not None:
         found = [f for f in found if f.rule not in ABSENCE_RULES]
+    if nki_file.project is not None:
+        nki_file.project.module.tree = None  # read by this run's pyflakes only; a kept file must not hold it
     return findings + found
 
 
