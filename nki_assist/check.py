@@ -45,6 +45,8 @@ class CheckOptions:
     respect_gitignore: bool = True
     # target NKI version ("0.3"); None: inferred per file from the project's pins (api/version.py)
     nki_version: str | None = None
+    # the project model of the files checked together (check_paths builds it; None: each file alone)
+    project: Any = None
 
 
 @dataclass
@@ -249,17 +251,17 @@ def language_of(path: str) -> str | None:
     return None
 
 
-def _run_front_end(path: str, text: str, language: str, target, cache=None) -> tuple[list[Finding], dict | None, Any]:
+def _run_front_end(path: str, text: str, language: str, target, cache=None,
+                   project=None) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
-        from .parse.nki import parse_nki
         from .rules.nki_rules import run_nki_rules
 
         if cache is not None and not cache.lock.acquire(blocking=False):
             cache = None  # another check of this document is running: this one runs cold
         try:
             # with a cache, the rules remember findings on the reused kernels: parse and rules under one lock
-            nki_file = parse_nki(text, path, cache=cache)
+            nki_file = _parse_in_project(text, path, cache, project)
             return list(run_nki_rules(nki_file, target)), None, nki_file
         finally:
             if cache is not None:
@@ -280,6 +282,34 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None) -> t
 def _with_nki_version(target, path: str, explicit: str | None):
     """The hardware target carrying the NKI version this file is held to (explicit, else its pins)."""
     return replace(target, nki_version=resolve_nki_version(explicit, path).version)
+
+
+def _parse_in_project(text: str, path: str, cache, project):
+    """Parse one NKI file with what the project model knows about it (roles, call sites, imported
+    constants); a file outside the project is a one-file project."""
+    # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+    from .parse.nki import parse_nki
+    from .project import apply_context, context_for
+
+    ctx = context_for(path, text, project, cache)
+    nki_file = parse_nki(text, path, cache=cache, constants=ctx.imported_constants if ctx else None)
+    return apply_context(nki_file, ctx)
+
+
+def build_project(files: list[str], options: CheckOptions):
+    """The project model of the .py files checked together: each file read once more, unreadable ones left out."""
+    # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
+    from .project import Project
+
+    sources = {}
+    for path in files:
+        if language_of(path) != "nki":
+            continue
+        try:
+            sources[path] = decode(read_regular(path, options.max_file_bytes))[0]
+        except (OSError, NotRegularFile):
+            continue
+    return Project.build(sources)
 
 
 def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
@@ -311,7 +341,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
     try:
-        raw, facts, parsed = _run_front_end(path, text, language, target, cache)
+        raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project)
     except Exception as exc:  # a front-end or rule bug must not take the whole run down
         reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
         return FileResult(path, language, "error", reason)
@@ -496,11 +526,13 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
     report = CheckReport(target=options.target)
     files, report.errors = collect_files(paths, options)
     if check_one is not None:
+        if options.project is None and len(files) > 1:
+            options = replace(options, project=build_project(files, options))
         for path in files:
             report.add(check_one(path, options))
         return report.finish()
     results: list[FileResult | None] = [None] * len(files)
-    todo: list[tuple[int, str, bytes, str | None]] = []  # index, path, bytes, cache key
+    read: list[tuple[int, str, str, bytes]] = []  # index, path, language, bytes
     for i, path in enumerate(files):
         language = language_of(path)
         if language is None:
@@ -510,18 +542,48 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         if isinstance(data, FileResult):
             results[i] = data
             continue
-        key = cache.key(path, data + _inferred_version_key(path, language, options)) if cache is not None else None
+        read.append((i, path, language, data))
+    # what a file's findings depend on besides its own bytes: the other files of the project (roles, call
+    # sites, imported constants) and a version inferred from the pins
+    nki_sources = {path: data for _, path, language, data in read if language == "nki"}
+    in_project = options.project is None and len(nki_sources) > 1
+    project_key = _project_key(nki_sources) if in_project else b""
+    todo: list[tuple[int, str, bytes, str | None]] = []  # index, path, bytes, cache key
+    for i, path, language, data in read:
+        key = None
+        if cache is not None:
+            key = cache.key(path, data + _inferred_version_key(path, language, options)
+                            + (project_key if language == "nki" else b""))
         entry = cache.get(key) if cache is not None else None
         if entry is not None:
             results[i] = FileResult.from_entry(entry, lazy=lazy)
         else:
             todo.append((i, path, data, key))
+    if in_project and todo:  # the model is built only when some file must be checked
+        options = replace(options, project=_project_of(nki_sources))
     _check_all(todo, options, results, cache, jobs, lazy)
     for result in results:
         report.add(result)
     if cache is not None and cache.problem:
         report.notes.append(cache.problem)
     return report.finish()
+
+
+def _project_key(sources: dict[str, bytes]) -> bytes:
+    """A digest of every NKI file checked together: a file's findings may read its neighbours."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(sources):
+        h.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.blake2b(sources[path]).digest())
+    return b"\0project=" + h.hexdigest().encode()
+
+
+def _project_of(sources: dict[str, bytes]):
+    # deferred: the project model loads only when files must be checked
+    from .project import Project
+
+    return Project.build({path: decode(data)[0] for path, data in sources.items()})
 
 
 def _inferred_version_key(path: str, language: str, options: CheckOptions) -> bytes:
@@ -543,7 +605,13 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
                               f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
 
         _load_engine({language_of(p) for _, p, _, _ in todo})
-        entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], options, jobs, failed)
+        shared = options
+        if options.project is not None:
+            _FORKED_PROJECT[0], shared = options.project, replace(options, project=_SHARED)
+        try:
+            entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], shared, jobs, failed)
+        finally:
+            _FORKED_PROJECT[0] = None
         for (i, _, _, key), entry in zip(todo, entries):
             _store(cache, key, entry)
             results[i] = FileResult.from_entry(entry, lazy=lazy)
@@ -571,9 +639,16 @@ def _load_engine(languages: set[str | None]) -> None:
         from .rules import cuda_rules  # noqa: F401
 
 
+# The project model handed to forked pool workers by inheritance, not pickled with every file's job.
+_FORKED_PROJECT: list = [None]
+_SHARED = "@forked-project"
+
+
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     """A pool worker's job: one file's result as its JSON entry."""
     path, data, options = item
+    if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
+        options = replace(options, project=_FORKED_PROJECT[0])
     return check_bytes(path, data, options).to_entry()
 
 

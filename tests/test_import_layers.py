@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("severity", "findings", "hardware", "extras", "redact", "tolerance", "nki_api", "api", "__init__"),
     ("schema", "config", "contracts", "stage_links"),
     ("parse",),
+    ("project",),
     ("rules", "suppress", "autofix"),
     ("sim",),
     ("toolchain",),

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import re
 from functools import cache, partial
-from typing import Any
+from typing import Any, Mapping
 
 from ..hardware import Target, get_target
 from . import consts
 from .consts import Env, Folder, Lin
 from .nki_extract import KERNEL_DECORATORS, Extractor, canonical_api
+from .pyast import python_syntax_error
 from .reuse import ParseCache
 from .source import normalize_newlines
 from .nki_model import (  # noqa: F401  (re-exported)
@@ -51,30 +52,36 @@ def _parser():
     return Parser(Language(tsp.language()))
 
 
-def parse_nki(text: str, path: str, cache: ParseCache | None = None) -> NkiFile:
+def parse_nki(text: str, path: str, cache: ParseCache | None = None,
+              constants: Mapping[str, Any] | None = None) -> NkiFile:
     """Parse `text` (the contents of `path`) into facts; never raises on bad code.
 
     With a `cache` (one per document, as the language server keeps), the tree is reparsed
-    incrementally and unchanged functions keep their facts; the result equals a cold parse."""
+    incrementally and unchanged functions keep their facts; the result equals a cold parse.
+    `constants` are values of names the file imports from other modules (the project model's
+    `ModuleContext.imported_constants`): folded like the file's own constants."""
     text = normalize_newlines(text)
     src = text.encode("utf-8", "replace")
     if cache is not None and not cache.lock.acquire(blocking=False):
         cache = None  # another parse of this document is using it: this one runs cold
     try:
-        return _parse(text, path, src, cache)
+        return _parse(text, path, src, cache, constants)
     finally:
         if cache is not None:
             cache.lock.release()
 
 
-def _parse(text: str, path: str, src: bytes, cache: ParseCache | None) -> NkiFile:
+def _parse(text: str, path: str, src: bytes, cache: ParseCache | None,
+           constants: Mapping[str, Any] | None = None) -> NkiFile:
     tree = cache.parse(_parser(), src) if cache is not None else _parser().parse(src)
     root = tree.root_node
     nf = NkiFile(path=path, dialect="unknown", line_count=text.count("\n") + (0 if text.endswith("\n") else 1),
                  lines=text.split("\n"))
     imports: dict[str, str] = {}
-    ex = Extractor(src, imports, Env())
+    ex = Extractor(src, imports, Env(values=dict(constants or {})))
     _imports(root, ex, nf, imports)
+    if root.has_error:  # CPython's verdict: one syntax error where it stops (tree-sitter recovers further)
+        nf.python_syntax_error = python_syntax_error(text, path)
     nf.imports = dict(imports)
     nf.dialect = _dialect(imports, nf.imports_full)
     module_env = ex.module_env
@@ -250,13 +257,21 @@ def _syntax_errors(root, ex: Extractor, limit: int = 50) -> list[tuple[int, int,
     return sorted(out)
 
 
+_BLOCKS = ("if_statement", "elif_clause", "else_clause", "try_statement", "except_clause", "finally_clause",
+           "with_statement", "block")
+
+
 def _module(root, ex: Extractor, env: Env, nf: NkiFile):
-    """Module constants (bound once), function definitions with their kernel decorator."""
+    """Module constants (bound once), function definitions with their kernel decorator.
+
+    Kernels are found wherever a module defines them: at top level, under `if HAS_NKI:` / `try:` /
+    `with`, as decorated methods of a class, inside a factory function (`def make(): @nki.jit def k...`),
+    and as `k = nki.jit(fn)` wrappers."""
     functions: list[tuple[Any, str | None]] = []
     jit_wrapped: set[str] = set()
     counts: dict[str, int] = {}
     assigns = []
-    for st in root.named_children:
+    for st in _module_statements(root):
         if st.type == "expression_statement" and st.named_children and st.named_children[0].type == "assignment":
             a = st.named_children[0]
             for n in ex._target_names(a.child_by_field_name("left")):
@@ -287,26 +302,64 @@ def _module(root, ex: Extractor, env: Env, nf: NkiFile):
                 for c in (args.named_children if args else []):
                     if c.type == "identifier":
                         jit_wrapped.add(ex.text(c))
-    for st in root.named_children:
+    _definitions(root, ex, functions, mode="module")
+    return functions, jit_wrapped
+
+
+def _module_statements(root):
+    """Top-level statements, including those under if/try/with blocks (an import-time flag's branch)."""
+    stack = list(reversed(root.named_children))
+    while stack:
+        st = stack.pop()
+        if st.type in _BLOCKS:
+            stack.extend(reversed(st.named_children))
+            continue
+        yield st
+
+
+def _kernel_decorator(ex: Extractor, st) -> str | None:
+    for d in st.named_children:
+        if d.type != "decorator" or not d.named_children:
+            continue
+        expr = d.named_children[0]
+        if expr.type == "call":
+            expr = expr.child_by_field_name("function")
+        dotted = ex.folder.dotted(expr) if expr is not None else None
+        if dotted:
+            api = canonical_api(_full(ex, dotted))
+            if api in KERNEL_DECORATORS:
+                return KERNEL_DECORATORS[api]
+    return None
+
+
+def _definitions(node, ex: Extractor, out: list, mode: str, depth: int = 0) -> None:
+    """Function definitions under `node`. mode "module": every def (top level, if/try/with); "nested" (a
+    class body or a factory function): only kernel-decorated defs, the rest belongs to its enclosing code."""
+    if depth > 20:
+        return
+    for st in node.named_children:
+        if st.type in _BLOCKS:
+            _definitions(st, ex, out, mode, depth + 1)
+            continue
         fn, deco = st, None
         if st.type == "decorated_definition":
             fn = st.child_by_field_name("definition")
-            for d in st.named_children:
-                if d.type != "decorator" or not d.named_children:
-                    continue
-                expr = d.named_children[0]
-                if expr.type == "call":
-                    expr = expr.child_by_field_name("function")
-                dotted = ex.folder.dotted(expr) if expr is not None else None
-                if dotted:
-                    api = canonical_api(_full(ex, dotted))
-                    if api in KERNEL_DECORATORS:
-                        deco = KERNEL_DECORATORS[api]
-        elif st.type == "class_definition":
+            deco = _kernel_decorator(ex, st)
+        if fn is None:
             continue
-        if fn is not None and fn.type == "function_definition":
-            functions.append((fn, deco))
-    return functions, jit_wrapped
+        if fn.type == "class_definition":
+            body = fn.child_by_field_name("body")
+            if body is not None:
+                _definitions(body, ex, out, "nested", depth + 1)
+            continue
+        if fn.type != "function_definition":
+            continue
+        if deco is not None or mode == "module":
+            out.append((fn, deco))
+        if deco is None:  # a factory: kernels it defines and returns
+            body = fn.child_by_field_name("body")
+            if body is not None:
+                _definitions(body, ex, out, "nested", depth + 1)
 
 
 def _full(ex: Extractor, dotted: str) -> str:

@@ -11,9 +11,14 @@ are bound once; names assigned more than once stay symbols.
 
 from __future__ import annotations
 
+import re
+
 from .consts import Env, Folder, Lin
 from .nki_branches import shape_branches
 from .nki_facts import asserts, calls, loops, tags, writes
+
+# a call whose name says it asserts (nki-library's `kernel_assert(cond, msg)`): a guard like `assert cond`
+ASSERT_HELPER = re.compile(r"(?:^|_)assert(?:_|$)", re.I)
 from .nki_facts.common import (  # noqa: F401 (re-exported)
     _SCAN_LEAVES,
     _STMT_TYPES,
@@ -382,6 +387,11 @@ class Extractor:
         if t == "identifier":
             names.add(self.text(node))
             return
+        if t == "string":  # an f-string reads the names it interpolates
+            for c in node.named_children:
+                if c.type == "interpolation" and c.named_children:
+                    self._scan(c.named_children[0], ctx, names, None)
+            return
         if t in _SCAN_LEAVES:
             return
         if t == "call":
@@ -443,6 +453,12 @@ class Extractor:
             elif "." not in dotted:
                 if api is None:
                     ctx.kernel.called_functions.add(dotted)
+                    ctx.kernel.local_calls.append((dotted, node.start_point[0] + 1, frozenset(inner)))
+                    names.add(dotted)  # a parameter that is called (`activation_fn(x)`) is read
+                    if ASSERT_HELPER.search(dotted) and args is not None and args.named_children:
+                        # `kernel_assert(cond, msg)`: a library assert helper guards like `assert cond`
+                        ctx.kernel.guarded_names |= inner
+                        asserts.assert_facts(self, args.named_children[0], ctx.env)
                 if dotted in ("min", "max"):
                     ctx.kernel.guarded_names |= inner
                     ctx.kernel.guard_lines.add(node.start_point[0] + 1)

@@ -227,6 +227,8 @@ class NkiKernel:
     shape_branches: list[ShapeBranch] = field(default_factory=list)
     used_names: set[str] = field(default_factory=set)
     called_functions: set[str] = field(default_factory=set)
+    # calls of plain-named Python functions (helpers): (name, line, names its arguments read)
+    local_calls: list[tuple[str, int, frozenset[str]]] = field(default_factory=list)
     helper: bool = False  # called by another function of the file: its parameters are tiles, not HBM inputs
     col: int = 1
     name_end_col: int = 1
@@ -235,6 +237,10 @@ class NkiKernel:
     upper_bounds: dict[str, int] = field(default_factory=dict)
     guarded_names: set[str] = field(default_factory=set)  # names used in min()/if/assert guards
     guard_lines: set[int] = field(default_factory=set)  # lines with min()/max(), mask= or an if test
+    # from the project model (nki_assist/project): entry | sub-kernel | helper | function, and its
+    # FunctionContext (call-site facts, caller guards); None when checked without one
+    role: str | None = None
+    context: Any = field(default=None, repr=False, compare=False)
 
     def loop_by_id(self, loop_id: int) -> Loop | None:
         for lp in self.loops:
@@ -269,6 +275,9 @@ class NkiFile:
     # parsed with a parse cache: kernels may be reused from the previous version, and their per-kernel
     # rule findings with them (rules/nki_rules.py)
     from_cache: bool = field(default=False, repr=False, compare=False)
+    # where CPython stops on the file (line, column, message); None when it compiles
+    python_syntax_error: tuple[int, int, str] | None = None
+    project: Any = field(default=None, repr=False, compare=False)  # project.ModuleContext
 
     def kernel(self, name: str) -> NkiKernel | None:
         return next((k for k in self.kernels if k.name == name), None)

@@ -17,3 +17,14 @@ def dotted_name(node: ast.AST | None) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def python_syntax_error(text: str, path: str = "<file>") -> tuple[int, int, str] | None:
+    """Where CPython stops on `text`: (line, column, message), or None when it compiles to an AST."""
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.offset or 1, exc.msg or "invalid syntax"
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, pathological nesting
+        return 1, 1, str(exc) or type(exc).__name__
+    return None

@@ -69,6 +69,8 @@ class ParseCache:
         # reused kernels): another thread finding it held runs cold instead of waiting
         self.lock = threading.RLock()
         self.reparses = self.full_parses = self.hits = self.misses = 0
+        # work of the layers above kept for this document (the project model's Python-level pass)
+        self.extra: dict[str, Any] = {}
 
     def parse(self, parser, src: bytes):
         """The tree of `src`, reparsed incrementally from the previous version when there is one.

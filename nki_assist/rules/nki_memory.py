@@ -125,11 +125,17 @@ def matmul_placement(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             c = mm.call
             for op in (mm.stationary, mm.moving):
-                if op is None or (op.is_param and (k.helper or k.decorator is None)):
-                    # a helper's parameter is whatever tile its caller passes, not an HBM input; so is that of
-                    # a function with no kernel decorator (a building block called from another file)
+                if op is None:
                     continue
                 buf = "hbm" if op.is_param else op.buffer
+                if op.is_param and (k.helper or k.decorator is None):
+                    # a helper's parameter is whatever tile its caller passes, not an HBM input; so is that of
+                    # a function with no kernel decorator (a building block called from another file): known
+                    # only when every call site in the project passes the same kind of buffer
+                    fact = k.context.param_facts.get(op.name) if k.context is not None else None
+                    buf = fact.buffer if fact is not None else None
+                    if buf is None:
+                        continue
                 if buf in HBM or buf == "psum":
                     yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,
                                f"`{c.api}` reads operand `{op.text}` from {buf.upper()}; the Tensor Engine reads "
@@ -137,11 +143,17 @@ def matmul_placement(nf: NkiFile, t: Target):
                                {"operand": op.text, "role": op.role, "buffer": buf},
                                fix=f"Load `{op.name}` into an SBUF tile first (nl.load / nisa.dma_copy"
                                    + (", or nisa.tensor_copy from PSUM" if buf == "psum" else "") + ").")
-            if mm.dst is not None and mm.dst.buffer not in (None, "psum", "unknown"):
+            dst_buf = mm.dst.buffer if mm.dst is not None else None
+            if mm.dst is not None and mm.dst.is_param and (k.helper or k.decorator is None):
+                # a helper's / sub-kernel's destination is whatever its callers pass: known only when every
+                # call site in the project passes the same kind of buffer
+                fact = (k.context.param_facts.get(mm.dst.name) if k.context is not None else None)
+                dst_buf = fact.buffer if fact is not None else None
+            if mm.dst is not None and dst_buf not in (None, "psum", "unknown"):
                 yield emit("NKI106", nf, c.line, c.col, c.end_line, c.end_col,
-                           f"`{c.api}` writes its result to `{mm.dst.text}` in {mm.dst.buffer.upper()}; the Tensor "
+                           f"`{c.api}` writes its result to `{mm.dst.text}` in {dst_buf.upper()}; the Tensor "
                            "Engine writes only PSUM.",
-                           {"operand": mm.dst.text, "role": "dst", "buffer": mm.dst.buffer},
+                           {"operand": mm.dst.text, "role": "dst", "buffer": dst_buf},
                            fix="Allocate the destination with buffer=nl.psum and copy it to SBUF afterwards.")
 
 
@@ -180,6 +192,19 @@ def _row_follows_loop(text: str | None, loops) -> bool:
     return any(lp.var in names for lp in loops if lp.var)
 
 
+def _data_fixed(region, parts, free, c, dtype) -> str | None:
+    """Why a small DMA's size is the data's, not the code's choice (None when it is not)."""
+    if parts == 1 and free == 1 and dtype and "int" in dtype:
+        return "a single integer control value: an index, count or offset"
+    text = " ".join(o.text for o in c.operands).lower()
+    loops = " ".join(lp.var or "" for lp in c.loops).lower()
+    if parts in (1, 4) and ("quad" in loops or "quad" in text or "scale" in text):
+        return "an MX scale layout: 4 partitions of scales per 32-partition quadrant"
+    if "vector_offset" in text or "indirect" in text or "dynamic" in text:
+        return "an indirect gather: the rows are chosen by an index tensor"
+    return None
+
+
 @check("NKI108")
 def small_dma(nf: NkiFile, t: Target):
     for k in nf.kernels:
@@ -215,8 +240,12 @@ def small_dma(nf: NkiFile, t: Target):
             # that data gets per tile; only batching several tiles' columns (a layout change) helps
             # (a tail-clamped tile, `min(128, R - 128 * t)` rows, is the same column on its full tiles)
             column = free == 1 and (parts == t.partitions or str(region.shape[0]).replace(" ", "").startswith(
-                f"min({t.partitions},"))
+                f"min({t.partitions},") or (parts is None and len(region.shape) <= 2))
             ev["column_vector"] = column
+            # sizes the data fixes: a single value (an index, count or offset the kernel branches or addresses
+            # on), an MX scale block (4 partitions of scales per 32-partition quadrant), an indirect gather
+            fixed = _data_fixed(region, parts, free, c, dtype)
+            ev["data_fixed"] = fixed
             # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
             # by nature; only loading several rows per DMA would help
             # (a row the loop walks, `x[r:r + 1, :]` in a loop over r, is the row-at-a-time defect instead)
@@ -231,7 +260,8 @@ def small_dma(nf: NkiFile, t: Target):
                 dst_name = next((a.name for a in k.assignments if a.line == c.line and a.value_api == c.api), None)
             mm_tile = parts == t.partitions and dst_name is not None and dst_name in mm_operands
             ev["matmul_operand_tile"] = mm_tile
-            advice = ("; it is one value per partition per tile, so only moving several tiles' values in one "
+            advice = (f"; its size is fixed by the data ({fixed}), so there is nothing wider to move." if fixed else
+                      "; it is one value per partition per tile, so only moving several tiles' values in one "
                       "[128, n] DMA would help." if column else
                       "; it is a single row (a bias or scale row to broadcast across partitions), so only loading "
                       "several rows per DMA would help." if row else
@@ -242,7 +272,7 @@ def small_dma(nf: NkiFile, t: Target):
                        f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
                        f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
                        + advice,
-                       ev, severity=Severity.INFO if column or row or mm_tile else None,
+                       ev, severity=Severity.INFO if column or row or mm_tile or fixed else None,
                        confidence="high" if esize or "partitions" in ev else "medium")
 
 
@@ -257,6 +287,9 @@ def loop_invariant_load(nf: NkiFile, t: Target):
             src = c.operand("src")
             if src is None or not (src.is_param or src.buffer in HBM):
                 continue
+            dst = c.operand("dst")
+            if dst is not None and (dst.is_param or dst.buffer in HBM):
+                continue  # HBM to HBM (a zero fill of each output region): no on-chip copy to reuse
             inner = c.loops[-1]
             if inner.id in c.dep_loops or (inner.trip_count is not None and inner.trip_count <= 1):
                 continue
@@ -323,8 +356,8 @@ def redundancy(c, src) -> dict:
 @check("NKI110")
 def output_buffer(nf: NkiFile, t: Target):
     for k in nf.kernels:
-        if k.decorator is None:
-            continue
+        if k.decorator is None or k.role in ("sub-kernel", "helper"):
+            continue  # a sub-kernel called from another kernel hands its tiles back to that kernel
         for r in k.returns:
             for name in r.names:
                 allocs = [a for a in k.allocations if a.name == name and not a.implicit and a.line <= r.line]

@@ -74,6 +74,8 @@ def unused_input(nf: NkiFile, t: Target):
     for k in nf.kernels:
         if "locals" in k.called_functions or "vars" in k.called_functions:
             continue
+        if k.role in ("helper", "sub-kernel"):
+            continue  # called from another kernel: a parameter it ignores is plumbing, not an unread kernel input
         # a parameter the kernel writes into (`out[...] = ...`, `dst=out`) is an output buffer, not an unread input
         written = {a.name for a in k.assignments if a.subscript or a.op == "call"}
         for p in k.params:
@@ -86,6 +88,17 @@ def unused_input(nf: NkiFile, t: Target):
                         "claim": {"kind": "input-unused", "nki_param": p.name}},
                        fix=f"Apply `{p.name}` in `{k.name}` where the reference (or the CUDA kernel) uses it; drop it "
                            "from the signature only if the computation truly does not need it.")
+
+
+def lp_outer(k, lp):
+    """The loops that enclose `lp`."""
+    return [x for x in k.loops if x is not lp and x.line < lp.line <= x.end_line]
+
+
+def _ceil_div(num, den: int) -> bool:
+    """`(X + den - 1) // den`: a ceiling division, whose last iteration is the partial tile."""
+    const = consts.as_int(num.const) if isinstance(num, consts.Lin) else None
+    return bool(const is not None and num.terms and const > 0 and (const + 1) % den == 0)
 
 
 @check("NKI203")
@@ -111,6 +124,13 @@ def floor_div_trip(nf: NkiFile, t: Target):
                 syms = {s for term, _ in (num.terms if isinstance(num, consts.Lin) else ()) for s in [term]}
                 if syms & k.guarded_names or any(inside(g, lp) for g in k.guard_lines):
                     continue  # an assert / if / min() / mask= handles the tail
+                if den in (4, 32) and any("quad" in (x.var or "").lower() for x in [lp, *lp_outer(k, lp)]):
+                    continue  # MX quadrants: 32-partition blocks of a partition dim the format keeps a multiple of 32
+                if _ceil_div(num, den):
+                    continue  # `(T + 15) // 16` rounds up: the last partial tile is a loop iteration
+                if k.context is not None and syms and all(
+                        k.context.proves_divisible(str(s).rsplit(".", 1)[-1], den) for s in syms):
+                    continue  # the function, a caller (transitively) or its config class checks `X % den`
                 if has_tail_block(k, lp):
                     continue  # a partial tile after the loop completes it (NKI207 checks where it starts)
                 yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
@@ -128,6 +148,8 @@ def floor_div_trip(nf: NkiFile, t: Target):
 @check("NKI206")
 def shape_special_cased(nf: NkiFile, t: Target):
     for k in nf.kernels:
+        if k.role in ("helper", "sub-kernel"):
+            continue  # its caller consumes what it returns: a path that passes a tile through is no missing output
         for b in k.shape_branches:
             if not b.matched_computes or b.other_computes or b.other_raises:
                 continue  # both paths compute (a dispatch), or other shapes are rejected explicitly

@@ -3,6 +3,8 @@ activation valid ranges, fp8 variants."""
 
 from __future__ import annotations
 
+import re
+
 from ..findings import Severity
 from ..hardware import ACTIVATION_VALID_RANGE, FP8_MAX, LOW_PRECISION_FLOATS, Target
 from ..parse.nki_model import NkiFile
@@ -87,10 +89,11 @@ def exp_overflow(nf: NkiFile, t: Target):
                 continue
             if any(ln <= c.line for ln in max_lines) or "bias" in c.kwargs:
                 continue
-            data = c.operand("data", "x")
-            arg = data.text if data else (c.args[-1] if c.args else "")
+            arg = _data_text(c)
             if "-" in arg or "subtract" in arg:
                 continue
+            if _shifted_before(k, c, _data_text(c)):
+                continue  # the instruction that wrote the operand subtracted a max / log-sum-exp
             scale = c.kwargs.get("scale")
             if scale is not None and _number(scale) is None:
                 # exp(data * scale) with a tensor scale: the sign of the exponent is the data's, not the code's to
@@ -185,6 +188,71 @@ _MANTISSA_BITS = {"float32": 24, "float32r": 24, "bfloat16": 8, "float16": 11, "
                   "float8_e4m3fn": 4, "float8_e5m2": 3}
 
 
+def _data_text(c) -> str:
+    """The source text of the value an activation / exp reads (`data=`, the third positional argument of
+    `nisa.activation(dst, op, data)`, the argument of `nl.exp(x)`)."""
+    data = c.operand("data", "x")
+    if data is not None:
+        return data.text
+    if "data" in c.kwargs:
+        return c.kwargs["data"]
+    if c.api == "nisa.activation":
+        return c.args[2] if len(c.args) > 2 else ""
+    return c.args[-1] if c.args else ""
+
+
+def _dst_text(c) -> str:
+    dst = c.operand("dst")
+    if dst is not None:
+        return dst.text
+    return c.kwargs.get("dst") or (c.args[0] if c.args and c.api.startswith("nisa.") else "")
+
+
+def _head(text: str) -> str:
+    """`bufs.qk[0:128, i]` -> `bufs.qk`; `view.get_view()` -> `view.get_view`."""
+    return _HEAD.match(text.strip()).group(0) if _HEAD.match(text.strip()) else ""
+
+
+_HEAD = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _writer_before(k, c, text: str):
+    """The last instruction before `c` that writes the value `text` names."""
+    head = _head(text)
+    best = None
+    for w in k.calls:
+        if w.line >= c.line or w is c or not head:
+            continue
+        if _head(_dst_text(w)) == head and (best is None or w.line >= best.line):
+            best = w
+    return best
+
+
+_SHIFT = ("subtract", "max", "lse", "logsumexp")
+
+
+def _shifted_before(k, c, text: str) -> bool:
+    """exp's operand was written by a subtraction (or the add of a negated max) one instruction earlier."""
+    w = _writer_before(k, c, text)
+    if w is None:
+        return False
+    texts = [w.op or "", *w.args, *w.kwargs.values()]
+    return any(s in t.lower() for t in texts for s in _SHIFT)
+
+
+def _range_reduced(k, c, text: str) -> bool:
+    """sin's operand went through a modulo (an ISA op, or a helper named like one) before the call."""
+    name = _head(text).split(".", 1)[0]
+    if not name:
+        return False
+    for w in k.calls:
+        if w.line < c.line and name in w.names and any(
+                m in " ".join([w.op or "", *w.kwargs.values(), *w.args]).lower() for m in ("mod", "remainder")):
+            return True
+    return any(line < c.line and name in names and ("mod" in fn.lower() or "remainder" in fn.lower())
+               for fn, line, names in k.local_calls)
+
+
 @check("NKI404")
 def activation_range(nf: NkiFile, t: Target):
     for k in nf.kernels:
@@ -194,6 +262,8 @@ def activation_range(nf: NkiFile, t: Target):
             fn = c.op.rsplit(".", 1)[-1]
             if fn not in ACTIVATION_VALID_RANGE:
                 continue
+            if fn == "sin" and _range_reduced(k, c, _data_text(c)):
+                continue  # reduced to one period before the call (`(x + pi) % 2pi - pi`)
             lo, hi = ACTIVATION_VALID_RANGE[fn]
             narrow = fn in ("sin", "arctan")
             rng = f"[{lo:.4g}, {hi:.4g}]" if fn != "reciprocal" else f"+/-[{lo:.3g}, {hi:.3g}]"

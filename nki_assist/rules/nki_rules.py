@@ -8,8 +8,9 @@ from functools import partial
 from ..findings import Finding, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
+from ..project import apply_context, context_for
 from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_loopvars, nki_memory,  # noqa: F401
-               nki_migration, nki_numerics, nki_reductions, nki_tails, nki_utilization, nki_windows)
+               nki_migration, nki_numerics, nki_python, nki_reductions, nki_tails, nki_utilization, nki_windows)
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 
@@ -20,13 +21,39 @@ def rule_ids() -> list[str]:
     return sorted(CHECKS.rule_ids() | {"NKI001"})
 
 
+# rules whose finding says something is missing (never read, no guard, no output, no max before): on a
+# file Python cannot compile, the missing part is usually the code that did not parse
+ABSENCE_RULES = frozenset({"NKI202", "NKI203", "NKI206", "NKI402"})
+# rules that read Python's own parse of the file (pyflakes, the project index): silent when it does not compile
+PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004"})
+
+
+def _syntax_findings(nf: NkiFile) -> list[Finding]:
+    """One error where CPython stops; when only the tree-sitter grammar fails (Python compiles the file),
+    one low-confidence info that facts are missing there."""
+    if nf.python_syntax_error is not None:
+        line, col, msg = nf.python_syntax_error
+        return [emit("NKI001", nf, line, col, line, col + 1,
+                     f"Syntax error: {msg} (where Python stops); the file cannot be imported. Checks skip the code "
+                     f"that does not parse, and the rules that report something missing ({', '.join(sorted(ABSENCE_RULES))}) "
+                     "skip this file.",
+                     {"line": line, "column": col, "error": msg, "source": "python"})]
+    if not nf.syntax_errors:
+        return []
+    line, col, msg = nf.syntax_errors[0]
+    return [emit("NKI001", nf, line, col, line, col + 1,
+                 f"nki-assist's parser could not read this code ({msg}) although Python compiles the file; facts "
+                 "there are missing, so checks may be silent on it.",
+                 {"line": line, "column": col, "error": msg, "source": "tree-sitter",
+                  "places": len(nf.syntax_errors)},
+                 severity=Severity.INFO, confidence="low", fix="Report this file to the nki-assist maintainers.")]
+
+
 def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
     """All static NKI findings for one file. A crashing check becomes an NKI001 note, never a raise."""
-    findings: list[Finding] = []
-    for line, col, msg in nki_file.syntax_errors[:20]:
-        findings.append(emit("NKI001", nki_file, line, col, line, col + 1,
-                             f"Syntax error: {msg}; checks skip the code that does not parse.",
-                             {"line": line, "column": col, "error": msg}))
+    findings: list[Finding] = _syntax_findings(nki_file)
+    if nki_file.project is None:  # parsed outside check: a one-file project (roles, call sites in the file)
+        apply_context(nki_file, context_for(nki_file.path, "\n".join(nki_file.lines), None))
 
     def crashed(check: Check, exc: Exception) -> Finding:
         return emit("NKI001", nki_file, 1, 1, 1, 1, crash_message(check, exc),
@@ -34,7 +61,12 @@ def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
                     severity=Severity.INFO, fix="Report this file to the nki-assist maintainers.", confidence="low")
 
     parts = _kernel_parts(nki_file, target) if nki_file.from_cache else None
-    return findings + CHECKS.run(nki_file, target, on_crash=crashed, parts=parts)
+    found = CHECKS.run(nki_file, target, on_crash=crashed, parts=parts)
+    if nki_file.python_syntax_error is not None:
+        found = [f for f in found if f.rule not in ABSENCE_RULES]
+    if nki_file.project is not None:
+        nki_file.project.module.tree = None  # read by this run's pyflakes only; a kept file must not hold it
+    return findings + found
 
 
 def _kernel_parts(nf: NkiFile, target: Target):
@@ -52,7 +84,8 @@ def _kernel_parts(nf: NkiFile, target: Target):
         if not done:  # once per run: the key holds the target, whose hash is not cheap
             # what a per-kernel check reads besides the kernel's facts (tests/rules/test_check_scope.py)
             context = ("findings", target, nf.path, nf.dialect)
-            done.extend(k.memo((*context, k.helper, k.decorator), dict) for k in nf.kernels)
+            done.extend(k.memo((*context, k.helper, k.decorator, k.role, repr(k.context)), dict)
+                        for k in nf.kernels)
         return [partial(_kernel_part, check, k, results, nf, target, views)
                 for k, results in zip(nf.kernels, done)]
 

@@ -33,7 +33,19 @@ def _one_off_broadcast(mm) -> str:
     matmul: its PE utilization and operand dtype do not bound the kernel."""
     if mm.K == 1 and not mm.call.loops:
         return " It runs once, outside every loop (a partition broadcast), so this is a one-off cost."
+    if mm.K == 1 and mm.call.kwargs.get("is_stationary_onezero", "").strip() == "True":
+        return (" Its stationary is declared a ones tile (is_stationary_onezero=True): a partition broadcast of a "
+                "row, whose K=1 is the broadcast's, not a tiling choice.")
     return ""
+
+
+def _transpose_mode(mm) -> bool:
+    """A matmul that transposes (`is_transpose=True`, or against an identity tile): it moves values rather than
+    computing with them, and fp32 keeps them exact where bf16 would round them."""
+    c = mm.call
+    if c.kwargs.get("is_transpose", "").strip() == "True":
+        return True
+    return any(o is not None and "identity" in (o.name or "").lower() for o in (mm.stationary, mm.moving))
 
 
 @check("NKI302")
@@ -43,7 +55,7 @@ def fp32_matmul(nf: NkiFile, t: Target):
         for mm in k.matmuls:
             ops = [o for o in (mm.stationary, mm.moving) if o is not None]
             fp32 = [o for o in ops if o.dtype in ("float32", "float32r")]
-            if not fp32:
+            if not fp32 or _transpose_mode(mm):
                 continue
             c = mm.call
             names = ", ".join(f"`{o.name}`" for o in fp32)

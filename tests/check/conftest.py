@@ -36,7 +36,7 @@ class FakeFile:
         return {"kernels": [{"name": "k", "lines": self.text.count("\n") + 1}]}
 
 
-def _parse(text, path, cache=None):  # the front ends' signature (NKI takes a ParseCache)
+def _parse(text, path, cache=None, constants=None):  # the front ends' signature (NKI: a ParseCache, imported constants)
     if "CRASH" in text:
         raise RuntimeError("fake parser exploded")
     return FakeFile(text, path)

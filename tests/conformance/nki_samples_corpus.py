@@ -1,8 +1,8 @@
 """Conformance corpus: AWS's public NKI samples (aws-neuron/nki-samples) run in the built-in simulator.
 
 The kernels are never copied into this repository: each run extracts the kernel's directory from a local
-snapshot of the public repository (a bare git directory, `NKI_SAMPLES_REPO`, default the mirror path
-below) at the commit the case names, into a temporary directory, and runs it there. What lives here is
+snapshot of the public repository (the `nki-samples@<commit>` folders in ../shared/corpora, or a bare git
+directory, `NKI_SAMPLES_REPO`, default the mirror path below) at the commit the case names, into a temporary directory, and runs it there. What lives here is
 ours: input shapes, NumPy references written from each kernel's documented semantics (or the repository's
 own test goldens), and a few lines of entry code where a kernel needs an argument object built from its own
 module (a config dataclass).
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -44,7 +45,15 @@ REF = "src/nki_samples/reference"
 
 
 def repo_path() -> str | None:
-    """The snapshot to read kernels from, or None when it is not on this machine."""
+    """Where to read kernels from, or None when neither is on this machine: `NKI_SAMPLES_REPO` (a bare git
+    directory), else the folder holding the `nki-samples@<commit>` snapshots (../shared/corpora, as CI has
+    it), else the mirror path above."""
+    from corpora import corpora_dir
+
+    shared = corpora_dir()
+    if "NKI_SAMPLES_REPO" not in os.environ and shared is not None and \
+            all((shared / f"nki-samples@{c}").is_dir() for c in (LEGACY, HEAD)):
+        return str(shared)
     path = os.environ.get("NKI_SAMPLES_REPO", DEFAULT_REPO)
     if not path or not os.path.isdir(path):
         return None
@@ -524,10 +533,14 @@ class Outcome:
 def extract(repo: str, case: Case, dest: Path) -> Path:
     """Write the kernel's directory (or `case.extract`) at its commit into dest; the kernel file's path."""
     folder = case.extract or str(Path(case.path).parent)
-    data = subprocess.run(["git", "-C", repo, "archive", "--format=tar", case.commit, folder],
-                          check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
+    snap = Path(repo) / f"nki-samples@{case.commit}"
+    if snap.is_dir():  # a snapshot folder (../shared/corpora): copy the kernel's directory
+        shutil.copytree(snap / folder, dest / folder, dirs_exist_ok=True)
+    else:
+        data = subprocess.run(["git", "-C", repo, "archive", "--format=tar", case.commit, folder],
+                              check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
     kernel_dir = dest / Path(case.path).parent
     if case.entry is None:
         return dest / case.path

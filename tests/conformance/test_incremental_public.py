@@ -1,19 +1,17 @@
 """Incremental checking on AWS's public NKI samples: after random edits, the language server's
 incremental check (parse.reuse.ParseCache) equals a cold check. The kernels are read from the local
-snapshot at run time (never copied here); skipped when there is none (CI)."""
+snapshots at `../shared/corpora` at run time (never copied here); skipped when they are absent."""
 
 from __future__ import annotations
 
 import importlib.util
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
-from nki_samples_corpus import HEAD, LEGACY, repo_path
+from corpora import SAMPLES_HEAD, SAMPLES_LEGACY, nki_sources
 
 from nki_assist.check import CheckOptions, check_text
-from nki_assist.parse.nki import is_nki_source
 from nki_assist.parse.reuse import ParseCache
 
 _spec = importlib.util.spec_from_file_location(
@@ -22,27 +20,16 @@ edits = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(edits)  # the edit kinds and palette of the property test
 
 
-def _sources(repo: str) -> list[tuple[str, str]]:
-    out = []
-    for commit in (LEGACY, HEAD):
-        names = subprocess.run(["git", "--git-dir", repo, "ls-tree", "-r", "--name-only", commit],
-                               capture_output=True, text=True, check=True).stdout.split()
-        for name in names:
-            if name.endswith(".py"):
-                text = subprocess.run(["git", "--git-dir", repo, "show", f"{commit}:{name}"],
-                                      capture_output=True, text=True, check=True).stdout
-                if is_nki_source(text):
-                    out.append((f"{commit}:{name}", text))
-    return out
+def _sources() -> list[tuple[str, str]]:
+    return [(f"{snap}:{name}", text) for snap, name, text in nki_sources(SAMPLES_LEGACY, SAMPLES_HEAD)]
 
 
 def test_incremental_check_equals_cold_check_on_public_kernels():
-    repo = repo_path()
-    if repo is None:
-        pytest.skip("no nki-samples snapshot (NKI_SAMPLES_REPO)")
+    sources = _sources()
+    if not sources:
+        pytest.skip("no nki-samples snapshots under ../shared/corpora")
     rng = random.Random(14)
     options = CheckOptions()
-    sources = _sources(repo)
     assert len(sources) >= 40
     mismatches, reused = [], 0
     for name, text in sources:

@@ -15,7 +15,7 @@ RULES = [
              fix="Fix the syntax error; the checks skip the code that does not parse.",
              doc="""\
 ## What it finds
-Code the tree-sitter parser cannot parse (a missing bracket, a stray operator). The finding sits on the first broken line. The rest of the file still gets checked. The same id, at `info` severity, also reports a check that crashed on this file: the other checks still ran.
+Code the tree-sitter parser cannot parse (a missing bracket, a stray operator). The finding sits on the first broken line. The rest of the file still gets checked. The same id, at `info` severity, also reports a check that crashed on this file: the other checks still ran. When Python itself cannot compile the file, the finding is one error at the line and column CPython reports (a duplicated docstring tail is an `unexpected indent` there, not wherever the tree-sitter parser lost track), and the rules that report something missing (NKI202, NKI203, NKI206, NKI402) skip the file: what they would call missing is usually the code that did not parse. When only nki-assist's parser fails on code Python accepts, the finding is an `info` saying facts are missing there.
 
 ## Why it matters on Trainium
 The NKI compiler rejects the file outright, and every fact nki-assist extracts from the broken region (allocations, loops, shapes) is missing. So capacity and correctness checks are silent there, and that silence is not evidence that the code is fine.
@@ -27,6 +27,62 @@ y = nl.multiply(x, 2.0 +)   # NKI001: cannot parse
 
 ## Fix
 Fix the syntax error. Once the file parses, the other checks cover the whole file again.
+"""),
+    RuleSpec("NKI002", "undefined-name", "unsupported-construct", E,
+             "A name is read that is neither defined nor imported where it is used (pyflakes).",
+             fix="Define or import the name, or use the name that was meant.",
+             doc="""\
+## What it finds
+A name the code reads that no assignment, parameter, import or builtin defines in that scope, as pyflakes reports it (`undefined name`, `local variable referenced before assignment`, a name listed in `__all__` that does not exist). Checked on every NKI file that Python can compile.
+
+## Why it matters on Trainium
+NKI kernels are Python traced at compile time: the line raises `NameError` when the tracer reaches it. In a branch that only some shapes or flags take (a quantised path, a masking option), the kernel works in every test and fails in production on the first call that takes the branch.
+
+## Example
+```python
+def attention(q, k, v, mask_active):
+    return _attend(q, k, v, attention_mask=mask)   # NKI002: `mask` is not defined
+```
+
+## Fix
+Use the name that was meant (`mask_active` above), or import the missing one.
+"""),
+    RuleSpec("NKI003", "imported-name-missing", "unsupported-construct", E,
+             "`from m import x` names a module of the checked tree that does not define `x`.",
+             fix="Import the name the module defines, or add it to that module.",
+             doc="""\
+## What it finds
+`from pkg.mod import name` (relative imports included) where `pkg.mod` is one of the files checked together (the project model) and defines no `name`: no function, class, assignment or import of that name at its top level (or under its `if`/`try` blocks). Modules with a `*` import, modules that do not compile and submodules present on disk are not judged.
+
+## Why it matters on Trainium
+Importing the kernel file raises `ImportError` before any kernel runs, typically after a helper was renamed or moved in a refactor.
+
+## Example
+```python
+from .helpers import load_tile   # NKI003: helpers.py defines load_tiles, not load_tile
+```
+
+## Fix
+Import the name the module defines, or restore the name in the module.
+"""),
+    RuleSpec("NKI004", "redefined-unused-name", "unsupported-construct", W,
+             "A function or class is defined again before the first definition is used (pyflakes).",
+             fix="Rename or delete one of the two definitions.",
+             doc="""\
+## What it finds
+A function or class defined again (by `def`, `class` or a decorated definition) before anything read the first definition, as pyflakes reports it (`redefinition of unused ...`). A repeated import is harmless and not reported.
+
+## Why it matters on Trainium
+Every call reaches the second definition: the first is dead code. In kernel files this is usually a copied helper that was edited in one copy (a tile size, a mask) while the callers run the other.
+
+## Example
+```python
+def load_block(x, i): ...    # the version with the tail mask
+def load_block(x, i): ...    # NKI004: redefinition; this one runs
+```
+
+## Fix
+Give the two functions different names, or delete the stale one.
 """),
     # memory hierarchy
     RuleSpec("NKI101", "partition-dim-exceeds-limit", "partition-limit", E,
@@ -137,7 +193,7 @@ Tile M to 128 (`gemm_stationary_fmax`), N to 512 (`gemm_moving_fmax`) and K to 1
              fix="Load operands into SBUF with nl.load / nisa.dma_copy and give the matmul a PSUM destination.",
              doc="""\
 ## What it finds
-A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels), or of a function with no kernel decorator (a building block other files call), are whatever tiles the caller passes, so they are not taken to be HBM inputs.
+A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels), or of a function with no kernel decorator (a building block other files call), are whatever tiles the caller passes, so they are not taken to be HBM inputs. A parameter of a helper or sub-kernel (called from another function in the checked files) is whatever its callers pass: the rule judges it only when every call site the project model resolves passes the same kind of buffer (a helper whose callers all pass a PSUM tile as `dst` is fine; one whose caller passes its HBM output is not).
 
 ## Why it matters on Trainium
 The Tensor Engine reads only SBUF and writes only PSUM. Legacy NKI reports `err_unsupported_memory`; new NKI rejects the instruction.
@@ -176,7 +232,7 @@ Evict through SBUF: `nisa.tensor_copy(dst=sb, src=ps)`, then `nisa.dma_copy(dst=
 ## What it finds
 A load, store or `dma_copy` inside a loop whose transfer is known to move fewer than 2 KiB per partition, or to touch fewer than 128 partitions. With an unknown dtype, the rule fires only when even float32 would stay under 2 KiB. A full-partition column (`[128, 1]`: a bias, scale or row statistic per tile) is reported as info: it is as wide as that data gets per tile, and only batching several tiles' values into one `[128, n]` DMA (a layout change) would help. So is a single row (`[1, n]` with enough bytes: a bias or gamma row broadcast across partitions) and a full-partition Tensor Engine operand tile.
 
-The transfer's shape is what the index really selects. For index grids (`x[t * 128 + i_p, i_f]` with `i_p = nl.arange(128)[:, None]`, `i_f = nl.arange(C)[None, :]`, `nl.mgrid[...]` and its `.p`/`.x` attributes, expressions over several aranges such as `i_a * 16 + i_b`) the shape is the broadcast of the grids (`[128, C]`, `[128, 4, 16]`), so the bytes per partition are the grid's free extent times the dtype size. An arange whose extent is not a constant (`nl.arange(x.shape[1])`) leaves the size unknown: no finding, never a per-element size. Names bound to `nl.ds(start, size)` keep `size`.
+The transfer's shape is what the index really selects. For index grids (`x[t * 128 + i_p, i_f]` with `i_p = nl.arange(128)[:, None]`, `i_f = nl.arange(C)[None, :]`, `nl.mgrid[...]` and its `.p`/`.x` attributes, expressions over several aranges such as `i_a * 16 + i_b`) the shape is the broadcast of the grids (`[128, C]`, `[128, 4, 16]`), so the bytes per partition are the grid's free extent times the dtype size. An arange whose extent is not a constant (`nl.arange(x.shape[1])`) leaves the size unknown: no finding, never a per-element size. Names bound to `nl.ds(start, size)` keep `size`. A size the data fixes is advice (`info`), not a warning: a single integer value (an index, count or offset the kernel addresses or branches with), an MX scale block (4 partitions of scales per 32-partition quadrant, in a loop over quadrants), an indirect gather, and a column of one value per row whose row count is symbolic.
 
 ## Why it matters on Trainium
 Each DMA pays a fixed ~1.3 us of descriptor and semaphore latency. Below 2 KiB per partition that overhead dominates, and with fewer than 128 partitions most of the 16 DMA engines sit idle. In a hot loop this easily costs more than the compute.
@@ -229,7 +285,7 @@ Hoist the load to the loop whose variable it uses (here, just inside the `i` loo
              fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it.",
              doc="""\
 ## What it finds
-A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core. A `return` inside a function nested in the kernel (a closure handing tiles back to the kernel) is not the kernel's output.
+A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core. A `return` inside a function nested in the kernel (a closure handing tiles back to the kernel) is not the kernel's output. Only entry kernels are judged: a `@nki.jit` function called from another kernel in the checked files (a sub-kernel, per the project model) hands its tiles back to its caller. A function wrapped with `nki.jit(fn)` is an entry kernel through the wrapper.
 
 ## Why it matters on Trainium
 Kernel outputs go back to the framework through HBM. Since NKI 0.3, outputs must be in `shared_hbm` so both cores of an LNC=2 logical core see them. Returning an SBUF tile is an error in every dialect.
@@ -391,7 +447,7 @@ Index with the variable of the loop the statement is in.
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
              doc="""\
 ## What it finds
-A kernel parameter that the kernel body never reads. A parameter the body writes into (`out[...] = ...`, or the `dst=` of an ISA call: an output buffer the caller passes) and `*args`/`**kwargs` are not reported.
+A kernel parameter that the kernel body never reads. A parameter the body writes into (`out[...] = ...`, or the `dst=` of an ISA call: an output buffer the caller passes) and `*args`/`**kwargs` are not reported. Only entry kernels (and functions no other checked function calls) are judged: a helper or sub-kernel that ignores a parameter (a buffer manager, a name suffix passed to every helper) is plumbing, not a dropped kernel input. Names read inside f-strings and parameters that are called (`activation_fn(x)`) count as reads.
 
 ## Why it matters on Trainium
 In a CUDA port this usually means part of the computation was dropped (a bias, a scale, a residual), and the results differ from the CUDA kernel only for inputs where that argument matters.
@@ -411,7 +467,7 @@ Apply the input the way the CUDA kernel does, or remove it from the signature an
 ## What it finds
 A loop whose trip count floor-divides by a tile size (`M // 128`, directly or through a name bound to it) when no assert proves divisibility (`assert M % 128 == 0`), and the loop has no mask, `min()` clamp or `if` guard for the tail, and no store after the loop completes the same output (a separate tail tile; NKI207 checks where it starts). An assert on a derived size counts (`L = LX - 128; assert L % 512 == 0`). With constant operands that do not divide, the rule fires as an error and states how many elements are dropped.
 
-The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause.
+The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause. Guards also count when they are a library assert helper (`kernel_assert(M % 128 == 0, ...)`), in any function that calls this one (directly or through others, the argument passed for a parameter included), in a validator or config builder such a caller runs, or in a method of a config class (`if self.H % 512 != 0: raise`). A ceiling division (`(T + 15) // 16`) rounds up and is not reported, and constants imported from other checked modules fold (`PSUM_SIZE // TILE_SIZE`). A loop over MX quadrants (`// 32` or `// 4` in a loop whose variable names a quadrant) is not reported: the format keeps the partition dimension a multiple of 32.
 
 ## Why it matters on Trainium
 The CUDA kernel guards its tail threads with `if (row < M)`. The floored NKI loop silently skips the last `M % 128` rows: output is correct for aligned test sizes and uninitialised for everything else.
@@ -470,7 +526,7 @@ itself) with literal numbers — `R == 256 and D == 1024`, `x.shape == (256, 102
 `R != 256 or D != 1024` — where the path for the literal shape computes and the path for every other shape
 computes nothing: it returns a kernel input unchanged, returns a tensor it never wrote, or writes no
 output at all. A two-way test only: an `if`/`elif` dispatch, tests such as `K % 128 == 0`, a path that
-still computes (a generic fallback) or one that raises/asserts are not reported.
+still computes (a generic fallback) or one that raises/asserts are not reported. Helpers and sub-kernels are not judged: their caller consumes what they return, so a path that passes a tile through unchanged (a bias already broadcast) is no missing output.
 
 ## Why it matters on Trainium
 A kernel tuned (or faked) for the one shape its author tested passes that test and silently returns
@@ -547,7 +603,7 @@ NKI, `mask=` in legacy NKI). When a dimension really is 64 wide, pack two 64-row
              fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32.",
              doc="""\
 ## What it finds
-A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`).
+A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`). A matmul that transposes (`is_transpose=True`, or against an identity tile) is not reported: it moves values rather than computing with them, and fp32 keeps them exact.
 
 ## Why it matters on Trainium
 fp32 matmuls run at a quarter of the bf16 rate (trn2: 19.7 vs 78.6 TFLOPS per core). PSUM accumulates in fp32 either way, so bf16 operands usually keep accuracy.
@@ -593,7 +649,7 @@ in a float32 SBUF tile and convert to bf16 once after the loop.
              fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max)).",
              doc="""\
 ## What it finds
-`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check.
+`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check. An exp whose operand was written one instruction earlier by a subtraction (`tensor_tensor(..., op=nl.subtract)`, `tensor_scalar(op0=nl.subtract, operand0=lse)`) or the add of a negated max is not reported.
 When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
 `tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
 grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
@@ -635,7 +691,7 @@ Use `nisa.bn_stats`/`bn_aggr`, or subtract the mean first and average `(x - mean
              fix="Range-reduce or clamp the input first, or use the nl.* form that range-reduces (nl.sin).",
              doc="""\
 ## What it finds
-`nisa.activation` with a function whose ScalarE approximation has a documented valid input range: sin [-pi, pi], arctan [-pi/2, pi/2] (warning), and log, sqrt, rsqrt, reciprocal (info).
+`nisa.activation` with a function whose ScalarE approximation has a documented valid input range: sin [-pi, pi], arctan [-pi/2, pi/2] (warning), and log, sqrt, rsqrt, reciprocal (info). A `sin` whose operand went through a modulo before the call (`(x + pi) % 2pi - pi` via an ISA `mod` op or a helper named like one) is range-reduced and not reported.
 
 ## Why it matters on Trainium
 ScalarE evaluates these functions with piece-wise polynomials. Outside the valid range the output is simply wrong: `activation(op=nl.sin)` on 9.0 returns about 27.65. The CUDA `sinf` range-reduces, so the port diverges only for large inputs.

@@ -1,0 +1,56 @@
+"""The project model: the files being checked, indexed once, between the parse and the rules.
+
+Public API (docs/architecture.md, "The project model"):
+
+- `Project.build({path: text})` indexes every file with Python's `ast` (modules, functions at any
+  depth, decorators, imports resolved inside the tree incl. relative ones, call sites, module
+  constants, guards) and resolves the calls across modules. One file is a project too.
+- `Project.context(path)` -> `ModuleContext`: what the project knows about one file: per function a
+  `FunctionContext` (role entry / sub-kernel / helper / function, callers, what the call sites pass
+  to each parameter, the divisibility guards of the function, its callers and config classes), the
+  constants it imports from other modules, and `from x import name` where `x` in the tree lacks `name`.
+- `apply_context(nki_file, ctx)` hands those facts to the parsed file's kernels (`NkiKernel.role`,
+  `NkiKernel.context`) so the rules read them like any other kernel fact.
+- `python_syntax_error(text)`: where CPython stops, the one syntax error a file gets.
+
+Nothing here reads files or raises on bad code; check.py reads the files and builds the project.
+"""
+
+from __future__ import annotations
+
+from ..parse.nki_model import NkiFile
+from .index import CallSite, FunctionInfo, ModuleInfo, TileFact, index_module, python_syntax_error
+from .incremental import PythonMemo
+from .model import ENTRY, FUNCTION, HELPER, SUB_KERNEL, FunctionContext, ModuleContext, Project
+
+__all__ = [
+    "Project", "ModuleContext", "FunctionContext", "ModuleInfo", "FunctionInfo", "CallSite", "TileFact",
+    "index_module", "python_syntax_error", "apply_context", "context_for",
+    "ENTRY", "SUB_KERNEL", "HELPER", "FUNCTION",
+]
+
+
+def context_for(path: str, text: str, project: Project | None, cache=None) -> ModuleContext | None:
+    """The file's slice of `project`, or of a one-file project when the file is not in it. With a
+    `ParseCache` (one document being edited), the one-file pass reuses the unchanged parts of the last one."""
+    ctx = project.context(path) if project is not None else None
+    if ctx is None:
+        memo = cache.extra.setdefault("python-level", PythonMemo()) if cache is not None else None
+        ctx = Project([index_module(path, text, keep_tree=True, memo=memo)]).context(path)
+        ctx.memo = memo
+    return ctx
+
+
+def apply_context(nf: NkiFile, ctx: ModuleContext | None) -> NkiFile:
+    """Give each kernel its role and project facts; a sub-kernel or helper receives its caller's tiles."""
+    if ctx is None:
+        return nf
+    nf.project = ctx
+    for k in getattr(nf, "kernels", ()):
+        fc = ctx.functions.get(k.name)
+        k.role, k.context = (fc.role, fc) if fc is not None else (None, None)  # a reused kernel's are stale
+        if fc is None:
+            continue
+        if fc.role in (HELPER, SUB_KERNEL):
+            k.helper = True
+    return nf

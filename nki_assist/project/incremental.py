@@ -1,0 +1,150 @@
+"""The Python-level pass of one document, kept between its versions (the language server's edits).
+
+The file is parsed whole; its top-level statement groups (by text and place) key the results kept from the
+last version: the index facts of each function body, and pyflakes' messages per top-level function (run
+with every module-level name bound; the module itself is analysed once more with function bodies stubbed
+out). An edit inside one kernel re-analyses that kernel only. `tests/project/test_incremental_python.py` checks that every result equals
+the whole-file one.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import copy
+from typing import Any
+
+
+
+class PythonMemo:
+    """One document's reusable Python-level work (kept on its `ParseCache.extra`). It holds results keyed by
+    the text of the top-level statement they come from, never syntax trees: a document's memory stays what
+    its results need."""
+
+    def __init__(self) -> None:
+        self.scoped: dict[tuple[int, str], bool] = {}  # segment -> has a `global`/`nonlocal` statement
+        self.bodies: dict[Any, Any] = {}  # (segment, def position, module context) -> body facts
+        self.flakes: dict[Any, list] = {}  # (segment, def position, module names) -> pyflakes messages
+        self._used_bodies: dict[Any, Any] = {}
+        self._used_flakes: dict[Any, list] = {}
+        self._starts: list[int] = []  # first line (decorators included) of each top-level statement
+        self._keys: list[tuple[int, str]] = []
+        self.exact = False  # per-function pyflakes equals whole-module pyflakes for the current tree
+
+    # ---- the tree ----------------------------------------------------------------------------------
+    def tree(self, text: str, path: str) -> ast.Module:
+        """The module's ast (parsed whole: raises SyntaxError like ast.parse), with each top-level statement's
+        text and place noted so that the results of unchanged ones are found again."""
+        tree = ast.parse(text, filename=path)
+        lines = text.split("\n")
+        starts, keys = [], []
+        for st in tree.body:
+            first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
+            last = st.end_lineno or st.lineno
+            starts.append(first)
+            keys.append((first, "\n".join(lines[first - 1:last])))
+        self._starts, self._keys = starts, keys
+        scoped: dict[tuple[int, str], bool] = {}
+        for st, key in zip(tree.body, keys):
+            prev = self.scoped.get(key)
+            scoped[key] = prev if prev is not None else \
+                any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(st))
+        self.scoped = scoped
+        self.exact = not any(scoped.values()) and not _star_import(tree)
+        return tree
+
+    def key_for(self, node: ast.AST) -> tuple[int, str] | None:
+        """The top-level statement group a node of the current tree lies in."""
+        if not self._keys:
+            return None
+        i = bisect.bisect_right(self._starts, getattr(node, "lineno", 1)) - 1
+        return self._keys[i] if i >= 0 else None
+
+    # ---- round bookkeeping -------------------------------------------------------------------------
+    def body_facts(self, key: Any, make) -> Any:
+        value = self.bodies.get(key)
+        if value is None:
+            value = make()
+        self._used_bodies[key] = value
+        return value
+
+    def finish_index(self) -> None:
+        self.bodies, self._used_bodies = self._used_bodies, {}
+
+    # ---- pyflakes ------------------------------------------------------------------------------------
+    def pyflakes(self, tree: ast.Module, path: str) -> list:
+        """pyflakes' messages for the module, per top-level function where that is exact (no `*` import, no
+        `global`), else over the whole module."""
+        from pyflakes import checker
+
+        if not self.exact or not self._keys:  # a `*` import or a `global`: analyse the whole module
+            return list(checker.Checker(tree, filename=path).messages)
+        names = frozenset(module_names(tree))
+        skeleton, functions = [], []
+        for st in tree.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.body:
+                stub = copy.copy(st)
+                stub.body = [ast.Pass(lineno=st.body[0].lineno, col_offset=st.body[0].col_offset,
+                                      end_lineno=st.body[0].lineno, end_col_offset=st.body[0].col_offset)]
+                skeleton.append(stub)
+                functions.append(st)
+            else:
+                skeleton.append(st)
+        out = list(checker.Checker(ast.Module(body=skeleton, type_ignores=[]), filename=path).messages)
+        for fn in functions:
+            key = (self.key_for(fn), fn.lineno, fn.col_offset, names)
+            msgs = self.flakes.get(key)
+            if msgs is None:
+                header = [_bind(n) for n in sorted(names - {fn.name})]
+                first = fn.body[0].lineno
+                msgs = [m for m in checker.Checker(ast.Module(body=header + [fn], type_ignores=[]),
+                                                   filename=path).messages if m.lineno >= first]
+            self._used_flakes[key] = msgs
+            out.extend(msgs)
+        self.flakes, self._used_flakes = self._used_flakes, {}
+        return out
+
+
+def _star_import(tree: ast.Module) -> bool:
+    stack = list(tree.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
+            return True
+        if isinstance(st, (ast.If, ast.Try, ast.With)):
+            stack += st.body + getattr(st, "orelse", []) + getattr(st, "finalbody", [])
+            stack += [s for h in getattr(st, "handlers", []) for s in h.body]
+    return False
+
+
+def _bind(name: str) -> ast.stmt:
+    """`name = None` at line 1 (a module-level binding the function may read)."""
+    return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store(), lineno=1, col_offset=0, end_lineno=1,
+                                        end_col_offset=len(name))],
+                      value=ast.Constant(value=None, lineno=1, col_offset=0, end_lineno=1, end_col_offset=4),
+                      lineno=1, col_offset=0, end_lineno=1, end_col_offset=4)
+
+
+def module_names(tree: ast.Module) -> set[str]:
+    """Every name bound at module level (under if/try/with/for too)."""
+    out: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)  # its body is its own scope
+            stack.extend(getattr(n, "decorator_list", []))
+            continue
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out

@@ -1,0 +1,484 @@
+"""The module index: every checked Python file read once with the standard `ast` into plain facts.
+
+What one module says about itself: its dotted name, the functions it defines (at any depth: under
+`if HAS_NKI:` / `try:`, in class bodies, inside factory functions) with their decorators, parameters,
+call sites, assert-like guards and the buffers of the tiles they allocate; its imports (relative ones
+resolved against the package); its integer/float module constants. Facts are plain data (picklable),
+so a parallel check can hand the index to its workers.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..parse.consts import TILE_SIZE
+from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
+
+# decorators (after import resolution) that make a function a kernel
+KERNEL_DECORATORS = frozenset({
+    "nki.jit", "neuronxcc.nki.jit", "torch_neuronx.nki_jit", "nki.baremetal", "neuronxcc.nki.baremetal",
+    "nki.benchmark", "neuronxcc.nki.benchmark", "nki.profile", "neuronxcc.nki.profile",
+    "nki.simulate_kernel", "neuronxcc.nki.simulate_kernel", "jax_neuronx.nki_call",
+})
+# a call whose name says it asserts (`kernel_assert(cond, msg)`, `assert_shape(...)`): a guard like `assert`
+ASSERT_HELPER = re.compile(r"(?:^|_)assert(?:_|$)|^check_|^validate_|^_validate", re.I)
+_BUFFERS = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm", "shared_hbm": "shared_hbm",
+            "private_hbm": "private_hbm"}
+_ALLOC_CALLS = {"ndarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
+                "empty_like", "alloc", "alloc_stack", "alloc_heap"}
+
+
+@dataclass
+class TileFact:
+    """What a caller knows about a value it passes: the buffer, dtype and shape it was allocated with."""
+
+    buffer: str | None = None  # sbuf | psum | hbm | shared_hbm | private_hbm
+    dtype: str | None = None  # source text (nl.float32, x.dtype)
+    shape: str | None = None  # source text of the shape tuple
+
+
+@dataclass
+class CallSite:
+    callee: str  # the called name as written (`helper`, `mod.helper`, `self.run`)
+    line: int
+    args: list[str]  # positional arguments: the base name each one reads (`x` for `x[0:128]`), else ""
+    kwargs: dict[str, str]  # keyword -> base name likewise
+    resolved: str | None = None  # key "module:qualname" of the callee in the project, set by the project
+
+
+@dataclass
+class FunctionInfo:
+    module: str
+    qualname: str  # `outer.inner`, `Config.validate`
+    name: str
+    line: int
+    end_line: int
+    decorators: list[str]  # dotted, after import resolution (`nki.jit`)
+    params: list[str]
+    calls: list[CallSite] = field(default_factory=list)
+    # (leaf name or dotted text, divisor or None) for `X % d == 0` (d None: a symbolic modulus) found in
+    # assert / assert-helper / `if ...: raise` conditions; and every name such a condition mentions
+    mod_guards: list[tuple[str, int | None]] = field(default_factory=list)
+    guarded: set[str] = field(default_factory=set)
+    tiles: dict[str, TileFact] = field(default_factory=dict)  # local name -> how it was allocated
+    # `Config(I0=I0)` with I0 a constant here: keyword -> value (None: not a constant) of constructor calls
+    config_values: list[tuple[str, Any]] = field(default_factory=list)
+    wrapped_kernel: bool = False  # `k = nki.jit(fn)` somewhere in the module
+    nested: bool = False  # not a plain top-level def (under if/try, in a class or a function)
+    in_class: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.wrapped_kernel or any(d in KERNEL_DECORATORS for d in self.decorators)
+
+
+@dataclass
+class ModuleInfo:
+    name: str  # dotted (`nkilib.core.mlp.mlp`), or the file stem outside any package
+    path: str
+    package: str  # the package relative imports start from
+    imports: dict[str, str] = field(default_factory=dict)  # alias -> absolute dotted target
+    star_imports: list[str] = field(default_factory=list)
+    import_lines: dict[str, int] = field(default_factory=dict)  # alias -> line of the import
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)  # qualname -> facts
+    constants: dict[str, Any] = field(default_factory=dict)  # NAME -> int | float | str | bool
+    defined: set[str] = field(default_factory=set)  # top-level (and if/try-level) defs, classes, assignments
+    syntax_error: tuple[int, int, str] | None = None  # (line, column, message) as Python reports it
+    # the module's ast, kept only for a one-file project (pyflakes reads it instead of parsing again)
+    tree: Any = field(default=None, repr=False, compare=False)
+
+    def function(self, name: str) -> FunctionInfo | None:
+        """By qualname, else the first function with that simple name."""
+        f = self.functions.get(name)
+        if f is not None:
+            return f
+        return next((f for f in self.functions.values() if f.name == name), None)
+
+
+def module_name(path: str) -> tuple[str, str]:
+    """(dotted module name, its package) from the `__init__.py` files above `path`."""
+    path = os.path.abspath(path)
+    d, stem = os.path.split(path)
+    stem = os.path.splitext(stem)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        d, pkg = os.path.split(d)
+        parts.insert(0, pkg)
+        if not pkg:
+            break
+    name = ".".join(parts) or stem
+    package = name if stem == "__init__" else name.rpartition(".")[0]
+    return name, package
+
+
+def index_module(path: str, text: str, name: str | None = None, keep_tree: bool = False,
+                 memo: Any = None) -> ModuleInfo:
+    """The facts of one module; a file that does not parse gives its syntax error and the facts of the
+    statements before it. `memo` (an `incremental.PythonMemo`) reuses an edited document's unchanged parts."""
+    dotted, package = module_name(path)
+    info = ModuleInfo(name=name or dotted, path=path, package=package if name is None else name.rpartition(".")[0])
+    try:
+        tree = memo.tree(text, path) if memo is not None else ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        info.syntax_error = (exc.lineno or 1, exc.offset or 1, exc.msg or "invalid syntax")
+        tree = _salvage(text, exc.lineno or 1)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        info.syntax_error = (1, 1, str(exc) or type(exc).__name__)
+        tree = None
+    if tree is not None:
+        _Indexer(info, memo).module(tree)
+        if keep_tree and info.syntax_error is None:
+            info.tree = tree
+    if memo is not None:
+        memo.finish_index()
+    return info
+
+
+def _salvage(text: str, bad_line: int, tries: int = 5) -> ast.Module | None:
+    """The top-level statements before the one Python stops in, parsed (a broken function at the end of a file
+    leaves the rest of the module indexed); None when nothing before it parses."""
+    lines = text.split("\n")
+    for _ in range(tries):
+        cut = bad_line - 1
+        while cut > 0 and not (lines[cut][:1] not in ("", " ", "\t", "#") and not lines[cut - 1].startswith("@")):
+            cut -= 1
+        if cut <= 0:
+            return None
+        try:
+            return ast.parse("\n".join(lines[:cut]))
+        except SyntaxError as exc:
+            bad_line = min(exc.lineno or cut, cut)
+        except (ValueError, RecursionError, MemoryError):
+            return None
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # unparse of odd trees (very deep) is a convenience, never a failure
+        return "?"
+
+
+def _base(node: ast.AST) -> str:
+    """The variable an argument reads: `x` for `x`, `x[0:128]`, `x.ap(...)`, `x[i].y`; "" otherwise."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return ""
+
+
+class _Indexer:
+    def __init__(self, info: ModuleInfo, memo: Any = None):
+        self.info = info
+        self.memo = memo
+        self.wrapped: set[str] = set()  # `nki.jit(fn)` arguments
+
+    # ---- module level ------------------------------------------------------------------------------
+    def module(self, tree: ast.Module) -> None:
+        self._statements(tree.body, scope=[], nested=False, klass=None)
+        for st in tree.body:
+            if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for node in ast.walk(st):
+                    if isinstance(node, ast.Call):
+                        self.note_wrap(node)
+        for f in self.info.functions.values():
+            if f.name in self.wrapped:
+                f.wrapped_kernel = True
+
+    def note_wrap(self, call: ast.Call) -> None:
+        """`kernel = nki.jit(fn)` / `nki.jit(fn)(...)`: fn is a kernel."""
+        if call.args and self.resolve(_dotted(call.func) or "") in KERNEL_DECORATORS:
+            self.wrapped |= {a.id for a in call.args if isinstance(a, ast.Name)}
+
+    def resolve(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        target = self.info.imports.get(head)
+        if target is None:
+            return dotted
+        return f"{target}.{rest}" if rest else target
+
+    def _statements(self, body: list[ast.stmt], scope: list[str], nested: bool, klass: str | None) -> None:
+        top = not scope
+        for st in body:
+            if isinstance(st, (ast.Import, ast.ImportFrom)) and top:
+                self._import(st)
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if top:
+                    self.info.defined.add(st.name)
+                self._function(st, scope, nested, klass)
+            elif isinstance(st, ast.ClassDef):
+                if top:
+                    self.info.defined.add(st.name)
+                self._statements(st.body, scope + [st.name], True, st.name)
+            elif isinstance(st, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or \
+                    type(st).__name__ == "TryStar":
+                for part in ("body", "orelse", "finalbody"):
+                    self._statements(getattr(st, part, []) or [], scope, True if top else nested, klass)
+                for h in getattr(st, "handlers", []) or []:
+                    self._statements(h.body, scope, True if top else nested, klass)
+            elif isinstance(st, (ast.Assign, ast.AnnAssign)) and top:
+                self._constant(st)
+
+    def _import(self, st: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.asname:
+                    self.info.imports[a.asname] = a.name
+                    self.info.import_lines[a.asname] = st.lineno
+                else:
+                    head = a.name.split(".")[0]
+                    self.info.imports.setdefault(head, head)
+                    self.info.import_lines.setdefault(head, st.lineno)
+            return
+        base = st.module or ""
+        if st.level:
+            pkg = self.info.package.split(".") if self.info.package else []
+            up = st.level - 1
+            pkg = pkg[: len(pkg) - up] if up else pkg
+            base = ".".join(pkg + ([base] if base else []))
+        for a in st.names:
+            if a.name == "*":
+                self.info.star_imports.append(base)
+                continue
+            alias = a.asname or a.name
+            self.info.imports[alias] = f"{base}.{a.name}" if base else a.name
+            self.info.import_lines[alias] = st.lineno
+
+    def _constant(self, st: ast.Assign | ast.AnnAssign) -> None:
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    self.info.defined.add(n.id)
+        if st.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            return
+        name = targets[0].id
+        value = fold(st.value, self.info.constants)
+        if name in self.info.constants and self.info.constants[name] != value:
+            self.info.constants.pop(name)  # bound twice with different values: not a constant
+        elif value is not None:
+            self.info.constants[name] = value
+
+    # ---- functions ---------------------------------------------------------------------------------
+    def _function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: list[str], nested: bool,
+                  klass: str | None) -> None:
+        qual = ".".join(scope + [fn.name])
+        decos = []
+        for d in fn.decorator_list:
+            expr = d.func if isinstance(d, ast.Call) else d
+            dotted = _dotted(expr)
+            if dotted:
+                decos.append(self.resolve(dotted))
+        a = fn.args
+        params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+        params += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+        info = FunctionInfo(self.info.name, qual, fn.name, fn.lineno, fn.end_lineno or fn.lineno, decos, params,
+                            nested=nested or bool(scope), in_class=klass)
+        self.info.functions.setdefault(qual, info)
+        segment = self.memo.key_for(fn) if self.memo is not None else None
+        if segment is None:
+            _Body(self, info).visit_body(fn.body)
+        else:  # an unchanged body (same node, same module constants and imports) gives the same facts
+            key = (segment, fn.lineno, fn.col_offset,
+                   tuple(sorted(self.info.constants.items(), key=repr)), tuple(sorted(self.info.imports.items())))
+            facts = self.memo.body_facts(key, lambda: _body_facts(self, fn))
+            _restore(info, facts)
+            self.wrapped |= facts[-1]
+        # defs inside the body: factories and closures are functions of their own
+        self._nested_defs(fn.body, scope + [fn.name], klass)
+
+    def _nested_defs(self, body: list[ast.stmt], scope: list[str], klass: str | None) -> None:
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(st, scope, True, klass)
+            elif isinstance(st, ast.ClassDef):
+                self._statements(st.body, scope + [st.name], True, st.name)
+            else:
+                for part in ("body", "orelse", "finalbody"):
+                    sub = getattr(st, part, None)
+                    if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                        self._nested_defs(sub, scope, klass)
+                for h in getattr(st, "handlers", []) or []:
+                    self._nested_defs(h.body, scope, klass)
+
+
+def _body_facts(ix: "_Indexer", fn) -> tuple:
+    probe = FunctionInfo(ix.info.name, "", fn.name, 0, 0, [], [])
+    outer, ix.wrapped = ix.wrapped, set()
+    try:
+        _Body(ix, probe).visit_body(fn.body)
+        wrapped = frozenset(ix.wrapped)
+    finally:
+        ix.wrapped = outer | ix.wrapped
+    return probe.calls, probe.mod_guards, probe.guarded, probe.tiles, probe.config_values, wrapped
+
+
+def _restore(info: FunctionInfo, facts: tuple) -> None:
+    # shared with the memo: nothing changes these after indexing (a build sets each CallSite.resolved anew)
+    info.calls, info.mod_guards, info.guarded, info.tiles, info.config_values, _ = facts
+
+
+class _Body:
+    """Call sites, guards and tile allocations of one function body (not of the defs nested in it)."""
+
+    def __init__(self, ix: _Indexer, fn: FunctionInfo):
+        self.ix, self.fn = ix, fn
+        self.local = dict(ix.info.constants)  # names bound once to a constant in this body (and the module's)
+        self._handlers = {ast.Call: self.visit_Call, ast.Assert: self.visit_Assert, ast.If: self.visit_If,
+                          ast.Assign: self.visit_Assign}
+
+    def visit_body(self, body: list[ast.stmt]) -> None:
+        # an explicit stack in source order (an ast.NodeVisitor costs twice as much on large kernels)
+        stack = list(reversed(body))
+        handlers = self._handlers
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in _NESTED:
+                continue  # nested defs are indexed on their own
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(node)
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee = _dotted(node.func)
+        if callee:
+            self.fn.calls.append(CallSite(callee, node.lineno, [_base(a) for a in node.args],
+                                          {k.arg: _base(k.value) for k in node.keywords if k.arg}))
+            self.ix.note_wrap(node)
+            leaf = callee.rsplit(".", 1)[-1]
+            if node.args and ASSERT_HELPER.search(leaf):
+                self._guard(node.args[0])
+            if leaf[:1].isupper():  # a class: a config object's constructor
+                for k in node.keywords:
+                    if k.arg:
+                        v = fold(k.value, self.local)
+                        self.fn.config_values.append((k.arg, v if isinstance(v, int) else None))
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._guard(node.test)
+
+    def visit_If(self, node: ast.If) -> None:
+        # `if X % 2 != 0: raise ...` validates; `if n % 2 != 0: n *= 2` makes a config value even: either way
+        # the code handles the remainder
+        if any(isinstance(s, (ast.Raise, ast.Assert)) for s in node.body) or \
+                any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and
+                    ASSERT_HELPER.search((_dotted(s.value.func) or "").rsplit(".", 1)[-1]) for s in node.body) or \
+                _has_mod(node.test):
+            self._guard(node.test)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if isinstance(value, ast.Call):
+                fact = self._tile(value)
+                if fact is not None:
+                    self.fn.tiles[name] = fact
+            elif isinstance(value, (ast.Constant, ast.Name, ast.BinOp, ast.Attribute, ast.UnaryOp)):
+                v = fold(value, self.local)
+                if v is not None and name not in self.local:
+                    self.local[name] = v
+                elif name in self.local and self.local[name] != v:
+                    self.local[name] = None  # bound twice: not a constant
+        # `use_double_row = ... and n % 2 == 0`: a predicate the code branches on
+        if isinstance(value, (ast.BoolOp, ast.Compare, ast.UnaryOp)) and _has_mod(value):
+            self._guard(value)
+
+    def _tile(self, call: ast.Call) -> TileFact | None:
+        name = _dotted(call.func) or ""
+        full = self.ix.resolve(name)
+        leaf = name.rsplit(".", 1)[-1]
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        if leaf in _ALLOC_CALLS and "buffer" in kw:
+            buf = (_dotted(kw["buffer"]) or "").rsplit(".", 1)[-1]
+            shape = call.args[0] if call.args else kw.get("shape")
+            dtype = kw.get("dtype") or (call.args[1] if len(call.args) > 1 else None)
+            return TileFact(_BUFFERS.get(buf), _text(dtype) if dtype is not None else None,
+                            _text(shape) if shape is not None else None)
+        if full.endswith(("language.load", "nl.load")) or leaf == "load" and name.startswith("nl."):
+            return TileFact("sbuf")
+        return None
+
+    def _guard(self, test: ast.AST) -> None:
+        for n in ast.walk(test):
+            if isinstance(n, (ast.Name, ast.Attribute)):
+                d = _dotted(n)
+                if d:
+                    self.fn.guarded.add(d)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+                left = _dotted(n.left)
+                if left is None:
+                    continue
+                den = fold(n.right, self.ix.info.constants)
+                self.fn.mod_guards.append((left, den if isinstance(den, int) and den > 0 else None))
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _has_mod(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(node))
+
+
+def fold(node: ast.AST, env: dict[str, Any]) -> Any:
+    """Constant value of a simple expression over literals and known module constants, else None."""
+    try:
+        return _fold(node, env, 0)
+    except (ArithmeticError, TypeError, ValueError, RecursionError):
+        return None
+
+
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
+           ast.Pow: lambda a, b: a ** b if abs(b) < 64 else None, ast.LShift: lambda a, b: a << b if b < 64 else None,
+           ast.RShift: lambda a, b: a >> b}
+
+
+def _fold(node: ast.AST, env: dict[str, Any], depth: int) -> Any:
+    if depth > 30:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.Attribute):  # nl.tile_size.pmax
+        d = _dotted(node) or ""
+        return TILE_SIZE.get(d.rsplit(".", 1)[-1]) if ".tile_size." in f".{d}" else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _fold(node.operand, env, depth + 1)
+        return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = _fold(node.left, env, depth + 1), _fold(node.right, env, depth + 1)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+                and not isinstance(b, bool):
+            return _BINOPS[type(node.op)](a, b)
+    return None
