@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..findings import Severity
+from ..findings import RelatedLocation, Severity
 from ..hardware import ACTIVATION_VALID_RANGE, FP8_MAX, LOW_PRECISION_FLOATS, Target
 from ..parse.nki_model import NkiFile
 from .nki_common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, loop_label, reads_self
@@ -62,8 +62,6 @@ def low_precision_acc(nf: NkiFile, t: Target):
 
 def _at_alloc(path: str, a, f):
     """The accumulator's allocation is where the fix goes: a related location of the finding."""
-    from ..findings import RelatedLocation
-
     if a.line == f.line:
         return f
     return f.model_copy(update={"related": [*f.related, RelatedLocation(file=path, line=a.line,
@@ -105,6 +103,7 @@ def exp_overflow(nf: NkiFile, t: Target):
                            {"api": c.api, "operand": arg, "scale": scale, "overflow_threshold_fp32": 88.72},
                            severity=Severity.INFO, fix=_exp_fix(k, c, arg), confidence="low")
                 continue
+            data = c.operand("data", "x")
             run = _running_sum(k, data.name if data is not None else None, c.line)
             if run is not None:  # the argument grows with the loop: overflow is a matter of trip count
                 yield emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,

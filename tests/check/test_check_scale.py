@@ -114,15 +114,35 @@ def test_second_run_is_answered_from_the_cache_with_equal_findings(tmp_path):
 
 
 def test_an_edited_file_is_checked_again_others_are_not(tmp_path):
+    """Files checked alone: an edit re-checks only the edited file."""
+    src = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(src, encoding="utf-8")
+    opts = CheckOptions()
+    for name in ("a.py", "b.py"):
+        check_paths([str(tmp_path / name)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+    (tmp_path / "b.py").write_text(src.replace("1024", "512"), encoding="utf-8")
+    cache = CheckCache(tmp_path / ".c", opts)
+    reports = [check_paths([str(tmp_path / name)], opts, cache=cache, jobs=1) for name in ("a.py", "b.py")]
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert {Path(f.file).name for r in reports for f in r.findings if f.rule == "NKI103"} == {"a.py"}
+
+
+def test_files_checked_together_are_one_project_in_the_cache(tmp_path):
+    """NKI files checked together read each other (roles, call sites, imported constants): an edit to one
+    re-checks all of them; an unchanged re-run is answered from the cache."""
     src = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(src, encoding="utf-8")
     opts = CheckOptions()
     check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+    again = CheckCache(tmp_path / ".c", opts)
+    check_paths([str(tmp_path)], opts, cache=again, jobs=1)
+    assert (again.hits, again.misses) == (2, 0)
     (tmp_path / "b.py").write_text(src.replace("1024", "512"), encoding="utf-8")
     cache = CheckCache(tmp_path / ".c", opts)
     report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
-    assert (cache.hits, cache.misses) == (1, 1)
+    assert (cache.hits, cache.misses) == (0, 2)
     assert {Path(f.file).name for f in report.findings if f.rule == "NKI103"} == {"a.py"}
 
 
