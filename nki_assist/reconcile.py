@@ -258,7 +258,7 @@ class _Reconciler:
             return f
         tensors = self._hbm_tensors(sr.bindings, run)
         rows: dict[str, tuple[int, int, str, float]] = {}  # tensor -> (row bytes, row elems, dtype, moved B)
-        lines: dict[int, tuple[str, int, float]] = {}  # line -> (tensor, row bytes, bytes moved per descriptor)
+        lines: dict[int, tuple[str, int, float, str]] = {}  # line -> (tensor, row bytes, bytes per descriptor, direction)
         for e in run.trace:
             if e.engine != "dma" or not e.transfers or e.bytes / e.transfers >= thr:
                 continue
@@ -272,14 +272,16 @@ class _Reconciler:
             moved = max(rows.get(e.hbm_tensor, (0, 0, "", 0.0))[3], e.bytes / e.transfers)
             rows[e.hbm_tensor] = (row, shape[-1], dtype, moved)
             if e.line:
-                lines[e.line] = (e.hbm_tensor, row, max(lines.get(e.line, ("", 0, 0.0))[2], e.bytes / e.transfers))
+                lines[e.line] = (e.hbm_tensor, row, max(lines.get(e.line, ("", 0, 0.0, ""))[2], e.bytes / e.transfers),
+                                 e.direction or "")
         if not rows:
             return f
         listed = ", ".join(f"`{n}` {el} x {dt} = {rb:,} B" for n, (rb, el, dt, _) in rows.items())
         partial = [f"`{n}` moves {mv:,.0f} of its {rb:,} B rows per partition" for n, (rb, _, _, mv) in rows.items()
                    if mv < rb]
         f = f.model_copy(update={"evidence": {**f.evidence, "layout_limited_lines": {
-            str(ln): {"tensor": t, "row_bytes": rb, "moved_bytes": round(mv)} for ln, (t, rb, mv) in sorted(lines.items())}}})
+            str(ln): {"tensor": t, "row_bytes": rb, "moved_bytes": round(mv), "direction": d}
+            for ln, (t, rb, mv, d) in sorted(lines.items())}}})
         return _contradict(
             f, f"on size `{perf_size}` every small transfer moves rows of a tensor whose HBM rows are shorter than "
                f"{thr:,} B ({listed}); a descriptor cannot span more than one row, so the estimated gain needs "
@@ -471,7 +473,7 @@ def _align_dma_advice(findings: list[Finding]) -> list[Finding]:
         cap = f"the run shows `{t}` rows are {rb:,} B in HBM, and a descriptor cannot span two rows"
         grow = mv < rb
         api = head.split("`")[1] if head.count("`") >= 2 else ""
-        verb = "Store" if "store" in api else "Load"
+        verb = "Store" if "store" in api or row.get("direction") == "store" else "Load"
         parts = "partitions" in f.evidence
         verdict = (f"{head}. {cap[0].upper() + cap[1:]}: this transfer can grow to whole rows ({rb:,} B per partition, "
                    f"{rb / max(mv, 1):.0f}x what it moves) but no further"
