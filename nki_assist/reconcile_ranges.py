@@ -133,9 +133,14 @@ class RangeEvidence:
                 texts.append(f"on size `{sr.size}` no argument was finite ({bad} NaN/Inf)")
                 over.append(sr.size)
                 continue
-            dt = "" if lim >= thr - 0.01 else f", {_g(lim - hi)} to {odt} overflow at {_g(lim)}"
-            texts.append(f"on size `{sr.size}` the argument reached {_g(hi)} (margin {_g(thr - hi)} to fp32 "
-                         f"overflow{dt})")
+            if hi >= lim:
+                what = "fp32" if lim >= thr - 0.01 else odt
+                texts.append(f"on size `{sr.size}` the argument reached {_g(hi)}, {_g(hi - lim)} past the "
+                             f"{_g(lim)} {what} overflow")
+            else:
+                dt = "" if lim >= thr - 0.01 else f", {_g(lim - hi)} to {odt} overflow at {_g(lim)}"
+                texts.append(f"on size `{sr.size}` the argument reached {_g(hi)} (margin {_g(thr - hi)} to fp32 "
+                             f"overflow{dt})")
             if hi >= lim or bad:
                 over.append(sr.size)
         claim_ev = dict(f.evidence)
