@@ -278,7 +278,7 @@ def unary(name: str, x, *, dst=None, dtype=None, mask=None, engine="scalar", op_
     v = fvals(x, m, line)
     r = mathops.UNARY[name](v)
     if name in value_ranges.RANGED:
-        value_ranges.record(ctx, line, depth, name, v, m, _out_dt(dst, dtype, x),
+        value_ranges.record(ctx, line, depth, name, v, m, lambda: _out_dt(dst, dtype, x),
                             scalar_engine=engine == "scalar")
     return emit(ctx, op_label or "activation", engine, line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
                 mask=mask, src_storages=(x.st,), extra={"func": name})
@@ -313,7 +313,7 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
     if ta and tb:
         va, vb = palign(va, vb)
     if name == "power" and ta:  # the base's range (x ** p overflows or loses its sign through it)
-        value_ranges.record(ctx, line, depth, name, va, _sub(m, a), _out_dt(dst, dtype, a),
+        value_ranges.record(ctx, line, depth, name, va, _sub(m, a), lambda: _out_dt(dst, dtype, a),
                             scalar_engine=False)
     try:
         r = mathops.BINARY[name](va, vb)
@@ -446,7 +446,7 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
     v = v.astype(F32, copy=False)
     r = fn(v)
     if name in value_ranges.RANGED:  # the argument after scale and bias: what the function sees
-        value_ranges.record(ctx, line, depth, name, v, m, _out_dt(dst, dtype, data),
+        value_ranges.record(ctx, line, depth, name, v, m, lambda: _out_dt(dst, dtype, data),
                             scalar_engine=True)
     out = emit(ctx, label, "scalar", line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
                mask=mask, src_storages=(data.st,), extra={"func": name})
@@ -475,7 +475,7 @@ def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, op
     n0 = opname(op0)
     o0 = palign(operand_value(operand0, m, line), v)[0]
     if n0 in value_ranges.RANGED and not reverse0:
-        value_ranges.record(ctx, line, depth, n0, v, m, _out_dt(dst, dtype, data),
+        value_ranges.record(ctx, line, depth, n0, v, m, lambda: _out_dt(dst, dtype, data),
                             scalar_engine=False)
     r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
     srcs = [data] + [o for o in (operand0, operand1) if is_tensor(o)]

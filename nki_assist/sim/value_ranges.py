@@ -17,47 +17,60 @@ RANGED = frozenset({"exp", "exp2", "power", "log", "log2", "reciprocal", "rsqrt"
                     "arctan"}) | frozenset(ACTIVATION_VALID_RANGE)
 
 
-def record(ctx, line: int | None, depth: int, func: str, v, m, out_dtype: str, *, scalar_engine: bool) -> None:
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
+def record(ctx, line: int | None, depth: int, func: str, v, m, out_dtype, *, scalar_engine: bool) -> None:
     """Merge the argument `v` (fp32 array; `m` the instruction mask or None) into the (line, func) record.
-    `scalar_engine`: the ScalarE activation (its valid ranges apply), not a Vector/GpSimd op."""
-    v = np.asarray(v)
+    `out_dtype()` names the result's dtype (called once per record). `scalar_engine`: the ScalarE activation
+    (its valid ranges apply), not a Vector/GpSimd op. Runs once per instruction of a hot loop: two
+    reductions, the rest only when they call for it; not in the sanitizer's second run (its ranges are the
+    first run's)."""
+    if ctx.sanitize:
+        return
     if m is not None:
         try:
             v = v[np.broadcast_to(m, v.shape)]
-        except ValueError:
+        except (ValueError, IndexError, TypeError):
             pass
     n = v.size
     if not n or v.dtype.kind != "f":
         return
-    lo, hi = v.min(), v.max()
+    lo, hi = float(_MIN(v, axis=None)), float(_MAX(v, axis=None))
     bad = 0
-    if not (np.isfinite(lo) and np.isfinite(hi)):  # NaN/Inf among the arguments: the finite ones only
+    if not (-_INF < lo and hi < _INF):  # NaN/Inf among the arguments: the finite ones only
         fin = np.isfinite(v)
         bad = int(n - np.count_nonzero(fin))
         v = v[fin]
-        lo, hi = (v.min(), v.max()) if v.size else (None, None)
-    below = above = 0
-    vr = ACTIVATION_VALID_RANGE.get(func) if scalar_engine else None
-    if vr is not None and v.size:
-        a, b = vr
-        if func == "reciprocal":  # magnitude range, both signs
-            mag = np.abs(v)
-            below, above = int(np.count_nonzero(mag < a)), int(np.count_nonzero(mag > b))
-        elif lo < a or hi > b:
-            below, above = int(np.count_nonzero(v < a)), int(np.count_nonzero(v > b))
+        lo, hi = (float(_MIN(v, axis=None)), float(_MAX(v, axis=None))) if v.size else (None, None)
     key = (line, func)
     r = ctx.ranges.get(key)
     if r is None:
-        r = ctx.ranges[key] = ValueRange(line=line, func=func, out_dtype=out_dtype, loop_depth=depth)
+        r = ctx.ranges[key] = ValueRange(line=line, func=func, out_dtype=out_dtype(), loop_depth=depth)
     r.calls += 1
     r.elements += n
+    if lo is None:
+        r.nonfinite += bad
+        return
     r.nonfinite += bad
-    r.below += below
-    r.above += above
-    if lo is not None:
-        lo, hi = float(lo), float(hi)
-        r.min = lo if r.min is None or lo < r.min else r.min
-        r.max = hi if r.max is None or hi > r.max else r.max
+    if r.min is None or lo < r.min:
+        r.min = lo
+    if r.max is None or hi > r.max:
+        r.max = hi
+    vr = _VALID.get(func) if scalar_engine else None
+    if vr is not None:
+        a, b = vr
+        if func == "reciprocal":  # magnitude range, both signs
+            mag = np.abs(v)
+            r.below += int(np.count_nonzero(mag < a))
+            r.above += int(np.count_nonzero(mag > b))
+        elif lo < a or hi > b:
+            r.below += int(np.count_nonzero(v < a))
+            r.above += int(np.count_nonzero(v > b))
+
+
+_INF = float("inf")
+_VALID = ACTIVATION_VALID_RANGE
 
 
 def collect(ctx) -> list[ValueRange]:
