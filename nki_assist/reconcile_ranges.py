@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -103,6 +104,7 @@ class RangeEvidence:
 
     def __init__(self, res, sizes, sym_values):
         self.res, self.sizes, self.sym_values = res, sizes, sym_values
+        self.roots: dict[str, str] = {}  # file name -> root cause of the exp overflows the run confirmed
 
     def _runs(self):
         ok = {e.name for e in self.sizes}
@@ -148,10 +150,15 @@ class RangeEvidence:
         if over:  # the run overflowed: the numerics finding (NUM104) shows its result; one root cause
             num = next((g for g in findings if g.rule == "NUM104" and g.evidence.get("size") in over
                         and (g.line == f.line or g.evidence.get("cause_rule") == "NKI402")), None)
-            link = f"; NUM104 at line {num.line} is its result" if num is not None else ""
+            link = "" if num is None else (f"; NUM104 at line {num.line} is its result" if num.line == f.line else
+                                           f"; the same overflow as line {num.line}, where NUM104 reports the "
+                                           "non-finite output")
             ev_all = {**claim_ev, "run_range": ev, "reconciled": {"status": "confirmed", "evidence": text + link,
                                                                     "sizes": over}}
-            ev_all["root_cause"] = f"cause:NKI402:{f.line}"
+            # every exp the run saw overflow in one file is one defect (a tail tile repeating the main loop's)
+            key = PurePath(f.file or "").name
+            self.roots.setdefault(key, f"cause:NKI402:{num.line if num is not None else f.line}")
+            ev_all["root_cause"] = self.roots[key]
             ev_all["root_cause_lead"] = True
             sev = Severity.ERROR if Severity.ERROR.rank < f.severity.rank else f.severity
             return f.model_copy(update={"severity": sev, "evidence": ev_all,
@@ -223,7 +230,7 @@ class RangeEvidence:
         out = [(sr, m) for sr, m in per if m[4] or m[5]]
         if out:
             texts = [f"on size `{sr.size}` {b + a} of {n} arguments fell outside {rng} (min {_g(lo)}, max {_g(hi)})"
-                     for sr, (lo, hi, n, _, b, a, _) in out]
+                     for sr, (lo, hi, n, _, b, a, _) in out]  # below/above count only finite arguments
             sev = Severity.ERROR if fn in ("sin", "arctan") else Severity.WARNING
             sev = sev if sev.rank < f.severity.rank else f.severity
             text = "; ".join(texts)
@@ -232,8 +239,9 @@ class RangeEvidence:
                 "evidence": {**f.evidence, "run_range": ev, "root_cause_lead": True,
                              "reconciled": {"status": "confirmed", "evidence": text,
                                             "sizes": [sr.size for sr, _ in out]}}})
-        text = "; ".join(f"on size `{sr.size}` all {n} arguments stayed within {rng} (min {_g(lo)}, max {_g(hi)})"
-                         for sr, (lo, hi, n, *_rest) in per)
+        text = f"every argument stayed within {rng} (" + "; ".join(
+            f"size `{sr.size}`: {n}, min {_g(lo)}, max {_g(hi)}" if hi is not None else f"size `{sr.size}`: none finite"
+            for sr, (lo, hi, n, *_rest) in per) + ")"
         return f.model_copy(update={"message": f"{f.message} Run: {text}.", "evidence": {
             **f.evidence, "run_range": ev, "reconciled": {"status": "measured", "evidence": text,
                                                           "sizes": [sr.size for sr, _ in per]}}})
