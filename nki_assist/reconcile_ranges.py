@@ -131,19 +131,19 @@ class RangeEvidence:
                    "margin_fp32": None if hi is None else round(thr - hi, 3),
                    "margin_out_dtype": None if hi is None else round(lim - hi, 3)}
             ev[sr.size] = row
-            if hi is None:
-                texts.append(f"on size `{sr.size}` no argument was finite ({bad} NaN/Inf)")
-                over.append(sr.size)
+            carried = f"; {bad} NaN/Inf arguments came from earlier instructions" if bad else ""
+            if hi is None:  # NaN/Inf carried in (an out-of-bounds read, an earlier overflow): not this exp's
+                texts.append(f"on size `{sr.size}` no argument was finite ({bad} NaN/Inf from earlier instructions)")
                 continue
             if hi >= lim:
                 what = "fp32" if lim >= thr - 0.01 else odt
                 texts.append(f"on size `{sr.size}` the argument reached {_g(hi)}, {_g(hi - lim)} past the "
-                             f"{_g(lim)} {what} overflow")
+                             f"{_g(lim)} {what} overflow{carried}")
             else:
                 dt = "" if lim >= thr - 0.01 else f", {_g(lim - hi)} to {odt} overflow at {_g(lim)}"
                 texts.append(f"on size `{sr.size}` the argument reached {_g(hi)} (margin {_g(thr - hi)} to fp32 "
-                             f"overflow{dt})")
-            if hi >= lim or bad:
+                             f"overflow{dt}){carried}")
+            if hi >= lim:
                 over.append(sr.size)
         claim_ev = dict(f.evidence)
         text = "; ".join(texts)
@@ -168,8 +168,9 @@ class RangeEvidence:
             status, extra, proj = self._project(f, per, thr)
             if proj is not None:
                 ev[f"2x:{proj['size']}"] = proj
-        ev_all = {**claim_ev, "run_range": ev, "reconciled": {"status": status, "evidence": text + extra,
-                                                            "sizes": [sr.size for sr, _, _ in per]}}
+        ev_all = {**claim_ev, "run_range": ev}
+        if status != "measured":  # a projection checked the claim; a plain measurement only informs it
+            ev_all["reconciled"] = {"status": status, "evidence": text + extra, "sizes": [sr.size for sr, _, _ in per]}
         # measured margins never raise the severity: the static claim keeps its own
         return f.model_copy(update={"evidence": ev_all, "message": f"{f.message} Run: {text}{extra}."})
 
@@ -242,6 +243,4 @@ class RangeEvidence:
         text = f"every argument stayed within {rng} (" + "; ".join(
             f"size `{sr.size}`: {n}, min {_g(lo)}, max {_g(hi)}" if hi is not None else f"size `{sr.size}`: none finite"
             for sr, (lo, hi, n, *_rest) in per) + ")"
-        return f.model_copy(update={"message": f"{f.message} Run: {text}.", "evidence": {
-            **f.evidence, "run_range": ev, "reconciled": {"status": "measured", "evidence": text,
-                                                          "sizes": [sr.size for sr, _ in per]}}})
+        return f.model_copy(update={"message": f"{f.message} Run: {text}.", "evidence": {**f.evidence, "run_range": ev}})
