@@ -8,6 +8,9 @@ run time declares it in `evidence["claim"]`:
   operand-dtype  matmul operands are fp32 because the CUDA buffers are (MIG111)
   output-wrong   an indexing mistake or a dropped epilogue makes the output wrong (MIG110, MIG102, NKI207)
 
+NKI402 (exp overflow) and NKI404 (activation valid range) are checked against the argument ranges the
+simulator recorded (reconcile_ranges.py).
+
 Two cost-model estimates are checked the same way: partition underuse that is only the ragged remainder
 of the size estimated (PERF103), and small-DMA gains that the tensors' HBM rows cannot deliver (PERF102).
 
@@ -30,6 +33,7 @@ from typing import Any
 from .findings import Finding, Severity
 from .numerics.attribution import ragged_sizes, unwritten_elements
 from .numerics.registry import TRAINIUM, TRAINIUM_FP32
+from .reconcile_ranges import RangeEvidence
 
 TAIL_ROOT = "unhandled-ragged-tail"
 _FP32 = ("float32", "fp32", "tfloat32")
@@ -138,6 +142,8 @@ class _Reconciler:
             self.params.update({n: n for n, i in spec.inputs.items() if i.keyword and n in named})
         self.symbols = shape_symbols(fn, self.params)
         self.ragged = ragged_sizes(res) if res is not None else set()
+        self.ranges = RangeEvidence(res, self.sizes, lambda b: _sym_values(self.spec, self.symbols, b)
+                                    if self.spec is not None else {})
 
     # -- tail-dropped --
     def tail(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
@@ -444,13 +450,36 @@ def reconcile(findings: list[Finding], *, spec=None, res=None, source: str = "",
             g = r.input_unused(f, claim)
         elif kind == "operand-dtype":
             g = r.operand_dtype(f, claim)
+        elif f.rule == "NKI402" and f.source == "static":
+            g = r.ranges.exp(f, findings)
+        elif f.rule == "NKI404" and f.source == "static":
+            g = r.ranges.activation(f)
         elif f.source == "cost-model" and f.category == "partition-underutilized":
             g = r.ragged_underuse(f, perf_size)
         elif f.source == "cost-model" and f.category == "small-dma":
             g = r.layout_limited_dma(f, perf_size)
         if g is not None:
             out.append(g)
-    return _align_dma_advice(_link_windows(_link_causes(out)))
+    return _align_dma_advice(_link_windows(_link_overflow(_link_causes(out))))
+
+
+def _link_overflow(findings: list[Finding]) -> list[Finding]:
+    """NKI402 the run's value ranges confirmed and the NUM104 its overflow produced: one root cause."""
+    roots = {(PurePath(f.file or "").name, f.line): f.evidence["root_cause"] for f in findings
+             if f.rule == "NKI402" and _status(f) == "confirmed" and f.evidence.get("run_range")
+             and f.evidence.get("root_cause")}
+    if not roots:
+        return findings
+    out = []
+    for f in findings:
+        if f.rule == "NUM104" and "root_cause" not in f.evidence:
+            root = roots.get((PurePath(f.file or "").name, f.line))
+            if root is None and f.evidence.get("cause_rule") == "NKI402" and len(roots) == 1:
+                root = next(iter(roots.values()))
+            if root is not None:
+                f = f.model_copy(update={"evidence": {**f.evidence, "root_cause": root}})
+        out.append(f)
+    return out
 
 
 def _align_dma_advice(findings: list[Finding]) -> list[Finding]:

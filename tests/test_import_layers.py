@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim",),
     ("toolchain",),
     ("numerics", "perf"),
-    ("check", "check_cache", "check_pool", "check_walk", "reconcile"),
+    ("check", "check_cache", "check_pool", "check_walk", "reconcile", "reconcile_ranges"),
     ("fix", "feedback"),
     ("review",),
     ("report", "evalsuite"),

@@ -65,6 +65,29 @@ class ResourcePeaks:
 
 
 @dataclass(slots=True)
+class ValueRange:
+    """The argument range one transcendental function reached at one source line over the whole run.
+
+    `min`/`max` are over the finite arguments only (None when none was finite); `nonfinite` counts the
+    NaN/Inf arguments (a NaN arriving from upstream, an already-overflowed value). For exp, `max` is what
+    NKI402's overflow claim is about; for activations, `below`/`above` count arguments outside the ScalarE
+    valid range (hardware.ACTIVATION_VALID_RANGE; magnitudes for reciprocal). `out_dtype` is the result's.
+    """
+
+    line: int | None
+    func: str  # exp, exp2, power (the base), reciprocal, log, sin, ...
+    calls: int = 0
+    elements: int = 0
+    min: float | None = None
+    max: float | None = None
+    nonfinite: int = 0
+    below: int = 0
+    above: int = 0
+    out_dtype: str = "float32"
+    loop_depth: int = 0
+
+
+@dataclass(slots=True)
 class RunResult:
     backend: str  # builtin | neuron
     status: RunStatus
@@ -77,3 +100,5 @@ class RunResult:
     error: str | None = None  # one-line description when status != ok
     error_line: int | None = None
     provenance: Provenance | None = None  # last writers of the outputs and first NaN/Inf faults (builtin sim)
+    value_ranges: list[ValueRange] = field(default_factory=list)  # per (line, function) arguments reached
+    loop_trips: dict[int, int] = field(default_factory=dict)  # kernel loop header line -> largest trip count run

@@ -111,7 +111,7 @@ def exp_overflow(nf: NkiFile, t: Target):
                            "grows with the trip count, so exp overflows float32 once the sum passes 88.7 "
                            "(bfloat16 too), giving inf and then NaN.",
                            {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72, "cumulative": True,
-                            "loop_line": run.line, "trip_count": run.trip_count},
+                            "loop_line": run.line, "trip_count": run.trip_count, "trip_expr": run.trip_expr},
                            fix=f"Keep the exponent bounded across {loop_label(run)}: subtract a running max (rescale "
                                "the earlier terms when it grows, as online softmax does), or carry the product "
                                "exp(a)·exp(b) of per-step factors instead of exp of the sum.",

@@ -121,6 +121,8 @@ class SimContext:
         self.sanitize = False  # NaN/Inf sanitizer on (a second run; see provenance.py)
         self.faults: list = []  # provenance.Fault, in order of appearance (sanitizer runs only)
         self.unwritten_read = False  # the current instruction read never-written elements (sanitizer)
+        self.ranges: dict = {}  # (line, function) -> ValueRange of its arguments (value_ranges.py)
+        self.loop_trips: dict[int, int] = {}  # loop header line -> largest trip count it ran
 
     # -- source location ---------------------------------------------------------------------------
     def site(self) -> tuple[int | None, int]:

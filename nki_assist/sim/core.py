@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from . import context, mathops, provenance, unwritten
+from . import context, mathops, provenance, unwritten, value_ranges
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
 from .indexing import Mask
@@ -147,6 +147,18 @@ def emit(ctx, op: str, engine: str, line, depth, result, *, dst: Tensor | None, 
     return out
 
 
+def _out_dt(dst, dtype, src) -> str:
+    """Name of the dtype an instruction writes (for the value-range record)."""
+    if dst is not None and is_tensor(dst):
+        return dst.st.dt.name
+    if dtype is not None:
+        try:
+            return resolve(dtype).name
+        except Exception:  # noqa: BLE001 - a name only; emit reports a bad dtype
+            return "float32"
+    return src.st.dt.name if src is not None else "float32"
+
+
 def _fit(result: np.ndarray, shape, op) -> np.ndarray:
     if result.shape == tuple(shape):
         return result
@@ -265,6 +277,9 @@ def unary(name: str, x, *, dst=None, dtype=None, mask=None, engine="scalar", op_
     m = tile_mask(mask, x.shape) if mask is not None else None
     v = fvals(x, m, line)
     r = mathops.UNARY[name](v)
+    if name in value_ranges.RANGED:
+        value_ranges.record(ctx, line, depth, name, v, m, lambda: _out_dt(dst, dtype, x),
+                            scalar_engine=engine == "scalar")
     return emit(ctx, op_label or "activation", engine, line, depth, r, dst=dst, dtype=dtype or x.st.dt, srcs=[x],
                 mask=mask, src_storages=(x.st,), extra={"func": name})
 
@@ -297,6 +312,9 @@ def binary(name: str, a, b, *, dst=None, dtype=None, mask=None, engine=None) -> 
         vb = read(b, None, line) if tb else b
     if ta and tb:
         va, vb = palign(va, vb)
+    if name == "power" and ta:  # the base's range (x ** p overflows or loses its sign through it)
+        value_ranges.record(ctx, line, depth, name, va, _sub(m, a), lambda: _out_dt(dst, dtype, a),
+                            scalar_engine=False)
     try:
         r = mathops.BINARY[name](va, vb)
     except ValueError:
@@ -425,7 +443,11 @@ def activation(op, data, *, dst=None, bias=None, scale=1.0, reduce_op=None, redu
             v = v + palign(fvals(bias, None, line), v)[0]
         else:
             v = v + F32(bias)
-    r = fn(v.astype(F32, copy=False))
+    v = v.astype(F32, copy=False)
+    r = fn(v)
+    if name in value_ranges.RANGED:  # the argument after scale and bias: what the function sees
+        value_ranges.record(ctx, line, depth, name, v, m, lambda: _out_dt(dst, dtype, data),
+                            scalar_engine=True)
     out = emit(ctx, label, "scalar", line, depth, r, dst=dst, dtype=dtype or data.st.dt, srcs=[data],
                mask=mask, src_storages=(data.st,), extra={"func": name})
     if reduce_res is not None or reduce_op is not None:
@@ -452,6 +474,9 @@ def tensor_scalar(data, op0, operand0, *, dst=None, reverse0=False, op1=None, op
     v = fvals(data, m, line)
     n0 = opname(op0)
     o0 = palign(operand_value(operand0, m, line), v)[0]
+    if n0 in value_ranges.RANGED and not reverse0:
+        value_ranges.record(ctx, line, depth, n0, v, m, lambda: _out_dt(dst, dtype, data),
+                            scalar_engine=False)
     r = mathops.BINARY[n0](o0, v) if reverse0 else mathops.BINARY[n0](v, o0)
     srcs = [data] + [o for o in (operand0, operand1) if is_tensor(o)]
     if op1 is not None:

@@ -424,6 +424,11 @@ def dropout(x, rate, dtype=None, mask=None, **kw):
 def _loop_gen(kind: str, r: range):
     ctx = context.current()
     frame = LoopFrame(kind=kind, uid=next(ctx.loop_uid), start_seq=next(ctx.alloc_seq), n=len(r))
+    chain, last = ctx.last_chain, ctx.last_frame
+    ln = ctx.line()
+    ctx.last_chain, ctx.last_frame = chain, last
+    if ln is not None and ctx.loop_trips.get(ln, -1) < frame.n:  # value_ranges: steps behind a running sum
+        ctx.loop_trips[ln] = frame.n
     ctx.loops.append(frame)
     try:
         for i, v in enumerate(r):

@@ -18,7 +18,7 @@ from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
-from . import access_pattern, block_life, context, coverage, packages, provenance  # noqa: F401 (access_pattern: Tensor.ap)
+from . import access_pattern, block_life, context, coverage, packages, provenance, value_ranges  # noqa: F401 (access_pattern: Tensor.ap)
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
@@ -291,7 +291,8 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
             prov = again.provenance
     return RunResult(backend="builtin", status=status, outputs=outputs, findings=ctx.finish_findings(),
                      trace=trace_list, peaks=ctx.peaks, elapsed_s=time.perf_counter() - started, notes=ctx.notes,
-                     error=error, error_line=error_line, provenance=prov)
+                     error=error, error_line=error_line, provenance=prov,
+                     value_ranges=value_ranges.collect(ctx), loop_trips=dict(ctx.loop_trips))
 
 
 def _collect_outputs(ctx: SimContext, ret, targs, raw_args, storages: list) -> list[np.ndarray]:

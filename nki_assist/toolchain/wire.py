@@ -152,7 +152,8 @@ def _allowed() -> dict[str, type]:
     from ..contracts import provenance, runs
     from ..findings import Edit, Finding, Fix, RelatedLocation
 
-    classes = [runs.RunResult, runs.TraceEntry, runs.Operand, runs.ResourcePeaks, provenance.Provenance,
+    classes = [runs.RunResult, runs.TraceEntry, runs.Operand, runs.ResourcePeaks, runs.ValueRange,
+               provenance.Provenance,
                provenance.OutputProvenance, provenance.StoreRecord, provenance.Overlap, provenance.Fault, Finding,
                RelatedLocation, Edit, Fix]
     return {_qualname(c): c for c in classes}
@@ -162,6 +163,7 @@ def _allowed() -> dict[str, type]:
 ALLOWED_NAMES = frozenset({
     "nki_assist.contracts.runs:RunResult", "nki_assist.contracts.runs:TraceEntry",
     "nki_assist.contracts.runs:Operand", "nki_assist.contracts.runs:ResourcePeaks",
+    "nki_assist.contracts.runs:ValueRange",
     "nki_assist.contracts.provenance:Provenance", "nki_assist.contracts.provenance:OutputProvenance",
     "nki_assist.contracts.provenance:StoreRecord", "nki_assist.contracts.provenance:Overlap",
     "nki_assist.contracts.provenance:Fault", "nki_assist.findings:Finding", "nki_assist.findings:RelatedLocation",

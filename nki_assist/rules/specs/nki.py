@@ -654,6 +654,12 @@ When the argument is a running sum over a loop that the exp sits in or follows (
 `tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
 grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
 
+In `review`, the simulator's value ranges back the claim: the message gains, per size that ran, the
+largest argument reached and its margin to fp32 overflow (88.72) and to the output dtype's limit; an
+argument that passed it confirms the finding and links it to the NUM104 it caused; for a running sum the
+largest size's maximum is extrapolated linearly with the trip count to 2x the size, saying whether exp
+would overflow there (docs/simulator.md "Value ranges").
+
 ## Why it matters on Trainium
 exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.
 
@@ -692,6 +698,10 @@ Use `nisa.bn_stats`/`bn_aggr`, or subtract the mean first and average `(x - mean
              doc="""\
 ## What it finds
 `nisa.activation` with a function whose ScalarE approximation has a documented valid input range: sin [-pi, pi], arctan [-pi/2, pi/2] (warning), and log, sqrt, rsqrt, reciprocal (info). A `sin` whose operand went through a modulo before the call (`(x + pi) % 2pi - pi` via an ISA `mod` op or a helper named like one) is range-reduced and not reported.
+
+In `review`, the simulator counts the arguments each activation line actually received outside that
+range: any at all confirm the finding with the count and the range reached (error for sin and arctan,
+warning for the others); arguments all inside it are reported as measured, and the static claim stands.
 
 ## Why it matters on Trainium
 ScalarE evaluates these functions with piece-wise polynomials. Outside the valid range the output is simply wrong: `activation(op=nl.sin)` on 9.0 returns about 27.65. The CUDA `sinf` range-reduces, so the port diverges only for large inputs.
