@@ -41,6 +41,5 @@ def partition_axis_reduction(nf: NkiFile, t: Target):
                        + (f" of a {shape_str(data.shape)} tile" if shape else "")
                        + ": Vector Engine reductions run along free axes only, so this does not compile.",
                        {"api": c.api, "axis": axis.strip(), "shape": shape},
-                       fix="Sum across partitions with a ones-vector matmul into PSUM "
-                           "(`nl.matmul(ones, t, transpose_x=True)`, ones = [P, 1]), or transpose first and "
-                           "reduce along the free axis.")
+                       fix="Sum across partitions with a matmul into PSUM: a [P, 1] ones tile as the stationary "
+                           "operand against the tile, or transpose first and reduce along the free axis.")

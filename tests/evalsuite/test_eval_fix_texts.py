@@ -35,7 +35,9 @@ VOCAB = {"nl", "nisa", "nki", "np", "min", "max", "mask", "assert", "range", "fo
          "value", "negate", "load", "store", "dma_copy", "rsqrt", "sqrt", "log"}
 # Trainium operations a finding may recommend although the kernel does not use them yet (the fix is to adopt
 # them), keyed by rule id or category.
-RECOMMENDS = {"catastrophic-cancellation": {"bn_stats", "bn_aggr"}, "MIG109": {"transpose"}}
+RECOMMENDS = {"catastrophic-cancellation": {"bn_stats", "bn_aggr"}, "MIG109": {"transpose"},
+              # a partition-axis reduction is done on the Tensor Engine instead (issue 29)
+              "SIM119": {"matmul", "transpose", "psum"}, "NKI210": {"matmul", "transpose", "psum"}}
 REMOVES = re.compile(r"\bremove (?:it|the input|`\w+`)|\bdrop (?:it|`\w+`)(?! from the signature only if)", re.I)
 
 

@@ -375,8 +375,8 @@ the columns a window owns (`n * 448 : n * 448 + 448`), and check the offsets of 
     _sim("SIM119", "sim-partition-axis-reduction", "unsupported-construct", _E,
          "A Vector Engine reduction runs over axis 0, the partition axis: the engines reduce along free "
          "axes only, so the kernel does not compile as written.",
-         "Reduce across partitions on the Tensor Engine: matmul with a ones vector (lhsT = ones[P, 1], "
-         "rhs = the tile) into PSUM, or transpose the tile first and reduce along the free axis.",
+         "Reduce across partitions on the Tensor Engine: matmul a [P, 1] ones tile (the stationary operand) with "
+         "the tile into PSUM, or transpose the tile first and reduce along the free axis.",
              doc="""\
 ## What it finds
 `nl.sum`/`nl.max`/`nl.mean`/`nisa.tensor_reduce` (and the other reductions) called with `axis=0`
