@@ -263,8 +263,10 @@ def small_dma(nf: NkiFile, t: Target):
             advice = (f"; its size is fixed by the data ({fixed}), so there is nothing wider to move." if fixed else
                       "; it is one value per partition per tile, so only moving several tiles' values in one "
                       "[128, n] DMA would help." if column else
-                      "; it is a single row (a bias or scale row to broadcast across partitions), so only loading "
-                      "several rows per DMA would help." if row else
+                      ("; it writes a single output row per DMA, so only storing several rows at once would help."
+                       if c.api in ("nl.store",) or (dst is not None and dst.buffer in ("hbm", "shared_hbm"))
+                       else "; it is a single row (a bias or scale row to broadcast across partitions), so only "
+                            "loading several rows per DMA would help.") if row else
                       "; it is one Tensor Engine operand tile, so only loading a wider strip per DMA (several "
                       "tiles at once) would help." if mm_tile else ".")
             yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
