@@ -399,17 +399,13 @@ def proves_divisible(kernel: NkiKernel, num: Any, den: int) -> bool:
 
 # ---- resources -----------------------------------------------------------------------------------
 
-def _last_uses(kernel: NkiKernel) -> dict[str, int]:
-    """Last source line that names each tile (call operands, assignments reading or writing it), extended to the
-    end of every loop that uses it (a tile read in a loop is live for the whole loop)."""
-    last: dict[str, int] = {}
+def _last_uses(kernel: NkiKernel) -> dict[str, list[tuple[int, tuple]]]:
+    """Every statement that names each tile: (line, enclosing loops), from call operands and assignments."""
+    uses: dict[str, list[tuple[int, tuple]]] = {}
 
     def see(name: str | None, line: int, loops) -> None:
-        if not name:
-            return
-        end = max([line, *(lp.end_line for lp in loops)])
-        if end > last.get(name, 0):
-            last[name] = end
+        if name:
+            uses.setdefault(name, []).append((line, tuple(loops)))
 
     for c in kernel.calls:
         for o in c.operands:
@@ -422,11 +418,22 @@ def _last_uses(kernel: NkiKernel) -> dict[str, int]:
             see(n, w.end_line or w.line, w.loops)
     for r in kernel.returns:
         for n in getattr(r, "names", ()) or ():
-            see(n, r.line, [])
-    return last
+            see(n, r.line, ())
+    return uses
 
 
-def _scope_peak(allocs: list[Allocation], weight, last: dict[str, int] | None = None) -> tuple[int, list[Allocation]]:
+def _live_until(a: Allocation, uses: list[tuple[int, tuple]]) -> int:
+    """Last line `a` is live: its last use, extended to the end of a loop that uses it without containing the
+    allocation (the tile is read again on every iteration of that loop)."""
+    end = a.end_line
+    for line, loops in uses:
+        if line < a.line:
+            continue
+        end = max([end, line, *(lp.end_line for lp in loops if not (lp.line <= a.line <= lp.end_line))])
+    return end
+
+
+def _scope_peak(allocs: list[Allocation], weight, last: dict[str, list] | None = None) -> tuple[int, list[Allocation]]:
     """Peak over loop scopes of the sum of allocations live in that scope (own + enclosing scopes).
 
     An allocation is live in its scope (the loop body it is created in) and every scope nested in
@@ -455,7 +462,7 @@ def _scope_peak(allocs: list[Allocation], weight, last: dict[str, int] | None = 
     return best, best_allocs
 
 
-def _liveness_peak(allocs: list[Allocation], weight, last: dict[str, int]) -> tuple[int, list[Allocation]]:
+def _liveness_peak(allocs: list[Allocation], weight, last: dict[str, list]) -> tuple[int, list[Allocation]]:
     """Peak of the sum over allocations live at each allocation point: an allocation is live from its line to its
     last use, in its own scope and the scopes nested in it."""
     items = []
@@ -464,7 +471,7 @@ def _liveness_peak(allocs: list[Allocation], weight, last: dict[str, int]) -> tu
         if w is None:
             continue
         scope_end = a.loops[-1].end_line if a.loops else 10**9
-        end = last.get(a.name, a.end_line) if a.name else a.end_line
+        end = _live_until(a, last.get(a.name, [])) if a.name else a.end_line
         items.append((w, a, tuple(lp.id for lp in a.loops), a.line, max(a.end_line, min(end, scope_end))))
     best, best_allocs = 0, []
     for _, a, path, start, _ in items:

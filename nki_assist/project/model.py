@@ -60,8 +60,10 @@ class Project:
     def __init__(self, modules: Iterable[ModuleInfo]):
         self.modules: dict[str, ModuleInfo] = {}
         self.by_path: dict[str, ModuleInfo] = {}
+        self.ambiguous: set[str] = set()  # module names several checked files claim (copies of one package)
         for m in modules:
             if m.name in self.modules:  # two scripts named alike outside any package: keep both, apart
+                self.ambiguous.add(m.name)
                 m.name = f"{m.name}@{m.path}"
                 for f in m.functions.values():
                     f.module = m.name
@@ -289,7 +291,7 @@ class Project:
             tm, name = found
             if name in tm.constants:
                 ctx.imported_constants[alias] = tm.constants[name]
-            elif tm.syntax_error is None and not tm.star_imports \
+            elif tm.syntax_error is None and not tm.star_imports and tm.name not in self.ambiguous \
                     and name not in tm.defined and (tm is m or name not in tm.imports) \
                     and self.module(target) is None and not _dunder(name) and not _submodule_file(tm, name):
                 ctx.missing_imports.append((alias, m.import_lines.get(alias, 1), tm.name))

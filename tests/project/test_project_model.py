@@ -162,3 +162,24 @@ def test_syntax_error_is_reported_once_where_python_stops():
     found = [f for f in check_source(str(path), text, CheckOptions()) if f.rule == "NKI001"]
     assert [(f.line, f.severity) for f in found] == [(17, Severity.ERROR)]
     assert "unexpected indent" in found[0].message
+
+
+def test_copies_of_one_package_make_no_missing_import_claims(tmp_path):
+    """Two checked copies of a package (SDK stubs of two releases side by side) claim the same module name: which
+    one an import means is ambiguous, so a name only one copy defines is not reported missing (NKI003)."""
+    from nki_assist.project import Project
+
+    files = {"r1/nki/__init__.py": "", "r1/nki/language/__init__.py": "class Other:\n    pass\n",
+             "r1/nki/isa/__init__.py": "from nki.language import NkiTensor\n",
+             "r2/nki/__init__.py": "", "r2/nki/language/__init__.py": "class NkiTensor:\n    pass\n",
+             "r2/nki/isa/__init__.py": "from nki.language import NkiTensor\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    p = Project.build({str(tmp_path / rel): text for rel, text in files.items()})
+    assert "nki.language" in p.ambiguous
+    for rel in ("r1/nki/isa/__init__.py", "r2/nki/isa/__init__.py"):
+        assert p.context(str(tmp_path / rel)).missing_imports == []
+    alone = Project.build({str(tmp_path / rel): files[rel] for rel in ("r1/nki/__init__.py",
+                           "r1/nki/language/__init__.py", "r1/nki/isa/__init__.py")})
+    assert [m[0] for m in alone.context(str(tmp_path / "r1/nki/isa/__init__.py")).missing_imports] == ["NkiTensor"]
