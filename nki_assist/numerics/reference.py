@@ -8,7 +8,6 @@ as a `ReferenceResult` with status and a TC105 finding, never as an exception.
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,20 +21,9 @@ from .spec import PortSpec
 
 from ..toolchain.base import kernel_def_line
 
-# The reference is user code: its float32/float64 matmuls (the gpu-model is the reference at float32)
-# run on the host's BLAS, whose kernel family and thread count change the last bits. Its child gets
-# one fixed OpenBLAS kernel family (the x86-64 baseline, or ARMv8) and one thread, and MKL its
-# reproducible mode, so the same reference gives the same bits on every host with the same NumPy.
-# (Other BLAS libraries, e.g. Apple Accelerate, have no such switch: docs/architecture.md.)
-_CORETYPE = {"x86_64": "Prescott", "amd64": "Prescott", "aarch64": "ARMV8", "arm64": "ARMV8"}
-
-
-def blas_env() -> dict[str, str]:
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_CBWR": "COMPATIBLE"}
-    core = _CORETYPE.get(platform.machine().lower())
-    if core:
-        env["OPENBLAS_CORETYPE"] = core
-    return env
+# The reference is user code whose matmuls run on the host's BLAS: its child pins one kernel family
+# (toolchain/sandbox.py `blas_env`, re-exported here for the numerics modules).
+from ..toolchain.sandbox import blas_env  # noqa: E402,F401
 
 
 RefStatus = Literal["ok", "error", "timeout", "out-of-memory", "bad-output", "missing"]

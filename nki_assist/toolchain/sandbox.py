@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import pickle
 import re
 import secrets
@@ -145,19 +146,38 @@ def child_env(extra: dict[str, str] | None = None, environ: dict[str, str] | Non
     return env
 
 
-def _zygote_for(sys_path: list[str]):
+def _zygote_for(sys_path: list[str], env: dict[str, str] | None = None):
     """A warm zygote for one run (inside `warm_sandbox()`, basic mode only; one run at a
-    time each: the per-run sweep by the zygote's token relies on it), else a context of None."""
+    time each: the per-run sweep by the zygote's token relies on it), else a context of None. A run with its
+    own `env` (BLAS pinned for a reference) gets a zygote started with it: NumPy reads those settings when it
+    loads, so a zygote started without them would hand the run the host's BLAS kernel."""
     if current_mode() != "basic" or not _zygote.active():
         return nullcontext()
-    base = child_env()
+    base = child_env(env)
     return _zygote.checkout((sys.executable, tuple(sys_path), tuple(sorted(base.items()))), base, sys_path)
 
 
+# The reference is user code: its float32/float64 matmuls (the gpu-model is the reference at float32)
+# run on the host's BLAS, whose kernel family and thread count change the last bits. Its child gets
+# one fixed OpenBLAS kernel family (the x86-64 baseline, or ARMv8) and one thread, and MKL its
+# reproducible mode, so the same reference gives the same bits on every host with the same NumPy.
+# (Other BLAS libraries, e.g. Apple Accelerate, have no such switch: docs/architecture.md.)
+_CORETYPE = {"x86_64": "Prescott", "amd64": "Prescott", "aarch64": "ARMV8", "arm64": "ARMV8"}
+
+
+def blas_env() -> dict[str, str]:
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MKL_CBWR": "COMPATIBLE"}
+    core = _CORETYPE.get(platform.machine().lower())
+    if core:
+        env["OPENBLAS_CORETYPE"] = core
+    return env
+
+
 def prestart() -> None:
-    """Start a warm zygote now, so its imports overlap the caller's work (warm_sandbox calls it)."""
+    """Start a warm zygote now, so its imports overlap the caller's work (warm_sandbox calls it); pinned
+    like the review's runs (the batched child and the reference run with `blas_env`)."""
     try:
-        with _zygote_for(_child_path()):
+        with _zygote_for(_child_path(), blas_env()):
             pass
     except OSError:
         pass  # the first run starts one, or runs in a fresh process
@@ -200,7 +220,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                      "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
         with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err, \
-                _zygote_for(task["sys_path"]) as zy:
+                _zygote_for(task["sys_path"], env) as zy:
             started = now_ticks()
             adopt_orphans()  # orphans of the run come back to nki-assist, never to init
             try:

@@ -121,3 +121,19 @@ def test_a_run_that_kills_the_zygote_ends_crashed_and_the_next_run_gets_a_new_on
     assert took < 15, took  # the run died with its zygote, it did not sleep out its 30 s
     assert _gone_within(before, 5)
     assert after.status == "ok" and after.value["zygote"] not in (before, os.getpid())
+
+
+def test_a_run_with_pinned_blas_gets_a_zygote_that_loaded_numpy_pinned(monkeypatch):
+    """NumPy reads OPENBLAS_CORETYPE when it loads: a reference run (env=blas_env()) must fork from a zygote
+    started with it, not from one that loaded NumPy with the host's kernel (issue 24 under issue 30's zygote)."""
+    from nki_assist.toolchain.sandbox import blas_env
+
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    with warm_sandbox():
+        pinned = run_in_child("zygote_tasks:blas_core", {}, timeout_s=60, env=blas_env())
+        host = run_in_child("zygote_tasks:blas_core", {}, timeout_s=60)
+    fresh = run_in_child("zygote_tasks:blas_core", {}, timeout_s=60, env=blas_env())  # a fresh process, no zygote
+    if pinned.status != "ok" or pinned.value["core"] is None:
+        pytest.skip("NumPy's bundled OpenBLAS does not report its kernel here")
+    assert pinned.value["core"] == fresh.value["core"] != "Haswell"  # OpenBLAS names Prescott's kernels "Katmai"
+    assert host.status == "ok" and host.value["core"] == "Haswell"

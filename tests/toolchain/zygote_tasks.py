@@ -52,3 +52,19 @@ def kill_the_zygote() -> None:
     """A kernel that kills the process that forked its run, then lingers."""
     os.kill(_zygote_pid(), 9)
     time.sleep(30)
+
+
+def blas_core() -> dict:
+    """The OpenBLAS kernel family NumPy loaded in this process (fixed when NumPy was imported)."""
+    import ctypes
+    import glob
+
+    base = os.path.dirname(os.path.dirname(np.__file__))
+    for path in glob.glob(os.path.join(base, "numpy.libs", "*openblas*.so*")):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_", "openblas_get_corename"):
+            if hasattr(lib, name):
+                fn = getattr(lib, name)
+                fn.restype = ctypes.c_char_p
+                return {"core": fn().decode()}
+    return {"core": None}
