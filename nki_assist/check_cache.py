@@ -18,11 +18,11 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .atomic import write_atomic
 from .severity import Severity
 
 ENTRY_VERSION = 1
@@ -105,17 +105,9 @@ class CheckCache:
             return
         try:
             self._make()
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key[:8]}-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(entry, fh, ensure_ascii=False, separators=(",", ":"))
-                os.replace(tmp, self.folder / f"{key}.json")  # atomic: readers see the old entry or the new
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            # atomic: readers see the old entry or the new
+            write_atomic(self.folder / f"{key}.json", json.dumps(entry, ensure_ascii=False, separators=(",", ":")),
+                         fsync=False)
         except (OSError, TypeError, ValueError) as exc:
             self.problem = f"cache not written to {self.top}: {getattr(exc, 'strerror', None) or exc}"
 

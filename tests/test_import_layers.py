@@ -20,7 +20,7 @@ PACKAGES = ("nki_assist", "lsp_server")
 # Bottom first. A unit is a subpackage of nki_assist, a top-level module of it, or lsp_server.
 LAYERS: list[tuple[str, ...]] = [
     ("taxonomy",),
-    ("severity", "findings", "hardware", "extras", "redact", "tolerance", "nki_api", "api", "__init__"),
+    ("severity", "atomic", "findings", "hardware", "extras", "redact", "tolerance", "nki_api", "api", "__init__"),
     ("schema", "config", "contracts", "stage_links"),
     ("parse",),
     ("project",),

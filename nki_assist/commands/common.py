@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 
+from ..atomic import write_atomic  # noqa: F401  (re-exported: review/check -o)
 from ..hardware import DEFAULT_TARGET, TARGETS
 from .exits import UsageError
 
@@ -74,20 +74,3 @@ def check_output(path: str | None) -> None:
         raise UsageError(f"{path}: folder {folder} is not writable")
 
 
-def write_atomic(path, data: str | bytes) -> None:
-    """Write FILE whole or not at all (a temporary file beside it, renamed over it): a full disk or
-    an interruption leaves the previous file, never a truncated one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -208,6 +208,17 @@ def _partition_underutilized(est: PerfEstimate, target: Target, file: str | None
     })
 
 
+def _full_tile_matmuls(mm: list[InstrCost], target: Target) -> dict[int, InstrCost]:
+    """Each matmul at the cost of its FLOPs on full 128x128x512 tiles (plus the access setup)."""
+    setup = access_setup_cycles(target) / target.tensor_clock_hz
+    peak = target.peak_bf16_flops
+    out = {}
+    for c in mm:
+        ideal = c.flops / (peak / (4 if c.fp32 else 1)) + setup
+        out[c.seq] = replace(c, seconds=min(c.seconds, ideal), work_seconds=min(c.work_seconds, ideal))
+    return out
+
+
 def _operand_loads_of_k(run: RunResult, k: int) -> set[int]:
     """Loads whose destination is a matmul operand with `k` partitions: the DMAs a K tile of k rows forces."""
     keys = set()
@@ -232,12 +243,8 @@ def _narrow_contraction(est: PerfEstimate, target: Target, file: str | None, run
     if not dma or load_t < 0.25 * est.estimated_time_s:
         return None
     grow = k / target.contraction_max
-    setup = access_setup_cycles(target) / target.tensor_clock_hz
-    peak = target.peak_bf16_flops
     changed = {c.seq: replace(c, seconds=c.payload_seconds + (c.seconds - c.payload_seconds) * grow) for c in dma}
-    for c in mm:
-        ideal = c.flops / (peak / (4 if c.fp32 else 1)) + setup
-        changed[c.seq] = replace(c, seconds=min(c.seconds, ideal), work_seconds=min(c.work_seconds, ideal))
+    changed.update(_full_tile_matmuls(mm, target))
     sp = _speedup(est, changed)
     if sp < MIN_SPEEDUP:
         return None
@@ -276,12 +283,7 @@ def _busy_underuse(est: PerfEstimate, target: Target, file: str | None, mm: list
     eff = sum(c.flops for c in mm) / (mm_t * peak)
     if eff >= 0.5:
         return None
-    setup = access_setup_cycles(target) / target.tensor_clock_hz
-    changed = {}
-    for c in mm:
-        ideal = c.flops / (peak / (4 if c.fp32 else 1)) + setup
-        changed[c.seq] = replace(c, seconds=min(c.seconds, ideal), work_seconds=min(c.work_seconds, ideal))
-    sp = _speedup(est, changed)
+    sp = _speedup(est, _full_tile_matmuls(mm, target))
     if sp < MIN_SPEEDUP:
         return None
     ks = sorted(c.k for c in mm)

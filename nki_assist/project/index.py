@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..parse.consts import TILE_SIZE
+from ..parse.pyast import dotted_name
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
 
 # decorators (after import resolution) that make a function a kernel
@@ -162,14 +163,8 @@ def _salvage(text: str, bad_line: int, tries: int = 5) -> ast.Module | None:
 
 
 def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+    """`a.b.c` -> "a.b.c"; None for anything else (a call is not its callee here)."""
+    return None if isinstance(node, ast.Call) else (dotted_name(node) or None)
 
 
 def _text(node: ast.AST) -> str:

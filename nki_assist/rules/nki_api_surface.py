@@ -39,6 +39,22 @@ def _certain_signature(e: table.ApiEntry, v: str) -> bool:
     return e.source == "installed" or e.signature_version == v
 
 
+def _documented_calls(nf: NkiFile, t: Target):
+    """(call, its table entry, the target version) for each call of an nl/nisa/collectives name the target
+    version documents (present or deprecated); nothing for legacy files or the legacy target."""
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version():
+        return
+    for c in u.calls:
+        if _module(c.ref.name) is None or table.status(c.ref.name, v) not in ("present", "deprecated"):
+            continue
+        e = table.lookup(c.ref.name, v)
+        if e is not None:
+            yield c, e, v
+
+
 @check("NKI510", per_file=True)
 def unknown_attribute(nf: NkiFile, t: Target):
     if not _new(nf) or (u := usage(nf)) is None:
@@ -88,16 +104,8 @@ def unknown_attribute(nf: NkiFile, t: Target):
 
 @check("NKI511", per_file=True)
 def unknown_keyword(nf: NkiFile, t: Target):
-    if not _new(nf) or (u := usage(nf)) is None:
-        return
-    v = target_version(t)
-    if v == table.legacy_version():
-        return
-    for c in u.calls:
-        if _module(c.ref.name) is None or table.status(c.ref.name, v) not in ("present", "deprecated"):
-            continue
-        e = table.lookup(c.ref.name, v)
-        if e is None or e.params is None:
+    for c, e, v in _documented_calls(nf, t):
+        if e.params is None:
             continue
         certain = _certain_signature(e, v)
         positional = [p for p in e.params if p.kind in ("posonly", "pos")]
@@ -144,16 +152,8 @@ def unknown_keyword(nf: NkiFile, t: Target):
 
 @check("NKI512", per_file=True)
 def missing_required(nf: NkiFile, t: Target):
-    if not _new(nf) or (u := usage(nf)) is None:
-        return
-    v = target_version(t)
-    if v == table.legacy_version():
-        return
-    for c in u.calls:
-        if c.splat or _module(c.ref.name) is None or table.status(c.ref.name, v) not in ("present", "deprecated"):
-            continue
-        e = table.lookup(c.ref.name, v)
-        if e is None or e.params is None:
+    for c, e, v in _documented_calls(nf, t):
+        if c.splat or e.params is None:
             continue
         given = {k for k, *_ in c.keywords}
         missing = [p.name for i, p in enumerate(e.params)
@@ -174,16 +174,8 @@ def missing_required(nf: NkiFile, t: Target):
 
 @check("NKI513", per_file=True)
 def return_convention(nf: NkiFile, t: Target):
-    if not _new(nf) or (u := usage(nf)) is None:
-        return
-    v = target_version(t)
-    if v == table.legacy_version():
-        return
-    for c in u.calls:
-        if _module(c.ref.name) is None or table.status(c.ref.name, v) not in ("present", "deprecated"):
-            continue
-        e = table.lookup(c.ref.name, v)
-        if e is None or e.returns is None:
+    for c, e, v in _documented_calls(nf, t):
+        if e.returns is None:
             continue
         if e.returns == "dst" and c.used_as_value:
             yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
