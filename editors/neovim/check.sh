@@ -26,4 +26,7 @@ def wide_psum(a, b):
 PY
 export NKI_ASSIST_CHECK_FILE="$work/proj/wide_psum.py"
 # -u NONE / --noplugin: no user config; 'filetype on' so the FileType autocommand fires
-exec "$nvim" --headless -u NONE --noplugin -i NONE --cmd "filetype on" -c "luafile $here/check_headless.lua"
+status=0
+"$nvim" --headless -u NONE --noplugin -i NONE --cmd "filetype on" -c "luafile $here/check_headless.lua" || status=$?
+echo  # headless Neovim's last message has no newline
+exit "$status"
