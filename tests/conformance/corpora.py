@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from nki_assist.parse.nki import is_nki_source
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +42,15 @@ def nki_sources(*names: str) -> list[tuple[str, str, str]]:
             if is_nki_source(text):
                 out.append((name, p.relative_to(root).as_posix(), text))
     return out
+
+
+def compare_outputs(pairs, rtol: float, atol: float) -> tuple[bool, float, str | None]:
+    """(all within tolerance, worst absolute error, why not comparable) over (kernel output, reference) pairs."""
+    worst, ok = 0.0, True
+    for got, want in pairs:
+        g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        if g.shape != w.shape:
+            return False, worst, f"shape {list(g.shape)} vs reference {list(w.shape)}"
+        worst = max(worst, float(np.nanmax(np.abs(g - w))) if g.size else 0.0)
+        ok &= bool(np.allclose(g, w, rtol=rtol, atol=atol))
+    return ok, worst, None

@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import ml_dtypes
 import numpy as np
+from corpora import compare_outputs
 
 DEFAULT_REPO = "/work/.mirror/aws-neuron+nki-samples/repo"
 LEGACY = "7af4e4d"  # last commit with the legacy tutorials and the reference kernels
@@ -622,18 +623,9 @@ def run_case(repo: str, case: Case, size: Size, *, timeout_s: float = 300.0, see
         o.detail = "ran to the end but this corpus entry has no reference (expected a SIM117 stop)"
         return o
     ref = case.reference(*args, **kwargs)
-    worst = 0.0
-    ok = True
-    for got, want in _pairs(case, list(res.outputs), ref, args):
-        g = np.asarray(got, np.float64)
-        w = np.asarray(want, np.float64)
-        if g.shape != w.shape:
-            ok = False
-            o.detail = f"shape {list(g.shape)} vs reference {list(w.shape)}"
-            break
-        worst = max(worst, float(np.nanmax(np.abs(g - w))) if g.size else 0.0)
-        ok &= bool(np.allclose(g, w, rtol=case.rtol, atol=case.atol))
-    o.max_abs_err = worst
+    ok, o.max_abs_err, why = compare_outputs(_pairs(case, list(res.outputs), ref, args), case.rtol, case.atol)
+    if why:
+        o.detail = why
     o.verdict = "match" if ok else "mismatch"
     return o
 

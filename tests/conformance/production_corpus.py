@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import ml_dtypes
 import numpy as np
+from corpora import compare_outputs
 
 from nki_assist.contracts.callargs import Keyword, Named, Output, for_reference
 
@@ -596,16 +597,9 @@ def run_case(root: Path, case: Case, size: Size, seed: int = 0) -> Outcome:
         return o
     pos, kw = for_reference(args)
     ref = case.reference(*pos, **kw)
-    worst, ok = 0.0, True
-    for got, want in _pairs(case, list(res.outputs), ref, args):
-        g, w = _f(got), _f(want)
-        if g.shape != w.shape:
-            ok = False
-            o.detail = f"shape {list(g.shape)} vs reference {list(w.shape)}"
-            break
-        worst = max(worst, float(np.nanmax(np.abs(g - w))) if g.size else 0.0)
-        ok &= bool(np.allclose(g, w, rtol=case.rtol, atol=case.atol))
-    o.max_abs_err = worst
+    ok, o.max_abs_err, why = compare_outputs(_pairs(case, list(res.outputs), ref, args), case.rtol, case.atol)
+    if why:
+        o.detail = why
     o.verdict = "match" if ok else "wrong"
     return o
 
