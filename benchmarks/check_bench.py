@@ -137,9 +137,29 @@ def generate(lines: int = LINES) -> str:
     return "".join(parts)
 
 
-def p95(values: list[float]) -> float:
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-quantile (0 for no values)."""
+    if not values:
+        return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def p95(values: list[float]) -> float:
+    return percentile(values, 0.95)
+
+
+def rss_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of a process in KiB (empty when it is gone)."""
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
 
 
 def edit_line(lines: list[str], anchor: str, needle: str) -> int:

@@ -53,18 +53,6 @@ def _twenty_kernels(generate) -> str:
     return text[:[m.start() for m in re.finditer(r"^@nki\.jit", text, re.M)][20]]
 
 
-def _rss_kib(pid: int) -> dict[str, int]:
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
-    except OSError:
-        pass
-    return out
-
-
 class _Client:
     """A pygls client that records when each version's diagnostics arrive."""
 
@@ -163,7 +151,7 @@ async def _edits(c: _Client, uri: str, lines: list[str], line: int, variants: tu
         latencies.append(((await c.wait_version(version)) - sent) * 1000)
         await c.settle()
         if rss_every and pid and (i + 1) % rss_every == 0:
-            rss.append(_rss_kib(pid).get("VmRSS", 0))
+            rss.append(CB.rss_kib(pid).get("VmRSS", 0))
     return latencies, version, rss
 
 
@@ -176,7 +164,7 @@ async def _kernel_session(text: str) -> dict:
     c.open(uri, text)
     first = (await c.wait_version(1)) - started
     await c.settle()
-    rss_open = _rss_kib(pid).get("VmRSS", 0)
+    rss_open = CB.rss_kib(pid).get("VmRSS", 0)
     lines = text.splitlines()
     line = CB.edit_line(lines, "def add_relu_9(", "F = ")  # the tile width of kernel 10 of 20
     variants = (lines[line].split("=")[0] + "= 384", lines[line])  # retype the kernel's tile width

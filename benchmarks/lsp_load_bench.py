@@ -46,25 +46,6 @@ def _check_bench():
 CB = _check_bench()
 
 
-def rss_kib(pid: int) -> dict[str, int]:
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
-    except OSError:
-        pass
-    return out
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 class Doc:
     def __init__(self, uri: str, text: str) -> None:
         self.uri = uri
@@ -188,7 +169,7 @@ async def _session(settings: dict, documents: int, edits: int, python: str = sys
         doc.diagnostics = list(getattr(report, "items", []) or [])
     open_seconds = time.perf_counter() - started
     await asyncio.sleep(1.5)
-    rss_open = rss_kib(pid).get("VmRSS", 0)
+    rss_open = CB.rss_kib(pid).get("VmRSS", 0)
 
     times: dict[str, list[float]] = {}
     tasks: list[asyncio.Task] = []
@@ -249,7 +230,7 @@ async def _session(settings: dict, documents: int, edits: int, python: str = sys
             await asyncio.sleep(0.1)
     settle_seconds = time.perf_counter() - settle_started
     await asyncio.sleep(2.0)
-    mem = rss_kib(pid)
+    mem = CB.rss_kib(pid)
     await c.stop()
     out = {"documents": documents, "lines_per_document": LINES, "edits": edits,
            "open_and_first_check_s": round(open_seconds, 2), "storm_send_s": round(storm_seconds, 2),
@@ -261,8 +242,8 @@ async def _session(settings: dict, documents: int, edits: int, python: str = sys
         if kind == "review":
             out["review_ms"] = round(values[0], 1) if values else 0.0
             continue
-        out[f"{kind}_p50_ms"] = round(pct(values, 0.5), 1)
-        out[f"{kind}_p95_ms"] = round(pct(values, 0.95), 1)
+        out[f"{kind}_p50_ms"] = round(CB.percentile(values, 0.5), 1)
+        out[f"{kind}_p95_ms"] = round(CB.percentile(values, 0.95), 1)
         out[f"{kind}_errors"] = len(times.get(f"{kind}_errors", []))
     out["rss_after_open_mib"] = round(rss_open / 1024, 1)
     out["rss_after_storm_mib"] = round(mem.get("VmRSS", 0) / 1024, 1)
