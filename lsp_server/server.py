@@ -384,11 +384,20 @@ def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[typ
                         only=params.context.only, findings=entry.analysis.findings if current else ()) or None
 
 
-async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
-    uri = params.text_document.uri
+async def _kernel_view(ls: NkiAssistServer, uri: str):
+    """(document, its last good analysis) when that analysis parsed NKI kernels, else (None, None): what the
+    lens, inlay hint, symbol and navigation requests read."""
     analysis = await ls.editor_analysis(uri)
     doc = ls.document(uri)
     if doc is None or analysis is None or analysis.nki_file is None:
+        return None, None
+    return doc, analysis
+
+
+async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    uri = params.text_document.uri
+    doc, analysis = await _kernel_view(ls, uri)
+    if doc is None:
         return None
     path = ls.path_of(doc)
     perf = ls.perf.get(str(Path(path).resolve())) if path else None
@@ -398,9 +407,8 @@ async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[t
 
 async def inlay_hint(ls: NkiAssistServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
     uri = params.text_document.uri
-    analysis = await ls.editor_analysis(uri)
-    doc = ls.document(uri)
-    if doc is None or analysis is None or analysis.nki_file is None:
+    doc, analysis = await _kernel_view(ls, uri)
+    if doc is None:
         return None
     return inlay_hints(analysis.nki_file, doc.lines, params.range.start.line + 1, params.range.end.line + 1,
                        ls.target(analysis), doc.position_codec)
@@ -408,9 +416,8 @@ async def inlay_hint(ls: NkiAssistServer, params: types.InlayHintParams) -> list
 
 async def document_symbol(ls: NkiAssistServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol] | None:
     uri = params.text_document.uri
-    analysis = await ls.editor_analysis(uri)
-    doc = ls.document(uri)
-    if doc is None or analysis is None or analysis.nki_file is None:
+    doc, analysis = await _kernel_view(ls, uri)
+    if doc is None:
         return None
     return document_symbols(analysis.nki_file, doc.lines, doc.position_codec)
 
@@ -422,9 +429,8 @@ def _location(doc: TextDocument, place: Place) -> types.Location:
 
 async def _navigation_target(ls: NkiAssistServer, params):
     uri, pos = params.text_document.uri, params.position
-    analysis = await ls.editor_analysis(uri)
-    doc = ls.document(uri)
-    if doc is None or analysis is None or analysis.nki_file is None:
+    doc, analysis = await _kernel_view(ls, uri)
+    if doc is None:
         return None, None, None
     lines = doc.lines
     line, col = from_lsp_position(lines, pos, doc.position_codec)
