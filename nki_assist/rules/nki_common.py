@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from ..findings import Finding, Severity
@@ -89,3 +90,31 @@ def tail_claim(lp: Loop, num_text: str, num: Any, den: int) -> dict[str, Any]:
             and consts.as_int(num.const) is not None:
         claim.update(terms={t: consts.as_int(c) for t, c in num.terms}, const=consts.as_int(num.const))
     return claim
+
+
+def kernel_function(nf: NkiFile, k: NkiKernel) -> ast.FunctionDef | None:
+    """The kernel's `def` as a Python AST carrying the file's own line and column numbers (None when it does not
+    parse), parsed once per file text for every check that reads it (NKI211, NKI212)."""
+    memo = nf.__dict__.setdefault("_kernel_functions", {})
+    if memo.get("lines") is not nf.lines:  # a reused NkiFile gets new lines: parse again
+        memo.clear()
+        memo["lines"] = nf.lines
+    key = (k.line, k.end_line)
+    if key not in memo:
+        memo[key] = _parse_function(nf.lines, k.line, k.end_line)
+    return memo[key]
+
+
+def _parse_function(lines: list[str], start: int, end: int) -> ast.FunctionDef | None:
+    block = lines[start - 1:end]
+    indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
+    # blank lines keep line numbers; an `if 1:` header keeps an indented block's columns
+    head = "\n" * (start - 1) if indent == 0 else "\n" * (start - 2) + "if 1:\n"
+    try:
+        tree = ast.parse(head + "\n".join(block))
+    except (SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, ast.If) and node.body:
+        node = node.body[0]
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None

@@ -12,26 +12,15 @@ neither a run nor a size check sees it; the first caller with other tile sizes g
 from __future__ import annotations
 
 import ast
-import textwrap
 from collections import Counter, defaultdict
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit
+from .nki_common import check, emit, kernel_function
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}
-
-
-def _kernel_tree(nf: NkiFile, k: NkiKernel) -> ast.FunctionDef | None:
-    text = textwrap.dedent("\n".join(nf.lines[k.line - 1:k.end_line]))
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return None
-    fn = tree.body[0] if tree.body else None
-    return fn if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -122,7 +111,7 @@ def _slice_extent_consts(expr: ast.AST, roles: _Roles) -> set[str]:
 @check("NKI211", per_file=True)  # reads the kernel text from the file
 def tile_constant_axis_role(nf: NkiFile, t: Target):
     for k in nf.kernels:
-        fn = _kernel_tree(nf, k)
+        fn = kernel_function(nf, k)
         if fn is None:
             continue
         roles = _Roles(fn)
@@ -141,7 +130,7 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
                     wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)
                              if (r := roles.role(c)) and r != sym and {r, sym} <= roles.tiled]
                     for c, r in wrong:
-                        line = k.line + node.lineno - 1
+                        line = node.lineno
                         if (line, c) in seen:
                             continue
                         seen.add((line, c))
@@ -176,12 +165,12 @@ def _load_into(nf: NkiFile, k: NkiKernel, node: ast.Assign, roles: _Roles, alloc
     for (axis, sym, _), dim in zip(src_axes, dims):
         for c in sorted(_names(dim) & roles.constants):
             r = roles.role(c)
-            line = k.line + aline - 1
+            line = aline
             if r and r != sym and {r, sym} <= roles.tiled and (line, c) not in seen:
                 seen.add((line, c))
                 yield _finding(nf, k, line, 0, c, r, sym, roles,
                                f"`{name}` is sized with `{c}` on the dimension that line "
-                               f"{k.line + node.lineno - 1} fills from `{src.value.id}` axis {axis} ({sym})")
+                               f"{node.lineno} fills from `{src.value.id}` axis {axis} ({sym})")
 
 
 def _suggest(const: str, role: str, sym: str, roles: _Roles) -> str | None:

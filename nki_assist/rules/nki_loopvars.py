@@ -9,12 +9,11 @@ after the name is assigned again, are not reported.
 from __future__ import annotations
 
 import ast
-import textwrap
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit
+from .nki_common import check, emit, kernel_function
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 
@@ -69,17 +68,13 @@ def _after_loops(stmts: list[ast.stmt]):
 @check("NKI212", per_file=True)  # reads the kernel text from the file
 def loop_variable_after_loop(nf: NkiFile, t: Target):
     for k in nf.kernels:
-        try:
-            tree = ast.parse(textwrap.dedent("\n".join(nf.lines[k.line - 1:k.end_line])))
-        except SyntaxError:
-            continue
-        fn = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        fn = kernel_function(nf, k)
         if fn is None:
             continue
         for loop, read in _after_loops(fn.body):
             kind = dotted_name(loop.iter).rsplit(".", 1)[-1]
             nki = kind in _NKI_RANGES
-            line, loop_line = k.line + read.lineno - 1, k.line + loop.lineno - 1
+            line, loop_line = read.lineno, loop.lineno
             yield emit("NKI212", nf, line, read.col_offset + 1, line, read.col_offset + 1 + len(read.id),
                        f"`{read.id}` is read after its loop (`for {read.id} in {ast.unparse(loop.iter)}`, line "
                        f"{loop_line}) has ended: "
