@@ -147,14 +147,17 @@ def _contradicted(f: Finding) -> str | None:
 
 
 def _primary(group: list[Finding]) -> Finding:
-    """The finding that leads an item: among the most severe, a confirmed root cause first, else the one
+    """The finding that leads an item: among the most severe, a confirmed root cause first, then the finding
+    the others name as their cause (an out-of-bounds read before the NaN output it produced), else the one
     whose category most of the group agrees on (a partly-written output merged with five tail findings is
     a tail problem)."""
     top = min(f.severity.rank for f in group)
     votes: dict[str, int] = {}
     for f in group:
         votes[f.category] = votes.get(f.category, 0) + 1
-    return max((f for f in group if f.severity.rank == top), key=lambda f: (_lead(f), votes[f.category]))
+    named = {f.evidence.get("cause_rule") for f in group} - {None}
+    return max((f for f in group if f.severity.rank == top),
+               key=lambda f: (_lead(f), f.rule in named, votes[f.category]))
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")

@@ -170,8 +170,9 @@ class SimContext:
             return
         spec = get_rule(rule)
         severity = evidence.pop("_severity", None)
+        fix = evidence.pop("_fix", None) or spec.fix  # a fix written for this occurrence, else the rule's
         f = spec.finding(message, file=self.display_file, line=line, evidence=evidence, source="simulation",
-                         severity=severity)
+                         severity=severity, fix=fix)
         self._seen[key] = f
         self.counts[key] = 1
         self.findings.append(f)

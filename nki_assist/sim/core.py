@@ -14,6 +14,7 @@ import functools
 
 import numpy as np
 
+from ..rules.nki_reductions import partition_reduce_advice
 from . import context, mathops, provenance, unwritten, value_ranges
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve
@@ -368,9 +369,10 @@ def reduce(name: str, x, axis, *, dst=None, dtype=None, mask=None, keepdims=Fals
     on_chip_operand(ctx, line, op_label, x)
     axes = _axes(axis, len(x.shape))
     if 0 in axes and len(x.shape) > 1 and x.shape[0] > 1:
+        clause, fix = partition_reduce_advice(name)
         ctx.report("SIM119", line, f"{op_label} over axis 0 (the partition axis) of a {list(x.shape)} tile: "
-                   "Vector Engine reductions run along free axes only, so this does not compile; matmul with a "
-                   "ones vector (or transpose first).", api=op_label, shape=list(x.shape), axis=list(axes))
+                   f"Vector Engine reductions run along free axes only, so this does not compile; {clause}.",
+                   api=op_label, shape=list(x.shape), axis=list(axes), op=name, _fix=fix)
     m = tile_mask(mask, x.shape) if mask is not None else None
     with unwritten.collect() as poison:
         v = fvals(x, m, line)

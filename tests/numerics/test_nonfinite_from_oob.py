@@ -35,3 +35,14 @@ def test_nan_from_an_out_of_bounds_read_is_attributed_to_it(tmp_path):
 def test_aligned_load_has_no_nan(tmp_path):
     r = _review(tmp_path, shift=False)
     assert not {"SIM108", "NUM104", "NUM102"} & {f.rule for f in r.findings}
+
+
+def test_the_item_is_led_and_titled_by_the_read_not_the_nan(tmp_path):
+    """The item opens with the out-of-bounds read the other findings name as their cause, and its text is about
+    an access past the end, not a matmul's operand layout (the generic indexing-error rationale)."""
+    r = _review(tmp_path, shift=True)
+    oob = next(f for f in r.findings if f.rule == "SIM108")
+    item = next(it for it in r.assessment.items if oob.id in it.finding_ids)
+    assert item.finding_ids[0] == oob.id and item.title.startswith("Access past a tensor's end")
+    assert "Nothing traps an access past a tensor's end" in item.why
+    assert "nc_matmul" not in item.why and "non-square" not in item.profiling
