@@ -201,8 +201,12 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
     why = " ".join(whys[:MAX_WHY_PARTS]) or taxonomy.category_description(primary.category)
 
     fixes: list[str] = []
-    # a confirmed root cause's fix covers its symptoms; without one, every finding's own fix is listed
-    for f in [g for g in group if _lead(g)] or group:
+    # a confirmed root cause's fix covers its symptoms; a cause the trace measured (evidence `cause`: PERF104's
+    # K tile) covers the findings of its own category; otherwise every finding's own fix is listed
+    measured = next((g for g in group if g.evidence.get("cause") and g.fix), None)
+    fixers = ([g for g in group if _lead(g)] or
+              ([measured] + [g for g in group if g.category != measured.category] if measured else group))
+    for f in fixers:
         text = ((f.fix or "").strip() if cuda else without_cuda((f.fix or "").strip())) or _render(f, "fix", t, n, cuda)
         if text and not any(_same_advice(text, seen) for seen in fixes):
             fixes.append(text)

@@ -63,7 +63,8 @@ def _roofline_cap(est: PerfEstimate, speedup: float, message: str, evidence: dic
 
 
 def _make(rule: str, est: PerfEstimate, *, message: str, speedup: float, line: int | None, related: list[int],
-          file: str | None, evidence: dict, confidence: str = "medium", advice: bool = False) -> Finding:
+          file: str | None, evidence: dict, confidence: str = "medium", advice: bool = False,
+          fix: str | None = None) -> Finding:
     """`advice`: the cost sits in an idiom the hardware guides recommend (e.g. Tensor Engine operand tiles), so
     the finding is info unless the estimated gain is large (>= 2x)."""
     spec = _SPECS[rule]
@@ -77,7 +78,7 @@ def _make(rule: str, est: PerfEstimate, *, message: str, speedup: float, line: i
     evidence = {"estimate": True, "estimated_time_us": round(est.estimated_time_us, 3),
                 "bottleneck": est.bottleneck, **evidence}
     rel = [{"file": file, "line": ln, "message": "also contributes"} for ln in related if file and ln]
-    return spec.finding(message, severity=sev, file=file, line=line,
+    return spec.finding(message, severity=sev, file=file, line=line, fix=fix or spec.fix,
                         evidence=evidence, est_speedup=round(speedup, 2), confidence=confidence, related=rel)
 
 
@@ -248,16 +249,22 @@ def _narrow_contraction(est: PerfEstimate, target: Target, file: str | None, run
     sp = _speedup(est, changed)
     if sp < MIN_SPEEDUP:
         return None
-    ns = sorted(c.n for c in mm)
+    narrow = [c for c in mm if c.k == k]  # not a bias broadcast or another matmul of another shape
+    ns = sorted(c.n for c in narrow)
     n_med = ns[len(ns) // 2]
-    line, related = _top_line(mm)
+    line, related = _top_line(narrow)
     share = 100 * load_t / est.estimated_time_s
-    msg = (f"{len(mm)} matmuls contract {k} of {target.contraction_max} rows (moving free {n_med}); the operand "
+    msg = (f"{len(narrow)} matmuls contract {k} of {target.contraction_max} rows (moving free {n_med}); the operand "
            f"loads this K tile forces ({len(dma)} DMAs of {k} partitions) take {share:.0f}% of the kernel's time. "
            f"128-row K tiles would make them {1 / grow:.0f}x fewer and {1 / grow:.0f}x larger: up to {sp:.2f}x "
            "faster (estimate). The small DMAs are a symptom of the K tile.")
-    return _make("PERF104", est, message=msg, speedup=sp, line=line, related=related, file=file, evidence={
-        "focus_metric": "contraction_rows", "value": k, "median_k": k, "median_n": n_med, "matmuls": len(mm),
+    full = target.contraction_max
+    fix = (f"Make the K tile {full} rows: the operand loads become {1 / grow:.0f}x fewer and {1 / grow:.0f}x larger "
+           f"and each matmul uses all {full} PE rows" + (
+               f"; a moving tile of up to 512 columns (one fp32 PSUM bank) also cuts the matmul count"
+               if n_med < 512 else "") + ".")
+    return _make("PERF104", est, message=msg, speedup=sp, line=line, related=related, file=file, fix=fix, evidence={
+        "focus_metric": "contraction_rows", "value": k, "median_k": k, "median_n": n_med, "matmuls": len(narrow),
         "operand_loads": len(dma), "operand_load_share_percent": round(share, 1),
         "operand_load_lines": sorted({c.line for c in dma if c.line}), "cause": "contraction",
         "confirm_with": {"metric": "dma_active_time_percent", "direction": "decrease",

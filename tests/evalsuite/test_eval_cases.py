@@ -6,7 +6,9 @@ the rest only parse files, so the module stays well under a minute.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -85,6 +87,48 @@ def test_suite_covers_criteria_dialects_families_and_controls():
     ragged = [c for c in cases if any(s.get("name") == "ragged" for s in
                                       tomllib.loads(c.spec.read_text(encoding="utf-8"))["sizes"])]
     assert any(c.gold.case.clean for c in ragged) and any(not c.gold.case.clean for c in ragged)
+
+
+def _tuple_constant_lines(path: Path) -> set[int]:
+    """Lines that bind several integer constants in one tuple assignment (`BM, BN, BK = 128, 64, 32`)."""
+    lines = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple)
+                and isinstance(node.value, ast.Tuple) and len(node.value.elts) >= 2
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in node.value.elts)):
+            lines.add(node.lineno)
+    return lines
+
+
+def _issue29_patterns(case: Path) -> set[str]:
+    """Which of issue 29's advice patterns a case's gold review exercises (read from the gold and the kernel)."""
+    gold = load_gold(case / "gold.toml")
+    out = set()
+    for i in gold.issues:
+        src = case / i.file
+        text = src.read_text(encoding="utf-8").splitlines()
+        span = range(i.lines[0], i.lines[1] + 1)
+        if i.category == "sbuf-budget" and {"convolution", "stencil"} & set(gold.case.families):
+            out.add("conv-sbuf-plan")
+        if i.category == "tensor-engine-underutilized" and _tuple_constant_lines(src) & set(span):
+            if i.severity == max((g.severity for g in gold.issues), key=["minor", "major", "critical"].index):
+                out.add("tuple-tiles-cause-first")
+        if (i.category == "unsupported-construct" and i.severity == "critical"
+                and any(re.search(r"axis\s*=\s*[\(\[]?0\b", text[n - 1]) for n in span)):
+            out.add("partition-reduction-error")
+    return out
+
+
+def test_issue29_patterns_each_have_a_case_in_both_dialects():
+    """A conv/stencil SBUF overflow (its plan recomputed by tests/perf/test_retile.py), tile constants bound in
+    one tuple whose K tile is the leading cause, and a partition-axis reduction as an error: each in the legacy
+    and the new dialect."""
+    seen: dict[str, set[str]] = {}
+    for case in CASE_DIRS:
+        for pattern in _issue29_patterns(case):
+            seen.setdefault(pattern, set()).add(load_gold(case / "gold.toml").case.dialect)
+    assert seen == {p: {"legacy", "new"} for p in
+                    ("conv-sbuf-plan", "tuple-tiles-cause-first", "partition-reduction-error")}
 
 
 def test_injection_case_really_contains_the_injection():

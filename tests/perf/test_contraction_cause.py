@@ -70,3 +70,22 @@ def test_dma_advice_on_a_line_agrees_with_the_run(k32):
     assert lhs.fix == "Load all 128 partitions per DMA. Load whole `lhsT` rows (1,024 B) per partition."
     assert store.fix == "Store whole `out` rows (1,024 B) per partition." and store.severity.value == "warning"
     assert "wider strip" not in " ".join(f.message for f in loads.values())
+
+
+def test_cause_fix_is_the_k_tile_and_covers_the_static_findings_of_its_item(k32):
+    (p,) = [f for f in k32.findings if f.rule == "PERF104"]
+    assert p.fix.startswith("Make the K tile 128 rows: the operand loads become 4x fewer and 4x larger")
+    assert "a moving tile of up to 512 columns" in p.fix  # the N tile is 64
+    item = next(it for it in k32.assessment.items if p.id in it.finding_ids)
+    same = [f for f in k32.findings if f.id in item.finding_ids and f.category == p.category and f is not p]
+    assert same and item.fix == p.fix  # NKI301's and MIG108's rewordings of the same advice are not repeated
+
+
+def test_only_the_narrow_matmuls_are_counted():
+    """The legacy linear eval case broadcasts its bias row with one more matmul: 128 contract 32 rows, not 129."""
+    spec = PORT.parents[3] / "evals" / "cases" / "linear_tuple_tiles_k32_legacy" / "port.toml"
+    r = review_port(str(spec), ReviewOptions(plots=False)).review
+    (p,) = [f for f in r.findings if f.rule == "PERF104"]
+    # (256/128) * (512/128) * (512/32) = 128 matmuls, each fed by one lhsT and one w load
+    assert p.evidence["matmuls"] == 128 and p.evidence["operand_loads"] == 256
+    assert p.message.startswith("128 matmuls contract 32 of 128 rows (moving free 128)") and not p.related
