@@ -28,11 +28,10 @@ def partition_reduce_advice(op: str | None) -> tuple[str, str]:
                 "the tile gives the [1, N] sums in PSUM, and successive row tiles accumulate into the same PSUM "
                 "tile; or transpose the tile first and reduce along the free axis.")
     if op:
-        return (f"a ones-vector matmul only sums, so reduce with `tensor_partition_reduce` (GpSimd) or "
-                f"transpose first",
-                f"A ones-vector matmul only sums: reduce the partitions with `nisa.tensor_partition_reduce` "
-                f"(op {op}, GpSimd), or transpose the tile on the Tensor Engine (128 x 128 blocks) so the reduced "
-                f"axis becomes a free axis and reduce along it.")
+        return ("a ones-vector matmul only sums, so transpose first (or use GpSimd's `tensor_partition_reduce`)",
+                f"A ones-vector matmul only sums: transpose the tile on the Tensor Engine (`nisa.nc_transpose`, "
+                f"128 x 128 blocks) so the reduced axis becomes a free axis and reduce along it, or use "
+                f"`nisa.tensor_partition_reduce` (op {op}, GpSimd), the slower one-instruction form.")
     return ("matmul with a ones vector for a sum, or transpose first",
             "Contract the partition axis on the Tensor Engine: matmul with a ones vector into PSUM for a sum, or "
             "transpose first and reduce along the free axis.")

@@ -32,7 +32,8 @@ VOCAB = {"nl", "nisa", "nki", "np", "min", "max", "mask", "assert", "range", "fo
          "affine_range", "tensor_copy", "copy", "zeros", "ndarray", "shared_hbm", "sbuf", "activation", "exp",
          "accumulate", "True", "False", "None", "tile", "e", "g", "x", "m", "ceil", "psum", "matmul", "nc_matmul",
          "tensor_scalar", "reduce_op", "add", "multiply", "subtract", "sum", "mean", "axis", "keepdims", "memset",
-         "value", "negate", "load", "store", "dma_copy", "rsqrt", "sqrt", "log"}
+         "value", "negate", "load", "store", "dma_copy", "rsqrt", "sqrt", "log",
+         "nc_transpose", "tensor_partition_reduce"}
 # Trainium operations a finding may recommend although the kernel does not use them yet (the fix is to adopt
 # them), keyed by rule id or category.
 RECOMMENDS = {"catastrophic-cancellation": {"bn_stats", "bn_aggr"}, "MIG109": {"transpose"},
