@@ -210,6 +210,9 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
         text = ((f.fix or "").strip() if cuda else without_cuda((f.fix or "").strip())) or _render(f, "fix", t, n, cuda)
         if text and not any(_same_advice(text, seen) for seen in fixes):
             fixes.append(text)
+    # "nothing to change in the kernel" (one transfer already moves whole rows) beside another finding's change
+    # to make reads as a contradiction: the change is the item's advice, the whole-rows fact stays in `what`
+    fixes = [x for x in fixes if not x.startswith("Nothing to change")] or fixes
     fix = " Also: ".join(fixes) if fixes else "See the rule documentation (`nki-assist explain " + primary.rule + "`)."
 
     profiling = _render(primary, "profiling", t, n, cuda)

@@ -187,3 +187,33 @@ def test_deprecated_but_accepted_alias_is_not_called_rejected():
     a, r = items[by_rule["NKI502"]], items[by_rule["NKI501"]]
     assert "rejects" not in a.title and "compile error" not in a.why and "still accepts" in a.why
     assert r.title.startswith("API the target toolchain rejects") and "compile error" in r.why
+
+
+def test_whole_rows_fact_does_not_contradict_the_items_change():
+    """One transfer of an item already moves whole rows ('Nothing to change in the kernel'), another can grow:
+    the item's fix is the change, not both sentences; alone, the whole-rows fix stays."""
+    from nki_assist.feedback.drafter import item_for
+
+    grow = f(rule="NKI108", name="small-dma-in-loop", category="small-dma", severity="info", line=26, message="m",
+             fix="Load whole `lhsT` rows (512 B) per partition.")
+    whole = f(rule="NKI108", name="small-dma-in-loop", category="small-dma", severity="info", line=30, message="m",
+              fix="Nothing to change in the kernel: only an HBM layout with longer rows (a producer-side change) "
+                  "makes these descriptors longer.")
+    item = item_for(prioritize([grow, whole]), get_target("trn2"))
+    assert item.fix == "Load whole `lhsT` rows (512 B) per partition."
+    alone = item_for(prioritize([whole]), get_target("trn2"))
+    assert alone.fix.startswith("Nothing to change in the kernel")
+
+
+def test_a_measured_cause_fix_covers_its_category_and_keeps_other_categories():
+    from nki_assist.feedback.drafter import item_for
+
+    cause = f(rule="PERF104", name="estimated-tensor-engine-underutilization", category="tensor-engine-underutilized",
+              severity="warning", line=27, message="m", evidence={"cause": "contraction"},
+              fix="Make the K tile 128 rows.")
+    static = f(rule="NKI301", name="small-matmul-tile", category="tensor-engine-underutilized", severity="warning",
+               line=27, message="m", fix="Grow K and M tiles to 128 (pack several small problems).")
+    other = f(rule="MIG999", name="other", category="fp32-matmul", severity="warning", line=27, message="m",
+              fix="Cast the operands to bfloat16.")
+    item = item_for(prioritize([cause, static, other]), get_target("trn2"))
+    assert item.fix == "Make the K tile 128 rows. Also: Cast the operands to bfloat16."
