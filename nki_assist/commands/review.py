@@ -81,7 +81,6 @@ def _review(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
-    from ..feedback.rubric import RubricError
     from ..numerics.spec import SpecError
     from ..redact import neutralise, redact
     from ..review import ReviewOptions, review_files, review_port
@@ -113,8 +112,12 @@ def _review(args: argparse.Namespace) -> int:
             result = review_port(args.spec, opts, progress=progress.update if progress else None)
         else:
             result = review_files(args.nki, args.cuda, opts, progress=progress.update if progress else None)
-    except (SpecError, RubricError) as exc:
-        raise UsageError(str(exc)) from None
+    except Exception as exc:
+        from ..feedback.rubric import RubricError  # deferred: the drafter's imports run while the kernel runs
+
+        if isinstance(exc, (SpecError, RubricError)):
+            raise UsageError(str(exc)) from None
+        raise
     finally:
         if progress:
             progress.close()
