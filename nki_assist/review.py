@@ -77,6 +77,7 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         notes.append(f"{display}: cannot be read; no static checks")
         unchecked.append(f"{display}: cannot be read, no static checks")
         return []
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .api.version import resolve_nki_version
     from .check import CheckOptions, check_text
 
@@ -97,6 +98,7 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
         notes.append("no CUDA file: migration checks skipped")
         return []
 
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .parse.nki import parse_nki
     from .rules.migration import run_migration_rules
 
@@ -129,6 +131,7 @@ def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
 
 
 def _kernel_line(path: Path, name: str | None) -> int | None:
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .toolchain.base import kernel_def_line
 
     return kernel_def_line(str(path), name)
@@ -225,6 +228,7 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
 
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .stage_links import link_stages
 
     findings = _link_root_causes(link_stages(findings))
@@ -243,6 +247,7 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
     if res is None:
         return findings
 
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .reconcile import reconcile
 
     perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
@@ -273,6 +278,7 @@ def _start_runs(spec, opts: ReviewOptions, target: Target) -> Started | None:
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
                 cancel: threading.Event | None, early: Started | None = None) -> tuple[list[Finding], Any]:
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .numerics.attribution import attribute, growth_fits, source_text
     from .numerics.localize import cuda_store_line
 
@@ -357,6 +363,7 @@ def _peaks(run, target: Target) -> dict[str, Any] | None:
     if run is None:
         return None
 
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .numerics.portrun import peaks_summary
 
     peaks = peaks_summary(run.peaks, target)
@@ -371,6 +378,7 @@ def _with_retile_plan(findings: list[Finding], res, target: Target) -> list[Find
             and any(f.rule == "SIM104" for f in r.findings)]
     if not over or not any(f.rule == "SIM104" for f in findings):
         return findings
+    # deferred: imported while the kernel runs ahead (review start-up)
     from . import perf
     sr = over[-1]  # the largest size that overflowed: a band that fits it fits the smaller ones
     plan = perf.plan_sbuf_retile(sr.runs[TRAINIUM.name], target)
@@ -390,6 +398,7 @@ _ESTIMATES = ("bounds", "estimated_mfu_percent", "hfu_estimated_percent", "mbu_e
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                  nki_disp: str) -> list[Finding]:
 
+    # deferred: imported while the kernel runs ahead (review start-up)
     from . import perf
 
     ran = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
@@ -430,6 +439,7 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
 
 
 def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
+    # deferred: imported while the kernel runs ahead (review start-up)
     from .feedback import draft_assessment
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
