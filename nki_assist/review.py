@@ -160,12 +160,13 @@ def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress |
         return None if p is None else str(p) if not p.is_relative_to(base) else str(p.relative_to(base))
 
     # the kernel runs begin now, in a thread, so the sandbox child works while this one checks the sources
-    early = _start_runs(spec, opts, target) if opts.run and cancel is None else None
+    begun: list[Started] = []
     try:
+        early = _start_runs(spec, opts, target, begun.append) if opts.run and cancel is None else None
         return _review_rest(spec_path, spec, opts, say, cancel, t0, target, notes, base, rel, early)
     finally:
-        if early is not None:
-            early.abandon()  # nothing left running (it has ended unless the review raised on the way)
+        for started in begun:
+            started.abandon()  # nothing left running (it has ended unless the review raised on the way)
 
 
 def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, notes, base, rel,
@@ -264,13 +265,13 @@ def _gpu_precision(spec, opts: ReviewOptions) -> str | None:
                                   if spec.cuda_path is not None else None)
 
 
-def _start_runs(spec, opts: ReviewOptions, target: Target) -> Started | None:
+def _start_runs(spec, opts: ReviewOptions, target: Target, begun: Callable[[Started], None]) -> Started | None:
     """The batched kernel and reference runs, begun in a thread (numerics.scenarios.Started). None when anything
     fails here: `_run_stages` then does it all again in order and reports the problem where it always did."""
     try:
         return Started(spec, target=target, backend=get_backend(opts.backend), sizes=opts.sizes,
                        gpu_precision=_gpu_precision(spec, opts), stochastic=opts.stochastic, timeout_s=opts.timeout_s,
-                       memory_mb=opts.memory_mb, background=True)
+                       memory_mb=opts.memory_mb, background=True, started=begun)
     except Exception:
         return None
 

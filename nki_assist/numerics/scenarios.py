@@ -146,8 +146,13 @@ class Started:
 
     def __init__(self, spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
                  gpu_precision: str | None = "float32", stochastic: bool = False, timeout_s: float = 60.0,
-                 memory_mb: int = 4096, background: bool = False):
+                 memory_mb: int = 4096, background: bool = False, started: Callable[["Started"], None] | None = None):
         self.t0 = time.perf_counter()
+        self._batches: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = self._stop = None
+        if started is not None:  # the caller can abandon it even if this constructor is interrupted
+            started(self)
         self.backend, self.gpu_precision = backend, gpu_precision
         self.chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
         self.scen = [s.name for s in kernel_scenarios(stochastic=stochastic)]
@@ -171,9 +176,6 @@ class Started:
         self.goldens = {size.name: _golden(spec, size, budget) for size in batched}
         jobs = [(s.name, self.inputs[s.name], self.goldens[s.name] is None) for s in batched]
         args = (spec, jobs, self.scen, target, backend, gpu_precision, timeout_s, memory_mb)
-        self._batches: dict | None = None
-        self._error: BaseException | None = None
-        self._thread = self._stop = None
         if background and jobs and isinstance(backend, BuiltinBackend):
             import threading  # deferred: only the review starts the batch ahead
 
@@ -204,8 +206,9 @@ class Started:
     def abandon(self) -> None:
         """Kill the batch run if it is still going and wait for its clean-up (its processes swept, its
         folder removed): for a review that ends early (Ctrl-C, an error, cancellation)."""
-        if self._thread is not None:
+        if self._stop is not None:
             self._stop.set()
+        if self._thread is not None and self._thread.ident is not None:  # started
             self._thread.join()
 
 

@@ -137,4 +137,4 @@ def test_a_terminated_review_kills_the_kernel_it_started_ahead_and_removes_its_f
         cli.kill()
     assert cli.returncode == 2, err[-400:]
     assert not _alive(kernel)
-    assert list(tmp.iterdir()) == []
+    assert list(tmp.iterdir()) == [], [(p, list(p.rglob("*"))) for p in tmp.iterdir()]
