@@ -276,6 +276,18 @@ def _start_runs(spec, opts: ReviewOptions, target: Target, begun: Callable[[Star
         return None
 
 
+def _prepare_later_stages() -> None:
+    """What the stages after the kernel runs import and build, done while the sandbox child still works (this
+    thread would otherwise wait for it): the cost model, reconciliation, the drafter, the result validators."""
+    # deferred: these imports are the point of the function (they run here instead of after the child)
+    from . import perf, reconcile, stage_links  # noqa: F401
+    from .feedback import draft_assessment  # noqa: F401
+    from .numerics import portrun  # noqa: F401
+    from .toolchain import wire
+
+    wire.prepare()
+
+
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
                 cancel: threading.Event | None, early: Started | None = None) -> tuple[list[Finding], Any]:
@@ -293,6 +305,8 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
     gpu = early.gpu_precision if early is not None else _gpu_precision(spec, opts)
+    if early is not None:
+        _prepare_later_stages()
     res = run_scenarios(spec, target=target, backend=backend, sizes=opts.sizes, gpu_precision=gpu,
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
