@@ -19,24 +19,15 @@ from .findings import Finding, dedupe, prioritize
 from .hardware import Target, get_target
 from .schema import Numerics, Performance, PortInfo, Review
 
-from .api.version import resolve_nki_version
-from .check import CheckOptions, check_text
 from .parse.cuda import parse_cuda
-from .parse.nki import parse_nki
-from .rules.migration import run_migration_rules
-from .toolchain.base import kernel_def_line
 from .numerics.spec import load_spec
-from .stage_links import link_stages
-from .reconcile import reconcile
-from .numerics.attribution import attribute, growth_fits, source_text
-from .numerics.scenarios import matrix_rows, run_scenarios
+from .numerics.scenarios import Started, matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
 from .toolchain.sandbox import warm_sandbox
-from .numerics.localize import cuda_store_line
-from .numerics.portrun import peaks_summary
-from . import perf
-from .feedback import draft_assessment
 from .numerics.registry import TRAINIUM
+
+# The static checks, attribution, cost model and drafter are imported where they are used: a review starts its
+# kernel runs first (`_start_runs`), and these imports then run while the sandbox child works.
 
 Progress = Callable[[str, float], None]
 
@@ -86,6 +77,10 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         notes.append(f"{display}: cannot be read; no static checks")
         unchecked.append(f"{display}: cannot be read, no static checks")
         return []
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .api.version import resolve_nki_version
+    from .check import CheckOptions, check_text
+
     # the NKI version from the kernel's own location (its project's pins), not the display path's
     version = opts.nki_version or resolve_nki_version(None, path).version
     res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore),
@@ -102,6 +97,10 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
     if cuda_path is None:
         notes.append("no CUDA file: migration checks skipped")
         return []
+
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .parse.nki import parse_nki
+    from .rules.migration import run_migration_rules
 
     nki_text, cuda_text = _read(nki_path), _read(cuda_path)
     if nki_text is None or cuda_text is None:
@@ -132,6 +131,8 @@ def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
 
 
 def _kernel_line(path: Path, name: str | None) -> int | None:
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .toolchain.base import kernel_def_line
 
     return kernel_def_line(str(path), name)
 
@@ -158,6 +159,18 @@ def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress |
     def rel(p: Path | None) -> str | None:
         return None if p is None else str(p) if not p.is_relative_to(base) else str(p.relative_to(base))
 
+    # the kernel runs begin now, in a thread, so the sandbox child works while this one checks the sources
+    begun: list[Started] = []
+    try:
+        early = _start_runs(spec, opts, target, begun.append) if opts.run and cancel is None else None
+        return _review_rest(spec_path, spec, opts, say, cancel, t0, target, notes, base, rel, early)
+    finally:
+        for started in begun:
+            started.abandon()  # nothing left running (it has ended unless the review raised on the way)
+
+
+def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, notes, base, rel,
+                 early: Started | None) -> ReviewResult:
     nki_disp, cuda_disp = rel(spec.nki_path), rel(spec.cuda_path)
     port = PortInfo(name=spec.name, target=target.name, nki=nki_disp, cuda=cuda_disp, nki_kernel=spec.kernel_name,
                     cuda_kernel=spec.port.cuda_kernel, spec=str(spec_path))
@@ -173,7 +186,7 @@ def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress |
     plots: dict[str, bytes] = {}
     res = None
     if opts.run and not (cancel and cancel.is_set()):
-        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel)
+        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early)
         findings += ran
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")
@@ -216,6 +229,9 @@ def _link_root_causes(findings: list[Finding]) -> list[Finding]:
 def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
 
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .stage_links import link_stages
+
     findings = _link_root_causes(link_stages(findings))
     out = []
     for f in dedupe(findings):
@@ -232,6 +248,9 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
     if res is None:
         return findings
 
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .reconcile import reconcile
+
     perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
     try:
         return reconcile(findings, spec=spec, res=res, source=nki_text, perf_size=perf_size, notes=review.notes)
@@ -240,26 +259,58 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
         return findings
 
 
+def _gpu_precision(spec, opts: ReviewOptions) -> str | None:
+    # no CUDA kernel: nothing to model on the GPU side (golden files, when given, still are the GPU output)
+    return opts.gpu_precision or (_cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
+                                  if spec.cuda_path is not None else None)
+
+
+def _start_runs(spec, opts: ReviewOptions, target: Target, begun: Callable[[Started], None]) -> Started | None:
+    """The batched kernel and reference runs, begun in a thread (numerics.scenarios.Started). None when anything
+    fails here: `_run_stages` then does it all again in order and reports the problem where it always did."""
+    try:
+        return Started(spec, target=target, backend=get_backend(opts.backend), sizes=opts.sizes,
+                       gpu_precision=_gpu_precision(spec, opts), stochastic=opts.stochastic, timeout_s=opts.timeout_s,
+                       memory_mb=opts.memory_mb, background=True, started=begun)
+    except Exception:
+        return None
+
+
+def _prepare_later_stages() -> None:
+    """What the stages after the kernel runs import and build, done while the sandbox child still works (this
+    thread would otherwise wait for it): the cost model, reconciliation, the drafter, the result validators."""
+    # deferred: these imports are the point of the function (they run here instead of after the child)
+    from . import perf, reconcile, stage_links  # noqa: F401
+    from .feedback import draft_assessment  # noqa: F401
+    from .numerics import portrun  # noqa: F401
+    from .toolchain import wire
+
+    wire.prepare()
+
+
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
-                cancel: threading.Event | None) -> tuple[list[Finding], Any]:
+                cancel: threading.Event | None, early: Started | None = None) -> tuple[list[Finding], Any]:
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .numerics.attribution import attribute, growth_fits, source_text
+    from .numerics.localize import cuda_store_line
 
     notes = review.notes
     try:
-        backend = get_backend(opts.backend)
+        backend = early.backend if early is not None else get_backend(opts.backend)
     except Exception as exc:
         notes.append(f"backend {opts.backend!r} unavailable ({exc}); kernel not executed")
         review.unchecked.append(f"kernel not executed: backend {opts.backend!r} unavailable")
         return [], None
     if not spec.reference_function:
         notes.append("the spec has no reference: numerics compare nothing")
-    # no CUDA kernel: nothing to model on the GPU side (golden files, when given, still are the GPU output)
-    gpu = opts.gpu_precision or (_cuda_accumulation(spec.cuda_path, spec.port.cuda_kernel)
-                                 if spec.cuda_path is not None else None)
+    gpu = early.gpu_precision if early is not None else _gpu_precision(spec, opts)
+    if early is not None:
+        _prepare_later_stages()
     res = run_scenarios(spec, target=target, backend=backend, sizes=opts.sizes, gpu_precision=gpu,
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
-                        cancelled=(cancel.is_set if cancel else None))
+                        cancelled=(cancel.is_set if cancel else None), started=early)
     out = _with_retile_plan([_rebase(f, spec.nki_path, nki_disp) for f in res.findings], res, target)
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
@@ -327,6 +378,9 @@ def _peaks(run, target: Target) -> dict[str, Any] | None:
     if run is None:
         return None
 
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .numerics.portrun import peaks_summary
+
     peaks = peaks_summary(run.peaks, target)
     peaks["sbuf_percent"] = round(peaks["sbuf_percent"], 1)
     peaks["psum_percent"] = round(peaks["psum_percent"], 1)
@@ -339,6 +393,8 @@ def _with_retile_plan(findings: list[Finding], res, target: Target) -> list[Find
             and any(f.rule == "SIM104" for f in r.findings)]
     if not over or not any(f.rule == "SIM104" for f in findings):
         return findings
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from . import perf
     sr = over[-1]  # the largest size that overflowed: a band that fits it fits the smaller ones
     plan = perf.plan_sbuf_retile(sr.runs[TRAINIUM.name], target)
     if plan is None:
@@ -356,6 +412,9 @@ _ESTIMATES = ("bounds", "estimated_mfu_percent", "hfu_estimated_percent", "mbu_e
 
 def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                  nki_disp: str) -> list[Finding]:
+
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from . import perf
 
     ran = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
     if not ran:
@@ -395,6 +454,8 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
 
 
 def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .feedback import draft_assessment
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
                             rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,

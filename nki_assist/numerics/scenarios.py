@@ -139,20 +139,96 @@ def _golden(spec: PortSpec, size: SizeSpec, limit_bytes: int | None = None) -> t
     return None if got is None else ([np.asarray(o).astype(np.float64) for o in got[0]], got[1])
 
 
+class Started:
+    """The first part of `run_scenarios`, begun ahead of the rest: the size guard, the inputs of the batched sizes
+    and their one child run, which with `background=True` goes on in a thread while the caller does other work
+    (the review's static checks; `review.py`). Give it to `run_scenarios` with the same options."""
+
+    def __init__(self, spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
+                 gpu_precision: str | None = "float32", stochastic: bool = False, timeout_s: float = 60.0,
+                 memory_mb: int = 4096, background: bool = False, started: Callable[["Started"], None] | None = None):
+        self.t0 = time.perf_counter()
+        self._batches: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = self._stop = None
+        if started is not None:  # the caller can abandon it even if this constructor is interrupted
+            started(self)
+        self.backend, self.gpu_precision = backend, gpu_precision
+        self.chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
+        self.scen = [s.name for s in kernel_scenarios(stochastic=stochastic)]
+        self.budget = budget = budget_bytes(memory_mb)
+        self.skipped: list[tuple[SizeSpec, Finding]] = []
+        for size in list(self.chosen):  # the size guard runs before anything is allocated
+            too_big = size_guard(spec, size, memory_mb)
+            if too_big is not None:
+                self.skipped.append((size, too_big))
+                self.chosen.remove(size)
+        # One child runs the first sizes whose arguments fit the budget together; the rest run one by one,
+        # their inputs generated only when their turn comes and released after.
+        batched, used = [], 0
+        for size in self.chosen:
+            need = size_need_bytes(spec, size)
+            if used + need > budget:
+                break
+            batched.append(size)
+            used += need
+        self.inputs = {size.name: make_inputs(spec, size, budget) for size in batched}
+        self.goldens = {size.name: _golden(spec, size, budget) for size in batched}
+        jobs = [(s.name, self.inputs[s.name], self.goldens[s.name] is None) for s in batched]
+        args = (spec, jobs, self.scen, target, backend, gpu_precision, timeout_s, memory_mb)
+        if background and jobs and isinstance(backend, BuiltinBackend):
+            import threading  # deferred: only the review starts the batch ahead
+
+            from ..toolchain.sandbox import prestart
+
+            # a warm zygote started by this thread, not by the short-lived one below (it would die with it)
+            prestart()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, args=(*args, self._stop), name="nki-assist-batch",
+                                            daemon=True)
+            self._thread.start()
+        else:
+            self._run(*args)
+
+    def _run(self, *args) -> None:
+        try:
+            self._batches = _batch(*args) or {}
+        except BaseException as exc:  # raised where run_scenarios would have raised it
+            self._error = exc
+
+    def batches(self) -> dict[str, dict[str, Any]]:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._batches or {}
+
+    def abandon(self) -> None:
+        """Kill the batch run if it is still going and wait for its clean-up (its processes swept, its
+        folder removed): for a review that ends early (Ctrl-C, an error, cancellation)."""
+        if self._stop is not None:
+            self._stop.set()
+        if self._thread is not None and self._thread.ident is not None:  # started
+            self._thread.join()
+
+
 def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] | None = None,
                   gpu_precision: str | None = "float32", stochastic: bool = False, timeout_s: float = 60.0,
                   memory_mb: int = 4096, progress: Progress | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> NumericsResult:
+                  cancelled: Callable[[], bool] | None = None, started: Started | None = None) -> NumericsResult:
     """Run every scenario on every selected size; never raises for anything user code does.
 
-    `gpu_precision=None` (a port with no CUDA kernel) models no GPU output: gpu-model runs only from golden files."""
-    t0 = time.perf_counter()
-    chosen = [spec.size(n) for n in sizes] if sizes else list(spec.sizes)
-    scen = [s.name for s in kernel_scenarios(stochastic=stochastic)]
+    `gpu_precision=None` (a port with no CUDA kernel) models no GPU output: gpu-model runs only from golden files.
+    `started`: the batch begun ahead with the same options (`Started`)."""
+    if started is None:
+        started = Started(spec, target=target, backend=backend, sizes=sizes, gpu_precision=gpu_precision,
+                          stochastic=stochastic, timeout_s=timeout_s, memory_mb=memory_mb)
+    t0 = started.t0
+    chosen, scen, budget = started.chosen, started.scen, started.budget
     rtol, atol = spec.tolerance.rtol, spec.tolerance.atol
     models_gpu = gpu_precision is not None or spec.golden is not None
     result = NumericsResult([], [REFERENCE, *scen, *([GPU_MODEL.name] if models_gpu else [])], gpu_precision, None)
-    steps = len(chosen) * (len(scen) + 2)
+    steps = (len(chosen) + len(started.skipped)) * (len(scen) + 2)
     step = 0
 
     def tick(msg: str) -> None:
@@ -162,28 +238,14 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             progress(msg, 100.0 * step / max(steps, 1))
 
     if progress:
-        progress(f"simulating {len(chosen)} size(s) x {len(scen)} scenario(s) and the reference", 1.0)
-    budget = budget_bytes(memory_mb)
-    for size in list(chosen):  # the size guard runs before anything is allocated
-        too_big = size_guard(spec, size, memory_mb)
-        if too_big is not None:
-            result.findings.append(too_big)
-            result.skipped[size.name] = too_big.message
-            chosen.remove(size)
-            step += len(scen) + 2
-    # One child runs the first sizes whose arguments fit the budget together; the rest run one by one,
-    # their inputs generated only when their turn comes and released after.
-    batched, used = [], 0
-    for size in chosen:
-        need = size_need_bytes(spec, size)
-        if used + need > budget:
-            break
-        batched.append(size)
-        used += need
-    inputs = {size.name: make_inputs(spec, size, budget) for size in batched}
-    goldens = {size.name: _golden(spec, size, budget) for size in batched}
-    batches = _batch(spec, [(s.name, inputs[s.name], goldens[s.name] is None) for s in batched], scen, target,
-                     backend, gpu_precision, timeout_s, memory_mb) or {}
+        progress(f"simulating {len(chosen) + len(started.skipped)} size(s) x {len(scen)} scenario(s) and the "
+                 "reference", 1.0)
+    for size, too_big in started.skipped:
+        result.findings.append(too_big)
+        result.skipped[size.name] = too_big.message
+        step += len(scen) + 2
+    inputs, goldens = started.inputs, started.goldens
+    batches = started.batches()
     for size in chosen:
         if cancelled and cancelled():
             result.notes.append("cancelled before all sizes ran")
@@ -334,7 +396,7 @@ def _batch_ok(value: Any, scen: list[str]) -> bool:
 
 
 def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
-           gpu_precision: str | None, timeout_s: float, memory_mb: int) -> dict[str, dict[str, Any]] | None:
+           gpu_precision: str | None, timeout_s: float, memory_mb: int, stop=None) -> dict[str, dict[str, Any]] | None:
     """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
 
     if not isinstance(backend, BuiltinBackend) or not jobs:
@@ -351,7 +413,7 @@ def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], 
                         "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
                         "ref_fn": spec.reference_function},
                        timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
-                       watch=str(spec.nki_path), env=blas_env())
+                       watch=str(spec.nki_path), env=blas_env(), stop=stop)
     if out.status != "ok" or not _batch_ok(out.value, scen):
         return None  # the slow path reports it precisely
     for value in out.value.values():

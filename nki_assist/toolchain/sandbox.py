@@ -104,16 +104,18 @@ def _end_run(proc: subprocess.Popen, token: str, since: int) -> int:
     return freeze_and_kill(root=proc.pid, token=token, since=max(0, since - 1))
 
 
-def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float) -> bool:
-    """Wait for the child; SIGKILL its group when it overstays. True when it had to be killed.
+def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float, stop=None) -> bool:
+    """Wait for the child; SIGKILL its group when it overstays, or when `stop` (a threading.Event) is set.
+    True when it had to be killed.
 
     The deadline is timeout + grace from the moment the child armed its own watchdog (start-up on a
     loaded machine is not the kernel's time), and at most STARTUP_LIMIT_S before that."""
-    if not timeout_s or timeout_s <= 0:
+    limited = bool(timeout_s and timeout_s > 0)
+    if not limited and stop is None:
         proc.wait()
         return False
     start = time.monotonic()
-    deadline = start + STARTUP_LIMIT_S + timeout_s + KILL_GRACE_S
+    deadline = start + STARTUP_LIMIT_S + timeout_s + KILL_GRACE_S if limited else float("inf")
     armed_seen = False
     while True:
         try:
@@ -121,8 +123,11 @@ def _wait(proc: subprocess.Popen, armed: Path, timeout_s: float) -> bool:
             return False
         except subprocess.TimeoutExpired:
             pass
+        if stop is not None and stop.is_set():  # the caller gave up on the run (Ctrl-C in another thread)
+            _kill(proc)
+            return True
         now = time.monotonic()
-        if not armed_seen and armed.exists():
+        if limited and not armed_seen and armed.exists():
             armed_seen = True
             deadline = now + timeout_s + KILL_GRACE_S
         if now > deadline:
@@ -195,11 +200,12 @@ def warm_sandbox(enabled: bool = True):
 
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
-                 env: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> ChildOutcome:
+                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None) -> ChildOutcome:
     """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
 
     Paths in `kwargs` must be absolute (the child runs in a temporary directory). `preload` modules
-    are imported before the limits start. Raises `isolation.SandboxUnavailable` only when the strong
+    are imported before the limits start. `stop` (a threading.Event), when set from another thread,
+    ends the run as its deadline would. Raises `isolation.SandboxUnavailable` only when the strong
     mode was selected and has become unusable."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
@@ -241,7 +247,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
             killed = False
             with owned(proc.pid):  # a concurrent run's sweep leaves this one alone
                 try:
-                    killed = _wait(proc, job / "armed", timeout_s)
+                    killed = _wait(proc, job / "armed", timeout_s, stop)
                 finally:  # every run ends with its whole process tree gone (Ctrl-C in the parent included)
                     leftovers = _end_run(proc, token, started)
         out = _outcome(job, proc.returncode, killed, timeout_s, watch, memory_mb)

@@ -21,6 +21,7 @@ import dataclasses
 import enum
 import functools
 import json
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -171,11 +172,23 @@ ALLOWED_NAMES = frozenset({
 })
 
 _ADAPTERS: dict[str, Any] = {}
+_ADAPTERS_LOCK = threading.RLock()
 TRACE = "nki_assist.contracts.runs:TraceEntry"
+
+
+def prepare() -> None:
+    """Build every validator now (the review does it while its child runs, off the critical path)."""
+    for name in sorted(ALLOWED_NAMES):
+        _adapter(name)
 
 
 def _adapter(name: str):
     """A pydantic validator for an allow-listed class (arrays are checked as numpy arrays)."""
+    with _ADAPTERS_LOCK:  # the review's thread that reads a result and its main thread may both build one
+        return _build_adapter(name)
+
+
+def _build_adapter(name: str):
     if name not in _ADAPTERS:
         from pydantic import ConfigDict, TypeAdapter  # deferred: parent side only
 

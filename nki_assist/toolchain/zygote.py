@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,10 +113,7 @@ class Zygote:
         self.proc.kill()  # idle (no run in flight), possibly still importing: nothing to lose
         self.proc.wait()
         procs.disown(self.proc.pid)
-        try:
-            os.rmdir(self.home)
-        except OSError:
-            pass
+        shutil.rmtree(self.home, ignore_errors=True)  # empty unless something of a run wrote there
 
 
 _lock = threading.Lock()

@@ -137,3 +137,29 @@ def test_a_run_with_pinned_blas_gets_a_zygote_that_loaded_numpy_pinned(monkeypat
         pytest.skip("NumPy's bundled OpenBLAS does not report its kernel here")
     assert pinned.value["core"] == fresh.value["core"] != "Haswell"  # OpenBLAS names Prescott's kernels "Katmai"
     assert host.status == "ok" and host.value["core"] == "Haswell"
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["zygote", "fresh"])
+def test_a_run_stopped_from_another_thread_ends_at_once_and_leaves_nothing(tmp_path, warm):
+    # review.py starts its batch in a thread and stops it (run_in_child's `stop`) when the review is interrupted
+    import contextlib
+    import threading
+
+    report, stop, box = tmp_path / "run.txt", threading.Event(), {}
+
+    def run():
+        box["out"] = run_in_child("zygote_tasks:sleep_and_report", {"path": str(report)}, timeout_s=60, stop=stop)
+
+    with warm_sandbox() if warm else contextlib.nullcontext():
+        worker = threading.Thread(target=run)
+        t0 = time.monotonic()
+        worker.start()
+        while not (report.exists() and report.read_text().strip()) and time.monotonic() - t0 < 120:
+            time.sleep(0.02)
+        pid = int(report.read_text().split()[0])
+        stop.set()
+        worker.join(30)
+        assert not worker.is_alive()
+    out = box["out"]
+    assert out.status == "timeout" and out.elapsed_s < 60  # ended by the stop, not by the 60 s sleep or limit
+    assert _gone_within(pid, 5)
