@@ -559,9 +559,15 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
             results[i] = FileResult.from_entry(entry, lazy=lazy)
         else:
             todo.append((i, path, data, key))
-    if in_project and todo:  # the model is built only when some file must be checked
-        options = replace(options, project=_project_of(nki_sources))
-    _check_all(todo, options, results, cache, jobs, lazy)
+    if todo:
+        # deferred: the pool module loads only when files must be checked
+        from .check_pool import batch_gc, refreeze
+
+        with batch_gc():
+            if in_project:  # the model is built only when some file must be checked
+                options = replace(options, project=_project_of(nki_sources))
+                refreeze()
+            _check_all(todo, options, results, cache, jobs, lazy)
     for result in results:
         report.add(result)
     if cache is not None and cache.problem:
@@ -596,7 +602,7 @@ def _inferred_version_key(path: str, language: str, options: CheckOptions) -> by
 
 def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool) -> None:
     # deferred: the pool module loads only when files must be checked
-    from .check_pool import run_parallel, usable_cores, worth_a_pool
+    from .check_pool import refreeze, run_parallel, usable_cores, worth_a_pool
 
     jobs = usable_cores() if jobs is None else jobs
     if worth_a_pool([len(d) for _, _, d, _ in todo], jobs):
@@ -605,6 +611,7 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
                               f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
 
         _load_engine({language_of(p) for _, p, _, _ in todo})
+        refreeze()  # the engine's modules too: the workers' collections never walk them
         shared = options
         if options.project is not None:
             _FORKED_PROJECT[0], shared = options.project, replace(options, project=_SHARED)
@@ -616,11 +623,15 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
             _store(cache, key, entry)
             results[i] = FileResult.from_entry(entry, lazy=lazy)
         return
+    from .check_pool import file_done
+
     for i, path, data, key in todo:
         result = check_bytes(path, data, options)
+        result.parsed = None  # a report of many files keeps findings, not every file's syntax model
         if cache is not None:
             _store(cache, key, result.to_entry())
         results[i] = result
+        file_done()
 
 
 def _load_engine(languages: set[str | None]) -> None:
@@ -647,9 +658,14 @@ _SHARED = "@forked-project"
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     """A pool worker's job: one file's result as its JSON entry."""
     path, data, options = item
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import file_done
+
     if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
         options = replace(options, project=_FORKED_PROJECT[0])
-    return check_bytes(path, data, options).to_entry()
+    entry = check_bytes(path, data, options).to_entry()
+    file_done()
+    return entry
 
 
 def _store(cache, key: str | None, entry: dict) -> None:
