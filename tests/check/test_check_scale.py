@@ -129,8 +129,9 @@ def test_an_edited_file_is_checked_again_others_are_not(tmp_path):
 
 
 def test_files_checked_together_are_one_project_in_the_cache(tmp_path):
-    """NKI files checked together read each other (roles, call sites, imported constants): an edit to one
-    re-checks all of them; an unchanged re-run is answered from the cache."""
+    """NKI files checked together read each other (roles, call sites, imported constants); an unchanged
+    re-run is answered from the cache, and an edit re-checks the edited file and those whose slice of the
+    project changed, not the others."""
     src = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(src, encoding="utf-8")
@@ -142,8 +143,49 @@ def test_files_checked_together_are_one_project_in_the_cache(tmp_path):
     (tmp_path / "b.py").write_text(src.replace("1024", "512"), encoding="utf-8")
     cache = CheckCache(tmp_path / ".c", opts)
     report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
-    assert (cache.hits, cache.misses) == (0, 2)
+    assert (cache.hits, cache.misses) == (1, 1)  # a.py reads nothing of b.py: its entry stands
     assert {Path(f.file).name for f in report.findings if f.rule == "NKI103"} == {"a.py"}
+    assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+    fast = CheckCache(tmp_path / ".c", opts)  # the kept entry now names the new project: found at once
+    check_paths([str(tmp_path)], opts, cache=fast, jobs=1)
+    assert (fast.hits, fast.misses) == (2, 0)
+
+
+IMPORTER = """import nki
+import nki.language as nl
+from b import TILE
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((TILE, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((TILE, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nl.store(out, value=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_edit_rechecks_the_files_that_read_it(tmp_path, monkeypatch, jobs):
+    """a.py's partition size comes from b.py: changing it re-checks a.py (with b.py's new value), a comment
+    in b.py does not; every run's findings are a cold run's."""
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    opts = CheckOptions()
+
+    def run():
+        cache = CheckCache(tmp_path / ".c", opts)
+        report = check_paths([str(tmp_path)], opts, cache=cache, jobs=jobs)
+        assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+        return (cache.hits, cache.misses), sorted(f.rule for f in report.findings)
+
+    assert run() == ((0, 2), ["NKI202"])
+    (tmp_path / "b.py").write_text("TILE = 256\n", encoding="utf-8")
+    assert run() == ((0, 2), ["NKI101", "NKI202"])  # a.py checked again: its tile now has 256 partitions
+    (tmp_path / "b.py").write_text("# the tile height\nTILE = 256\n", encoding="utf-8")
+    assert run() == ((1, 1), ["NKI101", "NKI202"])  # same slice for a.py: from the cache
+    assert run() == ((2, 0), ["NKI101", "NKI202"])
 
 
 def test_every_setting_is_part_of_the_key():
@@ -207,7 +249,7 @@ def test_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
     cache = CheckCache(tmp_path / "c", opts)
     again = check_paths([str(tmp_path / "k.py")], opts, cache=cache)
     assert cache.misses == 1 and places(again) == places(first)
-    assert json.loads(entry.read_text(encoding="utf-8"))["v"] == 1
+    assert json.loads(entry.read_text(encoding="utf-8"))["v"] == cache_mod.ENTRY_VERSION
 
 
 def test_unwritable_cache_costs_only_speed(tmp_path):
@@ -237,8 +279,8 @@ def _writer(args):
 
 
 def test_concurrent_writers_never_leave_a_torn_entry(tmp_path):
-    entry = {"v": 1, "path": "k.py", "language": "nki", "status": "checked", "reason": "", "findings": [],
-             "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False, "crashed": []}
+    entry = {"v": cache_mod.ENTRY_VERSION, "path": "k.py", "language": "nki", "status": "checked", "reason": "",
+             "findings": [], "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False, "crashed": []}
     folder = tmp_path / "c"
     target = folder / settings_digest(CheckOptions()) / "same-key.json"
     with multiprocessing.get_context("fork").Pool(4) as pool:
