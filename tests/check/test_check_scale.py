@@ -347,3 +347,43 @@ def test_ctrl_c_during_a_parallel_run_stops_every_worker(tmp_path):
     time.sleep(0.5)
     assert [c for c in children if Path(f"/proc/{c}").exists()
             and "zombie" not in Path(f"/proc/{c}/status").read_text().lower()] == []
+
+
+def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
+    """While files are checked, no full collection walks the long-lived heap and automatic collection is
+    off; each file's reference cycles are freed right after it; the collector is left as it was found."""
+    import gc
+    import weakref
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    full: list[int] = []
+    seen: list[tuple[bool, bool]] = []  # (collector on, previous file's cycle still alive) at each file
+    refs: list = []
+    real = check_mod.check_bytes
+
+    def spy(path, data, options):
+        seen.append((gc.isenabled(), bool(refs) and refs[-1]() is not None))
+        c = Cycle()
+        refs.append(weakref.ref(c))
+        del c  # garbage now, but only the cycle collector can free it
+        return real(path, data, options)
+
+    def on_gc(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    monkeypatch.setattr(check_mod, "check_bytes", spy)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.callbacks.append(on_gc)
+    try:
+        report = check_paths([str(RULE_FIXTURES)], CheckOptions(), jobs=1)
+    finally:
+        gc.callbacks.remove(on_gc)
+    assert len(seen) == len(report.files) > 20
+    assert seen == [(False, False)] * len(seen)
+    assert full == []
+    assert all(r() is None for r in refs)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
