@@ -387,3 +387,49 @@ def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
     assert full == []
     assert all(r() is None for r in refs)
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_each_file_is_parsed_by_python_once(monkeypatch, tmp_path):
+    """The project model's tree serves pyflakes, NKI211/212 and the API-usage walker: one `ast.parse` per
+    file in a directory check, where each of them used to parse the file or each kernel again."""
+    import ast
+
+    for name in ("NKI211", "NKI212", "NKI002"):
+        for src in sorted((RULE_FIXTURES / name).glob("*.py")):
+            (tmp_path / f"{name}_{src.name}").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    parsed: list[int] = []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if kwargs.get("mode", "exec") == "exec" and len(str(source)) > 200:  # files and kernels, not snippets
+            parsed.append(1)
+        return real(source, *args, **kwargs)
+
+    cold = check_paths([str(tmp_path)], CheckOptions(), jobs=1)
+    monkeypatch.setattr(ast, "parse", counting)
+    again = check_paths([str(tmp_path)], CheckOptions(), jobs=1)
+    assert places(again) == places(cold) and len(cold.findings) > 5
+    assert len(parsed) == len(list(tmp_path.glob("*.py")))
+
+
+def test_a_kernel_from_the_file_tree_is_the_kernel_parsed_alone():
+    """`kernel_def` (the shared tree) gives what parsing the kernel's lines alone gives: the same nodes with
+    the same positions, no decorators, for every kernel of the rule fixtures."""
+    import ast
+
+    from nki_assist.parse.nki import parse_nki
+    from nki_assist.project import apply_context, context_for
+    from nki_assist.rules.nki_common import _parse_function, kernel_def
+
+    compared = 0
+    for path in sorted(RULE_FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        nf = apply_context(parse_nki(text, str(path)), context_for(str(path), text, None))
+        for k in getattr(nf, "kernels", ()):
+            alone = _parse_function(nf.lines, k.line, k.end_line)
+            shared = kernel_def(nf, k)
+            if alone is None or shared is None:
+                continue
+            assert ast.dump(shared, include_attributes=True) == ast.dump(alone, include_attributes=True), (path, k.name)
+            compared += 1
+    assert compared > 100
