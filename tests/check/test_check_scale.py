@@ -280,7 +280,8 @@ def _writer(args):
 
 def test_concurrent_writers_never_leave_a_torn_entry(tmp_path):
     entry = {"v": cache_mod.ENTRY_VERSION, "path": "k.py", "language": "nki", "status": "checked", "reason": "",
-             "findings": [], "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False, "crashed": []}
+             "findings": [], "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False,
+             "crashed": []}
     folder = tmp_path / "c"
     target = folder / settings_digest(CheckOptions()) / "same-key.json"
     with multiprocessing.get_context("fork").Pool(4) as pool:
