@@ -649,6 +649,7 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
             _store(cache, key, entry)
             results[i] = FileResult.from_entry(entry, lazy=lazy)
         return
+    # deferred: the pool module loads only when files must be checked (already loaded here)
     from .check_pool import file_done
 
     for i, path, data, key in todo:
