@@ -309,7 +309,7 @@ def build_project(files: list[str], options: CheckOptions):
             sources[path] = decode(read_regular(path, options.max_file_bytes))[0]
         except (OSError, NotRegularFile):
             continue
-    return Project.build(sources)
+    return Project.build(sources, keep_trees=True)
 
 
 def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
@@ -543,25 +543,42 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
             results[i] = data
             continue
         read.append((i, path, language, data))
-    # what a file's findings depend on besides its own bytes: the other files of the project (roles, call
-    # sites, imported constants) and a version inferred from the pins
+    # what a file's findings depend on besides its own bytes: a version inferred from the pins, and the other
+    # files of the project (roles, call sites, imported constants). An entry records the project it was
+    # checked in (a digest of every NKI file's bytes: unchanged tree, entry good) and the file's slice of it
+    # (`_context_digest`): after an edit elsewhere, an entry whose slice did not change is still good.
     nki_sources = {path: data for _, path, language, data in read if language == "nki"}
     in_project = options.project is None and len(nki_sources) > 1
-    project_key = _project_key(nki_sources) if in_project else b""
+    project_key = _project_key(nki_sources) if in_project else ""
     todo: list[tuple[int, str, bytes, str | None]] = []  # index, path, bytes, cache key
+    stale: list[tuple[int, str, bytes, str, dict]] = []  # ... and an entry checked in another project
     for i, path, language, data in read:
-        key = None
-        if cache is not None:
-            key = cache.key(path, data + _inferred_version_key(path, language, options)
-                            + (project_key if language == "nki" else b""))
+        key = cache.key(path, data + _inferred_version_key(path, language, options)) if cache is not None else None
         entry = cache.get(key) if cache is not None else None
-        if entry is not None:
+        if entry is not None and (language != "nki" or entry.get("project") == project_key):
             results[i] = FileResult.from_entry(entry, lazy=lazy)
+        elif entry is not None and in_project and entry.get("context"):
+            stale.append((i, path, data, key, entry))
         else:
             todo.append((i, path, data, key))
-    if in_project and todo:  # the model is built only when some file must be checked
-        options = replace(options, project=_project_of(nki_sources))
-    _check_all(todo, options, results, cache, jobs, lazy)
+    if todo or stale:
+        # deferred: the pool module loads only when files must be checked
+        from .check_pool import batch_gc, refreeze
+
+        with batch_gc():
+            if in_project:  # the model is built only when some file must be checked
+                options = replace(options, project=_project_of(nki_sources))
+                refreeze()
+            for i, path, data, key, entry in stale:
+                if entry["context"] == _context_digest(options.project, path):
+                    entry["project"] = project_key  # the next unchanged run finds it at once
+                    _store(cache, key, entry)
+                    results[i] = FileResult.from_entry(entry, lazy=lazy)
+                else:
+                    cache.reject()
+                    todo.append((i, path, data, key))
+            todo.sort()
+            _check_all(todo, options, results, cache, jobs, lazy, project_key)
     for result in results:
         report.add(result)
     if cache is not None and cache.problem:
@@ -569,21 +586,34 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
     return report.finish()
 
 
-def _project_key(sources: dict[str, bytes]) -> bytes:
+def _project_key(sources: dict[str, bytes]) -> str:
     """A digest of every NKI file checked together: a file's findings may read its neighbours."""
     import hashlib
 
     h = hashlib.blake2b(digest_size=16)
     for path in sorted(sources):
         h.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.blake2b(sources[path]).digest())
-    return b"\0project=" + h.hexdigest().encode()
+    return h.hexdigest()
+
+
+def _context_digest(project, path: str) -> str:
+    """A digest of all the project model tells one file's checks (`Project.context`: its module's facts,
+    its functions' roles, callers, call-site facts and guards, imported constants, missing imports); ""
+    outside a project."""
+    if project is None:
+        return ""
+    # deferred: only a check in a project of several files needs it
+    from .project import context_digest
+
+    return context_digest(project.context(path))
 
 
 def _project_of(sources: dict[str, bytes]):
     # deferred: the project model loads only when files must be checked
     from .project import Project
 
-    return Project.build({path: decode(data)[0] for path, data in sources.items()})
+    # the trees are kept: each file's rules read its tree instead of parsing it again (forked workers inherit them)
+    return Project.build({path: decode(data)[0] for path, data in sources.items()}, keep_trees=True)
 
 
 def _inferred_version_key(path: str, language: str, options: CheckOptions) -> bytes:
@@ -594,9 +624,10 @@ def _inferred_version_key(path: str, language: str, options: CheckOptions) -> by
     return ("\0nki-version=" + resolve_nki_version(None, path).version).encode()
 
 
-def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool) -> None:
+def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool,
+               project_key: str = "") -> None:
     # deferred: the pool module loads only when files must be checked
-    from .check_pool import run_parallel, usable_cores, worth_a_pool
+    from .check_pool import refreeze, run_parallel, usable_cores, worth_a_pool
 
     jobs = usable_cores() if jobs is None else jobs
     if worth_a_pool([len(d) for _, _, d, _ in todo], jobs):
@@ -605,6 +636,7 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
                               f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
 
         _load_engine({language_of(p) for _, p, _, _ in todo})
+        refreeze()  # the engine's modules too: the workers' collections never walk them
         shared = options
         if options.project is not None:
             _FORKED_PROJECT[0], shared = options.project, replace(options, project=_SHARED)
@@ -613,14 +645,21 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
         finally:
             _FORKED_PROJECT[0] = None
         for (i, _, _, key), entry in zip(todo, entries):
+            entry["project"] = project_key
             _store(cache, key, entry)
             results[i] = FileResult.from_entry(entry, lazy=lazy)
         return
+    # deferred: the pool module loads only when files must be checked (already loaded here)
+    from .check_pool import file_done
+
     for i, path, data, key in todo:
         result = check_bytes(path, data, options)
+        result.parsed = None  # a report of many files keeps findings, not every file's syntax model
         if cache is not None:
-            _store(cache, key, result.to_entry())
+            _store(cache, key, {**result.to_entry(), "project": project_key,
+                                "context": _context_digest(options.project, path)})
         results[i] = result
+        file_done()
 
 
 def _load_engine(languages: set[str | None]) -> None:
@@ -647,9 +686,15 @@ _SHARED = "@forked-project"
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     """A pool worker's job: one file's result as its JSON entry."""
     path, data, options = item
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import file_done
+
     if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
         options = replace(options, project=_FORKED_PROJECT[0])
-    return check_bytes(path, data, options).to_entry()
+    entry = check_bytes(path, data, options).to_entry()
+    entry["context"] = _context_digest(options.project, path)  # the worker has the project; the parent keys it
+    file_done()
+    return entry
 
 
 def _store(cache, key: str | None, entry: dict) -> None:

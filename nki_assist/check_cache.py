@@ -25,7 +25,7 @@ from typing import Any
 from .atomic import write_atomic
 from .severity import Severity
 
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2  # 2: entries record the project and the file's slice of it
 DEFAULT_CACHE_DIR = ".nki_assist_cache"
 CACHE_DIR_ENV = "NKI_ASSIST_CACHE_DIR"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -99,6 +99,11 @@ class CheckCache:
             return None
         self.hits += 1
         return entry
+
+    def reject(self) -> None:
+        """The entry `get` found is out of date after all (checked in another project): count a miss."""
+        self.hits -= 1
+        self.misses += 1
 
     def put(self, key: str, entry: dict) -> None:
         if self.problem is not None:

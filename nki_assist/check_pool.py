@@ -9,8 +9,10 @@ whatever order the workers finish in. A pool is only worth its start-up for enou
 
 from __future__ import annotations
 
+import gc
 import os
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 MIN_PARALLEL_BYTES = 96_000  # ~2,500 lines (~60 ms of checking): less is faster without a pool
 MIN_PARALLEL_FILES = 2
@@ -21,6 +23,50 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+_BATCH = [False]  # inside `batch_gc` (inherited by forked workers)
+
+
+@contextmanager
+def batch_gc() -> Iterator[None]:
+    """The garbage collector's policy for checking many files: the heap that exists before (the engine's
+    modules, the project model) is frozen out of its reach and automatic collections are off; instead
+    `file_done` collects the youngest generation after every file, which holds all that file's garbage.
+
+    With the default policy every full collection walked the whole long-lived heap again: about a third
+    of a cold check's CPU on AWS's nki-library. The cycles a file leaves (pyflakes' scopes, ast nodes
+    with parent links) are still freed, file by file. Forked workers inherit the frozen heap (which also
+    keeps its pages shared: collections no longer write to them) and the policy. The previous state is
+    restored afterwards; left alone when someone else already froze objects."""
+    if _BATCH[0] or gc.get_freeze_count():
+        yield
+        return
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    _BATCH[0] = True
+    try:
+        yield
+    finally:
+        _BATCH[0] = False
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+def file_done() -> None:
+    """After one file of a batch: free its garbage (a young-generation collection: milliseconds)."""
+    if _BATCH[0]:
+        gc.collect(0)
+
+
+def refreeze() -> None:
+    """Inside a batch, after building what every file reads (the project model): move it out of the
+    collector's reach too, before workers fork."""
+    if _BATCH[0]:
+        gc.collect(0)
+        gc.freeze()
 
 
 def worth_a_pool(sizes: list[int], jobs: int) -> bool:

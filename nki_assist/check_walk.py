@@ -35,12 +35,21 @@ def relative_to_root(path: str, root: str | None) -> str:
         return Path(path).as_posix().lstrip("/")
 
 
+@lru_cache(maxsize=1)
+def _pattern_class():
+    """pathspec's gitignore pattern (the same regexes under both names): `GitIgnoreSpecPattern` since
+    pathspec 1.0, where `GitWildMatchPattern` is deprecated (a DeprecationWarning on every run)."""
+    # deferred: see the note at the imports
+    try:
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    except ImportError:  # pathspec 0.12
+        from pathspec.patterns.gitwildmatch import GitWildMatchPattern as GitIgnoreSpecPattern
+    return GitIgnoreSpecPattern
+
+
 @lru_cache(maxsize=256)
 def _file_pattern(pattern: str):
-    # deferred: see the note at the imports
-    from pathspec.patterns.gitwildmatch import GitWildMatchPattern
-
-    regex, include = GitWildMatchPattern.pattern_to_regex(pattern)
+    regex, include = _pattern_class().pattern_to_regex(pattern)
     if regex is None:
         return None
     last = pattern.rstrip("/").rsplit("/", 1)[-1]

@@ -18,6 +18,11 @@ Nothing here reads files or raises on bad code; check.py reads the files and bui
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
 from ..parse.nki_model import NkiFile
 from .index import CallSite, FunctionInfo, ModuleInfo, TileFact, index_module, python_syntax_error
 from .incremental import PythonMemo
@@ -25,7 +30,7 @@ from .model import ENTRY, FUNCTION, HELPER, SUB_KERNEL, FunctionContext, ModuleC
 
 __all__ = [
     "Project", "ModuleContext", "FunctionContext", "ModuleInfo", "FunctionInfo", "CallSite", "TileFact",
-    "index_module", "python_syntax_error", "apply_context", "context_for",
+    "index_module", "python_syntax_error", "apply_context", "context_for", "context_digest",
     "ENTRY", "SUB_KERNEL", "HELPER", "FUNCTION",
 ]
 
@@ -54,3 +59,28 @@ def apply_context(nf: NkiFile, ctx: ModuleContext | None) -> NkiFile:
         if fc.role in (HELPER, SUB_KERNEL):
             k.helper = True
     return nf
+
+
+def context_digest(ctx: ModuleContext | None) -> str:
+    """A digest of everything `ctx` tells a file's checks (every field but the memo and the syntax tree),
+    the same in every process (sets are sorted: string hashes differ between runs). `check`'s cache keys a
+    file's entry with it, so an edit elsewhere re-checks only the files whose slice of the project changed."""
+    if ctx is None:
+        return ""
+    text = json.dumps(_plain(ctx), sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+_SKIP = {"memo", "tree", "tree_text"}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in _SKIP}
+    if isinstance(value, dict):
+        return {repr(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -93,8 +93,10 @@ class ModuleInfo:
     constants: dict[str, Any] = field(default_factory=dict)  # NAME -> int | float | str | bool
     defined: set[str] = field(default_factory=set)  # top-level (and if/try-level) defs, classes, assignments
     syntax_error: tuple[int, int, str] | None = None  # (line, column, message) as Python reports it
-    # the module's ast, kept only for a one-file project (pyflakes reads it instead of parsing again)
+    # the module's ast when the builder keeps it (a one-file project; `check` of many files): the rules read
+    # it instead of parsing the file again (rules/nki_common.module_tree)
     tree: Any = field(default=None, repr=False, compare=False)
+    tree_text: str | None = field(default=None, repr=False, compare=False)  # the text `tree` was parsed from
 
     def function(self, name: str) -> FunctionInfo | None:
         """By qualname, else the first function with that simple name."""
@@ -137,7 +139,7 @@ def index_module(path: str, text: str, name: str | None = None, keep_tree: bool 
     if tree is not None:
         _Indexer(info, memo).module(tree)
         if keep_tree and info.syntax_error is None:
-            info.tree = tree
+            info.tree, info.tree_text = tree, text
     if memo is not None:
         memo.finish_index()
     return info

@@ -273,6 +273,13 @@ class Project:
 
     # ---- one file's slice ---------------------------------------------------------------------------
     def context(self, path: str) -> ModuleContext | None:
+        """The file's slice, computed once (readers never change it)."""
+        memo = self.__dict__.setdefault("_contexts", {})
+        if path not in memo:
+            memo[path] = self._context(path)
+        return memo[path]
+
+    def _context(self, path: str) -> ModuleContext | None:
         m = self.by_path.get(path)
         if m is None:
             return None

@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ..parse.nki_model import NkiFile
+from .nki_common import kernel_def, module_tree
 
 _MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
             "nki.typing": "nt"}
@@ -100,21 +101,25 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     part = Usage(legacy_aliases=dict(legacy), aliases=aliases)
     block = nf.lines[k.line - 1:k.end_line]
     indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
-    # blank lines keep line numbers, an `if 1:` header keeps an indented block's columns
-    head = "\n" * (k.line - 1) if indent == 0 else "\n" * (k.line - 2) + "if 1:\n"
-    try:
-        tree = ast.parse(head + "\n".join(block))
-    except (SyntaxError, ValueError):
-        return part
+    fn = kernel_def(nf, k)
+    if fn is not None:  # the file's tree, in the shape parsing the kernel's lines alone gives
+        body: list[ast.stmt] = [fn] if indent == 0 else [ast.If(test=ast.Constant(1), body=[fn], orelse=[])]
+        tree = ast.Module(body=body, type_ignores=[])
+    else:
+        # blank lines keep line numbers, an `if 1:` header keeps an indented block's columns
+        head = "\n" * (k.line - 1) if indent == 0 else "\n" * (k.line - 2) + "if 1:\n"
+        try:
+            tree = ast.parse(head + "\n".join(block))
+        except (SyntaxError, ValueError):
+            return part
     _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner]).visit(tree)
     return part
 
 
 def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
     """Legacy-namespace uses outside the kernels (NKI504 needs to know whether they are annotations)."""
-    try:
-        tree = ast.parse("\n".join(nf.lines))
-    except (SyntaxError, ValueError):
+    tree = module_tree(nf)
+    if tree is None:
         return
     seen = {(a, line) for a, line, *_ in u.legacy_uses}
     walker = _Walker(Usage(legacy_aliases=u.legacy_aliases), {}, [])

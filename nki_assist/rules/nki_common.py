@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from ..findings import Finding, Severity
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
+from ..parse.source import normalize_newlines
 from .registry import get
 from .runner import CheckSet
 
@@ -92,16 +94,77 @@ def tail_claim(lp: Loop, num_text: str, num: Any, den: int) -> dict[str, Any]:
     return claim
 
 
+def module_tree(nf: NkiFile) -> ast.Module | None:
+    """The file's Python AST (None when Python cannot parse it), one per file text for every rule that reads
+    it (pyflakes, the kernels' defs, API usage): the project model's when it indexed this very text, else
+    parsed here once. Readers must not change it."""
+    memo = nf.__dict__.setdefault("_module_tree", {})
+    if memo.get("lines") is not nf.lines:  # a reused NkiFile gets new lines: this text's tree
+        memo.clear()
+        memo["lines"] = nf.lines
+        memo["tree"] = _module_tree(nf)
+    return memo["tree"]
+
+
+def _module_tree(nf: NkiFile) -> ast.Module | None:
+    text = "\n".join(nf.lines)
+    module = nf.project.module if nf.project is not None else None
+    kept, source = getattr(module, "tree", None), getattr(module, "tree_text", None)
+    if kept is not None and isinstance(source, str) and (
+            source == text or "\r" in source and normalize_newlines(source) == text):
+        return kept
+    try:
+        return ast.parse(text, filename=nf.path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _defs_by_line(nf: NkiFile) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every `def` of the file's tree by its line (statements only: a def is never inside an expression)."""
+    memo = nf.__dict__["_module_tree"]
+    if "defs" not in memo:
+        out: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        stack = list(memo["tree"].body) if memo["tree"] is not None else []
+        while stack:
+            st = stack.pop()
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(st.lineno, st)
+            for part in ("body", "orelse", "finalbody", "handlers", "cases"):
+                sub = getattr(st, part, None)
+                if isinstance(sub, list):
+                    stack.extend(sub)
+        memo["defs"] = out
+    return memo["defs"]
+
+
+def kernel_def(nf: NkiFile, k: NkiKernel) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The kernel's `def` node in the file's tree, as parsing its lines alone gives it (without decorators:
+    `k.line` is the `def` line); None when the file does not parse or the tree disagrees with the kernel's
+    extent (then the caller parses the kernel's lines alone, as before there was a shared tree)."""
+    if module_tree(nf) is None:
+        return None
+    fn = _defs_by_line(nf).get(k.line)
+    end = getattr(fn, "end_lineno", None)
+    if fn is None or end is None or end > k.end_line or \
+            any(line.strip() and not line.lstrip().startswith("#") for line in nf.lines[end:k.end_line]):
+        return None
+    if not fn.decorator_list:
+        return fn
+    bare = copy.copy(fn)  # shallow: the same body nodes, no decorators
+    bare.decorator_list = []
+    return bare
+
+
 def kernel_function(nf: NkiFile, k: NkiKernel) -> ast.FunctionDef | None:
     """The kernel's `def` as a Python AST carrying the file's own line and column numbers (None when it does not
-    parse), parsed once per file text for every check that reads it (NKI211, NKI212)."""
+    parse), once per file text for every check that reads it (NKI211, NKI212)."""
     memo = nf.__dict__.setdefault("_kernel_functions", {})
     if memo.get("lines") is not nf.lines:  # a reused NkiFile gets new lines: parse again
         memo.clear()
         memo["lines"] = nf.lines
     key = (k.line, k.end_line)
     if key not in memo:
-        memo[key] = _parse_function(nf.lines, k.line, k.end_line)
+        memo[key] = kernel_def(nf, k) or _parse_function(nf.lines, k.line, k.end_line)
     return memo[key]
 
 

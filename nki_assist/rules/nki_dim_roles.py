@@ -37,25 +37,25 @@ def _unwrap(node: ast.AST) -> ast.AST:
 class _Roles:
     """Axis symbols of the kernel's HBM tensors and the axis each tile constant is used for."""
 
-    def __init__(self, fn: ast.FunctionDef):
+    def __init__(self, fn: ast.FunctionDef, nodes: list[ast.AST]):
         self.axes: dict[str, list[str | None]] = {}  # HBM tensor -> axis symbols
         self.votes: dict[str, Counter] = defaultdict(Counter)
         self.bound: set[str] = set()  # names assigned in the kernel (not axis symbols' aliases)
         self.tiled: set[str] = set()  # axis symbols the kernel divides into tiles (M // TILE_M)
         params = {a.arg for a in fn.args.args}
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 self._assign(node.targets[0], node.value, params)
         # `assert K == K_`: two names of one axis
         self.alias: dict[str, str] = {}
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
                     and isinstance(node.left, ast.Name) and isinstance(node.comparators[0], ast.Name):
                 a, b = sorted((node.left.id, node.comparators[0].id))
                 self.alias[b] = self.alias.get(a, a)
         self.axes = {t: [self.alias.get(s, s) if s else None for s in ax] for t, ax in self.axes.items()}
         self.symbols = {s for ax in self.axes.values() for s in ax if s}
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) \
                     and isinstance(node.left, ast.Name) and self.alias.get(node.left.id, node.left.id) in self.symbols \
                     and isinstance(node.right, ast.Name) and node.right.id not in self.symbols:
@@ -114,17 +114,18 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        roles = _Roles(fn)
+        nodes = list(ast.walk(fn))  # walked once: every pass below reads the same nodes in the same order
+        roles = _Roles(fn, nodes)
         if len(roles.symbols) < 2:
             continue
         allocs: dict[str, tuple[int, list[ast.AST]]] = {}
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in ("nl.ndarray", "nl.zeros") \
                     and node.value.args and isinstance(node.value.args[0], ast.Tuple):
                 allocs[node.targets[0].id] = (node.lineno, [_unwrap(e) for e in node.value.args[0].elts])
         seen: set[tuple[int, str]] = set()
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.Subscript):
                 for axis, sym, expr in roles.hbm_axes(node):
                     wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)

@@ -12,7 +12,7 @@ from pyflakes import checker, messages
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit
+from .nki_common import check, emit, module_tree
 
 _UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 _REDEFINED = (messages.RedefinedWhileUnused,)
@@ -22,12 +22,9 @@ def pyflakes_messages(nf: NkiFile) -> list:
     """pyflakes' messages for the file (none when Python cannot compile it: NKI001 reports that)."""
     if nf.python_syntax_error is not None:
         return []
-    tree = getattr(nf.project.module, "tree", None) if nf.project is not None else None
+    tree = module_tree(nf)
     if tree is None:
-        try:
-            tree = ast.parse("\n".join(nf.lines), filename=nf.path)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
+        return []
     memo = nf.project.memo if nf.project is not None else None
     msgs = memo.pyflakes(tree, nf.path) if memo is not None else checker.Checker(tree, filename=nf.path).messages
     if any(isinstance(m, _UNDEFINED) for m in msgs):  # rare: only then find the annotations (a full walk)

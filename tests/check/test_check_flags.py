@@ -112,6 +112,18 @@ def test_per_file_ignores_globs(pattern, path, want):
     assert glob_matches(pattern, path) is want
 
 
+def test_globs_raise_no_deprecation_warning():
+    # pathspec 1.x deprecates GitWildMatchPattern: every run printed a warning where Python shows them
+    import warnings
+
+    from nki_assist.check_walk import _file_pattern
+
+    _file_pattern.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert glob_matches("src/**/k_[0-9].py", "src/a/k_1.py") is True
+
+
 def test_per_file_ignores_in_the_engine(fake_front_ends, tmp_path):
     opts = CheckOptions(per_file_ignores={"kernels/*": ["NKI990"], "**/gen/**": ["NKI991"]}, root=str(tmp_path))
     assert file_ignores(str(tmp_path / "kernels" / "k.py"), opts) == ["NKI990"]

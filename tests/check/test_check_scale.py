@@ -129,8 +129,9 @@ def test_an_edited_file_is_checked_again_others_are_not(tmp_path):
 
 
 def test_files_checked_together_are_one_project_in_the_cache(tmp_path):
-    """NKI files checked together read each other (roles, call sites, imported constants): an edit to one
-    re-checks all of them; an unchanged re-run is answered from the cache."""
+    """NKI files checked together read each other (roles, call sites, imported constants); an unchanged
+    re-run is answered from the cache, and an edit re-checks the edited file and those whose slice of the
+    project changed, not the others."""
     src = (RULE_FIXTURES / "NKI103" / "pos_legacy.py").read_text(encoding="utf-8")
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text(src, encoding="utf-8")
@@ -142,8 +143,49 @@ def test_files_checked_together_are_one_project_in_the_cache(tmp_path):
     (tmp_path / "b.py").write_text(src.replace("1024", "512"), encoding="utf-8")
     cache = CheckCache(tmp_path / ".c", opts)
     report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
-    assert (cache.hits, cache.misses) == (0, 2)
+    assert (cache.hits, cache.misses) == (1, 1)  # a.py reads nothing of b.py: its entry stands
     assert {Path(f.file).name for f in report.findings if f.rule == "NKI103"} == {"a.py"}
+    assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+    fast = CheckCache(tmp_path / ".c", opts)  # the kept entry now names the new project: found at once
+    check_paths([str(tmp_path)], opts, cache=fast, jobs=1)
+    assert (fast.hits, fast.misses) == (2, 0)
+
+
+IMPORTER = """import nki
+import nki.language as nl
+from b import TILE
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((TILE, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((TILE, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nl.store(out, value=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_edit_rechecks_the_files_that_read_it(tmp_path, monkeypatch, jobs):
+    """a.py's partition size comes from b.py: changing it re-checks a.py (with b.py's new value), a comment
+    in b.py does not; every run's findings are a cold run's."""
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    opts = CheckOptions()
+
+    def run():
+        cache = CheckCache(tmp_path / ".c", opts)
+        report = check_paths([str(tmp_path)], opts, cache=cache, jobs=jobs)
+        assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+        return (cache.hits, cache.misses), sorted(f.rule for f in report.findings)
+
+    assert run() == ((0, 2), ["NKI202"])
+    (tmp_path / "b.py").write_text("TILE = 256\n", encoding="utf-8")
+    assert run() == ((0, 2), ["NKI101", "NKI202"])  # a.py checked again: its tile now has 256 partitions
+    (tmp_path / "b.py").write_text("# the tile height\nTILE = 256\n", encoding="utf-8")
+    assert run() == ((1, 1), ["NKI101", "NKI202"])  # same slice for a.py: from the cache
+    assert run() == ((2, 0), ["NKI101", "NKI202"])
 
 
 def test_every_setting_is_part_of_the_key():
@@ -207,7 +249,7 @@ def test_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
     cache = CheckCache(tmp_path / "c", opts)
     again = check_paths([str(tmp_path / "k.py")], opts, cache=cache)
     assert cache.misses == 1 and places(again) == places(first)
-    assert json.loads(entry.read_text(encoding="utf-8"))["v"] == 1
+    assert json.loads(entry.read_text(encoding="utf-8"))["v"] == cache_mod.ENTRY_VERSION
 
 
 def test_unwritable_cache_costs_only_speed(tmp_path):
@@ -237,8 +279,9 @@ def _writer(args):
 
 
 def test_concurrent_writers_never_leave_a_torn_entry(tmp_path):
-    entry = {"v": 1, "path": "k.py", "language": "nki", "status": "checked", "reason": "", "findings": [],
-             "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False, "crashed": []}
+    entry = {"v": cache_mod.ENTRY_VERSION, "path": "k.py", "language": "nki", "status": "checked", "reason": "",
+             "findings": [], "suppressed": [], "notes": ["x" * 200_000], "cuda_facts": None, "unchecked": False,
+             "crashed": []}
     folder = tmp_path / "c"
     target = folder / settings_digest(CheckOptions()) / "same-key.json"
     with multiprocessing.get_context("fork").Pool(4) as pool:
@@ -305,3 +348,89 @@ def test_ctrl_c_during_a_parallel_run_stops_every_worker(tmp_path):
     time.sleep(0.5)
     assert [c for c in children if Path(f"/proc/{c}").exists()
             and "zombie" not in Path(f"/proc/{c}/status").read_text().lower()] == []
+
+
+def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
+    """While files are checked, no full collection walks the long-lived heap and automatic collection is
+    off; each file's reference cycles are freed right after it; the collector is left as it was found."""
+    import gc
+    import weakref
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    full: list[int] = []
+    seen: list[tuple[bool, bool]] = []  # (collector on, previous file's cycle still alive) at each file
+    refs: list = []
+    real = check_mod.check_bytes
+
+    def spy(path, data, options):
+        seen.append((gc.isenabled(), bool(refs) and refs[-1]() is not None))
+        c = Cycle()
+        refs.append(weakref.ref(c))
+        del c  # garbage now, but only the cycle collector can free it
+        return real(path, data, options)
+
+    def on_gc(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    monkeypatch.setattr(check_mod, "check_bytes", spy)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.callbacks.append(on_gc)
+    try:
+        report = check_paths([str(RULE_FIXTURES)], CheckOptions(), jobs=1)
+    finally:
+        gc.callbacks.remove(on_gc)
+    assert len(seen) == len(report.files) > 20
+    assert seen == [(False, False)] * len(seen)
+    assert full == []
+    assert all(r() is None for r in refs)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_each_file_is_parsed_by_python_once(monkeypatch, tmp_path):
+    """The project model's tree serves pyflakes, NKI211/212 and the API-usage walker: one `ast.parse` per
+    file in a directory check, where each of them used to parse the file or each kernel again."""
+    import ast
+
+    for name in ("NKI211", "NKI212", "NKI002"):
+        for src in sorted((RULE_FIXTURES / name).glob("*.py")):
+            (tmp_path / f"{name}_{src.name}").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    parsed: list[int] = []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if kwargs.get("mode", "exec") == "exec" and len(str(source)) > 200:  # files and kernels, not snippets
+            parsed.append(1)
+        return real(source, *args, **kwargs)
+
+    cold = check_paths([str(tmp_path)], CheckOptions(), jobs=1)
+    monkeypatch.setattr(ast, "parse", counting)
+    again = check_paths([str(tmp_path)], CheckOptions(), jobs=1)
+    assert places(again) == places(cold) and len(cold.findings) > 5
+    assert len(parsed) == len(list(tmp_path.glob("*.py")))
+
+
+def test_a_kernel_from_the_file_tree_is_the_kernel_parsed_alone():
+    """`kernel_def` (the shared tree) gives what parsing the kernel's lines alone gives: the same nodes with
+    the same positions, no decorators, for every kernel of the rule fixtures."""
+    import ast
+
+    from nki_assist.parse.nki import parse_nki
+    from nki_assist.project import apply_context, context_for
+    from nki_assist.rules.nki_common import _parse_function, kernel_def
+
+    compared = 0
+    for path in sorted(RULE_FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        nf = apply_context(parse_nki(text, str(path)), context_for(str(path), text, None))
+        for k in getattr(nf, "kernels", ()):
+            alone = _parse_function(nf.lines, k.line, k.end_line)
+            shared = kernel_def(nf, k)
+            if alone is None or shared is None:
+                continue
+            assert ast.dump(shared, include_attributes=True) == ast.dump(alone, include_attributes=True), (path, k.name)
+            compared += 1
+    assert compared > 100
