@@ -175,7 +175,7 @@ def output_parameter(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional"):
         return
     for k in nf.kernels:
-        if k.role in ("sub-kernel", "helper") or k.helper:
+        if k.role in ("sub-kernel", "helper") or (k.role is None and k.helper):
             continue  # a sub-kernel's parameters are its caller's tensors: writing them is how it hands results back
         fn = kernel_function(nf, k)
         if fn is None:
