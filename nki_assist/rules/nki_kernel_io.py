@@ -145,19 +145,35 @@ def _returned(fn: ast.FunctionDef) -> set[str]:
 def _wrapped_names(text: str, imports: tuple) -> dict[str, str]:
     """Functions launched by a wrapper call anywhere in the file: `nki.baremetal()(fn)`, `nki.jit(fn)`,
     `nki.simulate_kernel(fn, ...)` -> {fn: launcher}."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return {}
     nf = NkiFile(path="", dialect="", imports=dict(imports))
     out: dict[str, str] = {}
-    for n in ast.walk(tree):
+    for n in (n for tree in _top_level_trees(text) for n in ast.walk(tree)):
         if not isinstance(n, ast.Call) or not n.args or not isinstance(n.args[0], ast.Name):
             continue
         launcher = _resolve(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
         if launcher in LAUNCHERS or launcher in PASS_BY_REFERENCE:
             out.setdefault(n.args[0].id, launcher)
     return out
+
+
+def _top_level_trees(text: str):
+    """The file's AST, or, when it does not compile, each top-level statement that does (a syntax error
+    elsewhere must not hide a launcher)."""
+    try:
+        yield ast.parse(text)
+        return
+    except (SyntaxError, ValueError):
+        pass
+    chunk: list[str] = []
+    for line in [*text.splitlines(), "\0"]:
+        if chunk and line[:1] not in ("", " ", "\t", "#", ")", "]", "}") and not line.startswith(("else", "elif",
+                                                                                                 "except", "finally")):
+            try:
+                yield ast.parse("\n".join(chunk))
+            except (SyntaxError, ValueError):
+                pass
+            chunk = []
+        chunk.append(line)
 
 
 def _launcher(nf: NkiFile, k: NkiKernel) -> str | None:
