@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from ..api import table
+from ..api.version import target_version
 from ..findings import Severity
 from ..hardware import DTYPE_BYTES, Target
 from ..parse.nki import kernel_resources, psum_banks_of
@@ -355,7 +357,7 @@ def redundancy(c, src) -> dict:
             "hoist_above_line": hoist[0].line}
 
 
-@check("NKI110")
+@check("NKI110", per_file=True)
 def output_buffer(nf: NkiFile, t: Target):
     for k in nf.kernels:
         if k.decorator is None or k.role in ("sub-kernel", "helper"):
@@ -372,8 +374,40 @@ def output_buffer(nf: NkiFile, t: Target):
                     bad = a.buffer in ("sbuf", "psum")
                 if not bad:
                     continue
+                sev, note = Severity.ERROR, ""
+                if nf.dialect != "legacy" and a.buffer in ("hbm", "private_hbm"):
+                    sev, note = _hbm_output_severity(nf, k, target_version(t))
                 yield emit("NKI110", nf, r.line, r.col, r.line, r.end_col,
                            f"Kernel `{k.name}` returns `{name}` allocated in {a.buffer} (line {a.line}); kernel "
-                           f"outputs must be HBM tensors{' in nl.shared_hbm (NKI 0.3+)' if nf.dialect != 'legacy' else ''}.",
-                           {"tensor": name, "buffer": a.buffer, "allocation_line": a.line, "dialect": nf.dialect},
-                           severity=Severity.ERROR)
+                           f"outputs must be HBM tensors{' in nl.shared_hbm (NKI 0.3+)' if nf.dialect != 'legacy' else ''}"
+                           f"{note}.",
+                           {"tensor": name, "buffer": a.buffer, "allocation_line": a.line, "dialect": nf.dialect,
+                            "nki_version": target_version(t)},
+                           severity=sev)
+
+
+_MODE_KW = re.compile(r"\bjit\s*\((?:[^()]*,)?\s*mode\s*=")
+
+
+def _decorator_text(nf: NkiFile, k) -> str:
+    """The decorator lines right above the kernel's `def` (the kernel's own lines start at the def): the
+    contiguous non-blank lines there, from the first that starts with `@`."""
+    above: list[str] = []
+    for i in range(k.line - 2, max(-1, k.line - 10), -1):
+        if i >= len(nf.lines) or not nf.lines[i].strip():
+            break
+        above.insert(0, nf.lines[i].strip())
+    first = next((j for j, x in enumerate(above) if x.startswith("@")), len(above))
+    return " ".join(above[first:])
+
+
+def _hbm_output_severity(nf: NkiFile, k, version: str) -> tuple[Severity, str]:
+    """An nl.hbm output compiles up to NKI 0.2; NKI 0.3 made shared_hbm outputs a breaking change (release
+    notes). A kernel whose nki.jit passes mode= (the 0.2 framework switch, deprecated and ignored from 0.3)
+    was written for 0.2: a warning about the upgrade, not an error."""
+    if table.vkey(version) < (0, 3):
+        return Severity.INFO, f"; at the target NKI {version} nl.hbm outputs still compile"
+    if _MODE_KW.search(_decorator_text(nf, k)):
+        return Severity.WARNING, (f"; the kernel's nki.jit(mode=...) is the NKI 0.2 form, where nl.hbm outputs "
+                                  f"compile: upgrading to the target NKI {version} makes this a compile error")
+    return Severity.ERROR, ""

@@ -287,6 +287,8 @@ Hoist the load to the loop whose variable it uses (here, just inside the `i` loo
 ## What it finds
 A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core. A `return` inside a function nested in the kernel (a closure handing tiles back to the kernel) is not the kernel's output. Only entry kernels are judged: a `@nki.jit` function called from another kernel in the checked files (a sub-kernel, per the project model) hands its tiles back to its caller. A function wrapped with `nki.jit(fn)` is an entry kernel through the wrapper.
 
+Severity: an SBUF/PSUM output is an `error` in every dialect. An `nl.hbm`/`nl.private_hbm` output of a new-dialect kernel depends on the target NKI version (`nki-version`, docs/api-table.md): `error` from 0.3 (the 0.3.0 release notes list "Output tensors must use `buffer=nl.shared_hbm`. Using `nl.hbm` causes compilation failures." as a breaking change), `info` below 0.3, and a `warning` when the kernel's `nki.jit` passes `mode=` (the 0.2 framework switch, deprecated and ignored from 0.3): such a kernel was written for 0.2, where it compiles, and the finding is about the upgrade.
+
 ## Why it matters on Trainium
 Kernel outputs go back to the framework through HBM. Since NKI 0.3, outputs must be in `shared_hbm` so both cores of an LNC=2 logical core see them. Returning an SBUF tile is an error in every dialect.
 

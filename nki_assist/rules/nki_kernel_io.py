@@ -1,0 +1,243 @@
+"""NKI520: an entry kernel that writes its result into a parameter instead of returning an output it allocated
+(the pre-SDK-2.21 pass-by-reference convention). Read from the kernel's Python AST (nki_common.kernel_function);
+whether an undecorated function is launched as a kernel (`nki.baremetal()(fn)` anywhere in the file) from the
+file's AST."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+
+from ..findings import RelatedLocation, Severity
+from ..hardware import Target
+from ..parse.nki_facts.common import canonical_api
+from ..parse.nki_model import NkiFile, NkiKernel
+from ..parse.pyast import dotted_name
+from .nki_common import check, emit, kernel_function
+
+E, W = Severity.ERROR, Severity.WARNING
+# launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
+LAUNCHERS = frozenset({"nki.jit", "nki.baremetal", "nki.benchmark", "nki.profile", "nki.simulate_kernel"})
+# the 2.20-era framework launchers: pass-by-reference was their convention
+PASS_BY_REFERENCE = frozenset({"nki_jit", "torch_neuronx.nki_jit", "nki_call", "jax_neuronx.nki_call"})
+# methods that give a view of the same HBM tensor
+VIEWS = frozenset({"reshape", "ap", "view", "select", "permute", "rearrange", "broadcast", "slice", "bitcast",
+                   "indirect", "vector_select", "as_tile", "__getitem__"})
+
+
+def _resolve(nf: NkiFile, node: ast.AST) -> str:
+    d = dotted_name(node)
+    head, _, rest = d.partition(".")
+    mod = nf.imports.get(head)
+    full = (f"{mod}.{rest}" if rest else mod) if mod else d
+    return canonical_api(full)
+
+
+def _root(node: ast.AST) -> str | None:
+    """The variable an HBM access expression starts from: out[...], out.reshape(...)[...], out.ap(...)."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEWS:
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("T",):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def _body_nodes(fn: ast.FunctionDef):
+    """The kernel's own nodes (nested function bodies belong to the nested function)."""
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(c)
+
+
+def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
+    """(root variable, line) of every write into an HBM tensor expression: nl.store's dst, an ISA call's dst=
+    (first positional in the new dialect), a subscript assignment."""
+    out = []
+    new = nf.dialect in ("new", "transitional")
+    for n in _body_nodes(fn):
+        if isinstance(n, ast.Call):
+            api = _resolve(nf, n.func)
+            dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
+            if dst is None and n.args and (api == "nl.store" or (new and api.startswith("nisa."))):
+                dst = n.args[0]
+            if dst is not None and (api == "nl.store" or api.startswith("nisa.")):
+                r = _root(dst)
+                if r:
+                    out.append((r, n.lineno))
+        elif isinstance(n, (ast.Assign, ast.AugAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Subscript) and (r := _root(t)):
+                    out.append((r, n.lineno))
+    return out
+
+
+def _aliases(fn: ast.FunctionDef, params: set[str]) -> dict[str, str]:
+    """name -> parameter it views (`out_2d = out.reshape(...)`), to a fixed point."""
+    alias = {p: p for p in params}
+    assigns = [n for n in _body_nodes(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name)]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            name = a.targets[0].id
+            r = _root(a.value) if isinstance(a.value, (ast.Subscript, ast.Call, ast.Attribute)) else None
+            if r in alias and name not in alias:
+                alias[name] = alias[r]
+                changed = True
+    return alias
+
+
+def _root_node(node: ast.AST) -> ast.Name | None:
+    while isinstance(node, (ast.Subscript, ast.Call, ast.Attribute)):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Attribute) and node.func.attr in VIEWS):
+                return None
+            node = node.func.value
+        else:
+            node = node.value
+    return node if isinstance(node, ast.Name) else None
+
+
+def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -> set[str]:
+    """Parameters whose data the kernel reads (a source operand, not a write target, a view definition or a
+    .shape/.dtype query): a scratch buffer the caller provides, not an output."""
+    skip: set[int] = set()
+    for n in _body_nodes(fn):
+        if isinstance(n, ast.Attribute) and n.attr in ("shape", "dtype", "ndim", "size"):
+            skip.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
+            api = _resolve(nf, n.func)
+            if dst is None and n.args and (api == "nl.store" or (nf.dialect != "legacy" and api.startswith("nisa."))):
+                dst = n.args[0]
+            if dst is not None and (r := _root_node(dst)) is not None:
+                skip.add(id(r))
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if (r := _root_node(t)) is not None:
+                    skip.add(id(r))
+            if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and (r := _root_node(n.value)) is not None:
+                skip.add(id(r))  # a view of the parameter: its uses are counted through the alias
+    return {alias[n.id] for n in _body_nodes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.id in alias and id(n) not in skip}
+
+
+def _returned(fn: ast.FunctionDef) -> set[str]:
+    names: set[str] = set()
+    for n in _body_nodes(fn):
+        if isinstance(n, ast.Return) and n.value is not None:
+            for e in ast.walk(n.value):
+                if isinstance(e, ast.Name):
+                    names.add(e.id)
+    return names
+
+
+@cache
+def _wrapped_names(text: str, imports: tuple) -> dict[str, str]:
+    """Functions launched by a wrapper call anywhere in the file: `nki.baremetal()(fn)`, `nki.jit(fn)`,
+    `nki.simulate_kernel(fn, ...)` -> {fn: launcher}."""
+    nf = NkiFile(path="", dialect="", imports=dict(imports))
+    out: dict[str, str] = {}
+    for n in (n for tree in _top_level_trees(text) for n in ast.walk(tree)):
+        if not isinstance(n, ast.Call) or not n.args or not isinstance(n.args[0], ast.Name):
+            continue
+        launcher = _resolve(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
+        if launcher in LAUNCHERS or launcher in PASS_BY_REFERENCE:
+            out.setdefault(n.args[0].id, launcher)
+    return out
+
+
+def _top_level_trees(text: str):
+    """The file's AST, or, when it does not compile, each top-level statement that does (a syntax error
+    elsewhere must not hide a launcher)."""
+    try:
+        yield ast.parse(text)
+        return
+    except (SyntaxError, ValueError):
+        pass
+    chunk: list[str] = []
+    for line in [*text.splitlines(), "\0"]:
+        if chunk and line[:1] not in ("", " ", "\t", "#", ")", "]", "}") and not line.startswith(("else", "elif",
+                                                                                                 "except", "finally")):
+            try:
+                yield ast.parse("\n".join(chunk))
+            except (SyntaxError, ValueError):
+                pass
+            chunk = []
+        chunk.append(line)
+
+
+def _launcher(nf: NkiFile, k: NkiKernel) -> str | None:
+    if k.decorator is not None:
+        return k.decorator
+    return _wrapped_names("\n".join(nf.lines), tuple(sorted(nf.imports.items()))).get(k.name)
+
+
+def _mutable(arg: ast.arg) -> bool:
+    return arg.annotation is not None and "mutable" in ast.unparse(arg.annotation)
+
+
+@check("NKI520", per_file=True)
+def output_parameter(nf: NkiFile, t: Target):
+    if nf.dialect not in ("legacy", "new", "transitional"):
+        return
+    for k in nf.kernels:
+        if k.role in ("sub-kernel", "helper") or (k.role is None and k.helper):
+            continue  # a sub-kernel's parameters are its caller's tensors: writing them is how it hands results back
+        fn = kernel_function(nf, k)
+        if fn is None:
+            continue
+        args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+        params = {a.arg: a for a in args}
+        writes = _writes(nf, fn)
+        if not writes:
+            continue
+        launcher = _launcher(nf, k)
+        if launcher is None or launcher in PASS_BY_REFERENCE:
+            continue
+        alias = _aliases(fn, set(params))
+        returned = {alias[n] for n in _returned(fn) if n in alias}
+        read = _read_after_write(nf, fn, alias) if nf.dialect != "legacy" else set()
+        written: dict[str, list[int]] = {}
+        for r, line in writes:
+            if r in alias:
+                written.setdefault(alias[r], []).append(line)
+        for p, lines in written.items():
+            arg = params[p]
+            mutable = _mutable(arg)
+            if p in returned or (p in read and not mutable):
+                continue  # an in-place update handed back (nt.mutable_tensor), or a caller-provided workspace
+            legacy = nf.dialect == "legacy"
+            if mutable:
+                sev = E if legacy else W
+                why = ("it is annotated nt.mutable_tensor but not returned: a mutable kernel parameter must be "
+                       "returned (err_mutable_parameter_not_returned)")
+            elif legacy and launcher == "nki.jit":
+                sev = E
+                why = ("since SDK 2.21 (where nki.jit arrived) top-level kernel parameters are immutable and "
+                       "outputs are returned; storing into one fails with err_cannot_update_immutable_parameter")
+            elif legacy:
+                sev = W
+                why = ("since SDK 2.21 kernels return their outputs and their parameters are immutable "
+                       f"(err_cannot_update_immutable_parameter); only SDK 2.20's {launcher} took outputs by reference")
+            else:
+                sev = W
+                why = ("new-dialect kernels return their outputs (allocated nl.shared_hbm); a write into an input "
+                       "is not an output the framework receives (under torchxla it stays invisible to XLA)")
+            f = emit("NKI520", nf, arg.lineno, arg.col_offset + 1, arg.lineno, arg.col_offset + 1 + len(p),
+                     f"Kernel `{k.name}` writes its result into parameter `{p}` (line {min(lines)}) and does not "
+                     f"return it; {why}.",
+                     {"kernel": k.name, "parameter": p, "write_lines": sorted(set(lines)), "launcher": launcher,
+                      "dialect": nf.dialect, "mutable": mutable},
+                     severity=sev, confidence="high" if sev == E else "medium")
+            yield f.model_copy(update={"related": [RelatedLocation(file=nf.path, line=n, message=f"write into `{p}`")
+                                                   for n in sorted(set(lines))[:8]]})
