@@ -57,6 +57,9 @@ def _documented_calls(nf: NkiFile, t: Target):
 
 @check("NKI510", per_file=True)
 def unknown_attribute(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _unknown_legacy(nf, u)
+        return
     if not _new(nf) or (u := usage(nf)) is None:
         return
     v = target_version(t)
@@ -100,6 +103,30 @@ def unknown_attribute(nf: NkiFile, t: Target):
                    {"api": r.name, "nki_version": v, "legacy_only": legacy, "suggestion": close[0] if close else None},
                    severity=W if table.complete(mod, v) else I, confidence="medium",
                    fix=(f"Use `{mod}.{close[0]}`." if close else f"Use an API that NKI {v} documents."))
+
+
+def _unknown_legacy(nf: NkiFile, u):
+    """A legacy-dialect (`neuronxcc.nki`) file: a name that neither the legacy dialect nor any release has.
+    The legacy name list is curated, not generated, so never more than a warning."""
+    seen: set[tuple[int, int]] = set()
+    for r in u.refs:
+        mod = _module(r.name)
+        if mod is None or r.annotation or r.name.rsplit(".", 1)[1].startswith("_") or (r.line, r.col) in seen:
+            continue
+        seen.add((r.line, r.col))
+        short = r.name.rsplit(".", 1)[1]
+        known = table.all_module_names(mod)
+        if short in known:
+            continue
+        close = difflib.get_close_matches(short, sorted(n for n in known if f"{mod}.{n}" in table.legacy_names()),
+                                          n=1, cutoff=0.6)
+        hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
+        yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                   f"`{r.name}` is in neither the legacy neuronxcc.nki dialect this file imports nor any NKI "
+                   f"release ({', '.join(table.versions())}): the kernel fails when it is traced{hint}",
+                   {"api": r.name, "dialect": "legacy", "suggestion": close[0] if close else None},
+                   severity=W, confidence="medium",
+                   fix=(f"Use `{mod}.{close[0]}`." if close else "Use an API the legacy dialect documents."))
 
 
 @check("NKI511", per_file=True)
