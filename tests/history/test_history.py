@@ -23,6 +23,12 @@ RULE = re.compile(r"^[A-Z]+[0-9]{3}$")
 # (Measured 2026-12-05: 0 of 28 on main's rules; 2 of 28 with NKI211 from branch h29 merged.)
 FOUND_BY = {
     "NKI211": {"samples-matmul-result-rows-tile-k", "samples-matmul-lhsT-free-tile-n"},
+    # h26a (measured 2026-12-05: 7 of 32 before, 15 of 32 with these)
+    "NKI510": {"trnfft-negate-typo", "trnfft-gemm-matmul-dst-first"},
+    "NKI516": {"trnfft-butterfly-min-slice-bound", "trnfft-complex-mul-min-free-tile", "trnfft-complex-mul-flat-tiles"},
+    "NKI517": {"trnfft-gemm-psum-minus-equals"},
+    "NKI518": {"samples-sd-attn-np-mul"},
+    "NKI519": {"trnfft-radix8-transpose-from-local-hbm"},
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.
