@@ -97,7 +97,9 @@ def unknown_numpy_attribute(nf: NkiFile, t: Target):
     seen: set[tuple[int, int]] = set()
     for k in nf.kernels:
         fn = kernel_function(nf, k)
-        for node in ast.walk(fn) if fn is not None else ():
+        nodes = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Attribute)) if fn is not None else (),
+                       key=lambda n: (n.lineno, n.col_offset, -(n.end_col_offset or 0)))  # outermost chain first
+        for node in nodes:
             if not isinstance(node, ast.Attribute):
                 continue
             chain = _attr_chain(node)
