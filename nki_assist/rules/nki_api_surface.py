@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+from .. import nki_api
 from ..api import table
 from ..api.version import target_version
 from ..findings import Severity
@@ -199,8 +200,30 @@ def missing_required(nf: NkiFile, t: Target):
                         else f"Pass {', '.join(missing)}."))
 
 
+def _legacy_discarded(nf: NkiFile, u):
+    """A legacy file: a returns-style call (the catalogue's legacy parameters do not start with dst) called as a
+    statement: its tile is thrown away, often the new dialect's dst-first form written against the old API."""
+    for c in u.calls:
+        api = nki_api.BY_NAME.get(c.ref.name)
+        if not c.statement or api is None or not api.legacy or api.params is None or api.params[0][:1] == ("dst",):
+            continue
+        legacy, new = api.params
+        dst_first = c.positional == len(new) or any(k == "dst" for k, *_ in c.keywords)
+        yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                   f"`{c.ref.name}` returns its result in the legacy neuronxcc.nki dialect this file imports "
+                   f"(it takes ({', '.join(legacy)}, ...) and has no dst); this call discards it"
+                   + (", in the new dialect's dst-first form." if dst_first else "."),
+                   {"api": c.ref.name, "dialect": "legacy", "returns": "value", "dst_first": dst_first,
+                    "positional": c.positional}, severity=W, confidence="medium",
+                   fix=f"Bind the result (`t = {c.ref.name}({', '.join(legacy)})`) and use it, or port the file to "
+                       "`import nki` where the call takes dst=.")
+
+
 @check("NKI513", per_file=True)
 def return_convention(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _legacy_discarded(nf, u)
+        return
     for c, e, v in _documented_calls(nf, t):
         if e.returns is None:
             continue

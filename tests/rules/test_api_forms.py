@@ -150,3 +150,20 @@ def test_nki519_local_hbm_source_not_argument_or_sbuf():
         """, "NKI519", head=NEW)
     assert [(f.line, f.severity, f.confidence) for f in fs] == [(11, Severity.WARNING, "low")]
     assert fs[0].evidence["allocation_line"] == 8 and fs[0].evidence["buffer"] == "hbm"
+
+
+def test_nki513_legacy_discarded_result_notes_the_dst_first_form():
+    fs, _ = findings("""
+        @nki.jit
+        def k(a_t, b):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            at = nl.load(a_t[0:128, 0:128])
+            bt = nl.load(b[0:128, 0:512])
+            nisa.nc_matmul(acc, at, bt)
+            nisa.nc_transpose(at)
+            acc += nisa.nc_matmul(at, bt)
+            return acc
+        """, "NKI513")
+    assert [(f.line, f.severity, f.evidence["dst_first"]) for f in fs] == [
+        (10, Severity.WARNING, True), (11, Severity.WARNING, False)]
+    assert "dst-first" in fs[0].message and "dst-first" not in fs[1].message

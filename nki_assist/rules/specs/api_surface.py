@@ -81,6 +81,8 @@ Pass the missing arguments. For ISA calls: `t = nl.ndarray(shape, dtype, buffer=
              doc="""\
 ## What it finds
 Two sides of the new-dialect return convention. A call whose signature at the target NKI version takes `dst` (every `nisa.*` compute instruction, `nl.store`) returns nothing, so binding, passing or returning its result uses `None` (an `error` when the version's stub documents the signature). And an `nl` math function that returns a new tile (`nl.exp(x)`), called as a bare statement, computes a tile that is thrown away (a `warning`).
+
+In a legacy-dialect file (`neuronxcc.nki`) the convention is the other way round: compute calls return their tile. A legacy returns-style call (`nisa.nc_matmul`, `nisa.tensor_copy`, `nl.load`, ...; the project's catalogue, nki_assist/nki_api.py) called as a bare statement throws its result away, usually the new dialect's dst-first form (`nisa.nc_matmul(psum, a, b)`) written against the old API (a `warning`; trnfft shipped that form in legacy kernels).
 """ + _VERSION + """
 
 ## Why it matters on Trainium
