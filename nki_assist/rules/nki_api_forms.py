@@ -19,6 +19,8 @@ MATMULS = frozenset({"nisa.nc_matmul", "nl.matmul"})
 _AUG = {ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=", ast.Pow: "**=",
         ast.MatMult: "@=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.BitXor: "^=", ast.LShift: "<<=",
         ast.RShift: ">>="}
+# operator short names people write for NumPy's spelled-out ufuncs (np.mul: np.multiply)
+NUMPY_SPELLED_OUT = {"mul": "multiply", "sub": "subtract", "div": "divide", "pow": "power", "neg": "negative"}
 HBM_BUFFERS = frozenset({"shared_hbm", "hbm", "private_hbm"})
 
 
@@ -66,24 +68,24 @@ def _attr_chain(node: ast.Attribute) -> tuple[str, list[str]] | None:
     return (node.id, list(reversed(parts))) if isinstance(node, ast.Name) else None
 
 
-def _numpy_missing(module: str, parts: list[str]) -> tuple[str, str] | None:
-    """(the dotted name, its first missing attribute) when the installed NumPy lacks it; None when NumPy has it,
-    or when it is an attribute NumPy removed (`np.float_` in 2.0: the kernel's environment may pin NumPy 1.x)."""
-    import numpy  # only for files that import it (startup stays light)
+def _removed_from_numpy(numpy) -> set[str]:
+    """Names NumPy removed on purpose (2.0's expired attributes, 1.24's former aliases): absent here, present in
+    the NumPy 1.x a kernel's environment may pin, so not reported."""
+    out = set(getattr(getattr(numpy, "_expired_attrs_2_0", None), "__expired_attributes__", None) or ())
+    return out | set(getattr(numpy, "__former_attrs__", None) or ()) | set(
+        getattr(numpy, "__expired_functions__", None) or ())
 
+
+def _numpy_missing(numpy, module: str, parts: list[str]) -> int | None:
+    """The index in `parts` of the first attribute the installed NumPy lacks; None when it has them all."""
     try:
         obj = importlib.import_module(module)
     except ImportError:
         return None
-    expired = set(getattr(numpy, "_expired_attrs_2_0", None).__expired_attributes__) \
-        if hasattr(numpy, "_expired_attrs_2_0") else set()
-    expired |= set(getattr(numpy, "__former_attrs__", ()) or ()) | set(getattr(numpy, "__expired_functions__", ())
-                                                                          or ())
-    path = module
-    for p in parts:
+    for i, p in enumerate(parts):
         if not hasattr(obj, p):
-            return None if obj is numpy and p in expired else (f"{path}.{p}", p)
-        obj, path = getattr(obj, p), f"{path}.{p}"
+            return None if obj is numpy and p in _removed_from_numpy(numpy) else i
+        obj = getattr(obj, p)
     return None
 
 
@@ -92,38 +94,43 @@ def unknown_numpy_attribute(nf: NkiFile, t: Target):
     aliases = _numpy_aliases(nf)
     if not aliases:
         return
-    import numpy
-
+    numpy = None  # imported at the first kernel that reads it (~0.1 s once per process)
     seen: set[tuple[int, int]] = set()
+    looked_up: dict[tuple[str, tuple[str, ...]], int | None] = {}
     for k in nf.kernels:
+        if not any(f"{a}." in line for line in nf.lines[k.line - 1:k.end_line] for a in aliases):
+            continue
+        if numpy is None:
+            import numpy
         fn = kernel_function(nf, k)
         nodes = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Attribute)) if fn is not None else (),
                        key=lambda n: (n.lineno, n.col_offset, -(n.end_col_offset or 0)))  # outermost chain first
         for node in nodes:
-            if not isinstance(node, ast.Attribute):
-                continue
             chain = _attr_chain(node)
             if chain is None or chain[0] not in aliases or (node.lineno, node.col_offset) in seen:
                 continue
             seen.add((node.lineno, node.col_offset))
             base, parts = chain
-            missing = _numpy_missing(aliases[base], parts)
-            if missing is None:
+            key = (aliases[base], tuple(parts))
+            if key not in looked_up:
+                looked_up[key] = _numpy_missing(numpy, aliases[base], parts)
+            i = looked_up[key]
+            if i is None:
                 continue
-            name, attr = missing
-            shown = f"{base}.{'.'.join(parts[:parts.index(attr) + 1])}"
-            holder = numpy if name.count(".") == 1 else None
-            pool = sorted(n for n in dir(holder) if not n.startswith("_")) if holder is not None else []
+            attr, shown = parts[i], ".".join([base, *parts[:i + 1]])
+            name = ".".join([aliases[base], *parts[:i + 1]])
+            pool = sorted(n for n in dir(numpy) if not n.startswith("_")) if i == 0 and aliases[base] == "numpy" \
+                else []
             close = difflib.get_close_matches(attr, pool, n=1, cutoff=0.6)
-            hint = {"mul": "multiply", "sub": "subtract", "div": "divide", "pow": "power"}.get(attr) \
-                or (close[0] if close else None)
+            hint = NUMPY_SPELLED_OUT.get(attr) if i == 0 else None
+            hint = hint or (close[0] if close else None)
             yield emit("NKI518", nf, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
                        (node.end_col_offset or node.col_offset) + 1,
                        f"`{shown}` inside the kernel `{k.name}`: the installed NumPy ({numpy.__version__}) has no "
                        f"`{name}`, so tracing the kernel raises AttributeError on this line"
-                       + (f"; did you mean `{base}.{hint}`?" if hint else "."),
+                       + (f"; did you mean `{'.'.join([base, *parts[:i], hint])}`?" if hint else "."),
                        {"name": name, "numpy_version": numpy.__version__, "kernel": k.name, "suggestion": hint},
-                       fix=(f"Use `{base}.{hint}`." if hint else "Use an attribute NumPy has."))
+                       fix=(f"Use `{'.'.join([base, *parts[:i], hint])}`." if hint else "Use an attribute NumPy has."))
 
 
 def _base_name(node: ast.AST) -> str | None:

@@ -116,27 +116,32 @@ def _loop_clamps(loop: ast.For, through_names: bool) -> list[tuple[ast.Call, int
     """(min()/max() call, first slice line using it) for each clamp of the loop index that sizes a slice: in the
     bound itself, or (`through_names`) through a name the loop body assigns from it (`end = min(off + T, n)`, then
     `x[off:end]`)."""
-    body = ast.Module(body=loop.body, type_ignores=[])
-    assigns = [n for n in ast.walk(body) if isinstance(n, ast.Assign)]
+    nodes = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+    if not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max")
+               for c in nodes):
+        return []
+    # each assignment once: (target names, names it reads, the min()/max() calls in it)
+    assigns = [([tg.id for tg in a.targets if isinstance(tg, ast.Name)], _names(a.value),
+                [c for c in ast.walk(a.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                 and c.func.id in ("min", "max")]) for a in nodes if isinstance(a, ast.Assign)]
     derived = {loop.target.id}
     clamped: dict[str, ast.Call] = {}  # name -> the clamp that sizes it
     changed = True
     while changed:  # to a fixed point: ast.walk is not in source order
         changed = False
-        for a in assigns:
-            names = _names(a.value)
-            via = next(iter(_clamps(a.value, derived)), None) or next((clamped[n] for n in names if n in clamped), None)
-            for tg in a.targets:
-                if not isinstance(tg, ast.Name):
-                    continue
-                if names & derived and tg.id not in derived:
-                    derived.add(tg.id)
+        for targets, names, calls in assigns:
+            via = next((c for c in calls if _names(c) & derived), None) if calls else None
+            via = via or next((clamped[n] for n in names if n in clamped), None)
+            reads_index = bool(names & derived)
+            for tg in targets:
+                if reads_index and tg not in derived:
+                    derived.add(tg)
                     changed = True
-                if via is not None and tg.id not in clamped:
-                    clamped[tg.id] = via
+                if via is not None and tg not in clamped:
+                    clamped[tg] = via
                     changed = True
     found: dict[int, tuple[ast.Call, int]] = {}
-    for sl in ast.walk(body):
+    for sl in nodes:
         if not isinstance(sl, ast.Slice):
             continue
         for bound in (sl.lower, sl.upper):
@@ -158,7 +163,8 @@ def affine_min_bound(nf: NkiFile, t: Target):
         return
     seen: set[tuple[int, int]] = set()
     for k, loop in u.affine_loops:
-        if not isinstance(loop.target, ast.Name):
+        text = "\n".join(nf.lines[loop.lineno - 1:loop.end_lineno or loop.lineno])
+        if not isinstance(loop.target, ast.Name) or ("min(" not in text and "max(" not in text):
             continue
         # new NKI unrolls affine_range (an alias of range): a clamp stored in a name is a Python int there, and
         # AWS's 0.3 library sizes its tails that way; only the legacy tracer's index is symbolic

@@ -110,16 +110,18 @@ def _unknown_legacy(nf: NkiFile, u):
     """A legacy-dialect (`neuronxcc.nki`) file: a name that neither the legacy dialect nor any release has.
     The legacy name list is curated, not generated, so never more than a warning."""
     seen: set[tuple[int, int]] = set()
+    known: dict[str, frozenset[str]] = {}
     for r in u.refs:
         mod = _module(r.name)
         if mod is None or r.annotation or r.name.rsplit(".", 1)[1].startswith("_") or (r.line, r.col) in seen:
             continue
         seen.add((r.line, r.col))
         short = r.name.rsplit(".", 1)[1]
-        known = table.all_module_names(mod)
-        if short in known:
+        if mod not in known:
+            known[mod] = table.all_module_names(mod)
+        if short in known[mod]:
             continue
-        close = difflib.get_close_matches(short, sorted(n for n in known if f"{mod}.{n}" in table.legacy_names()),
+        close = difflib.get_close_matches(short, sorted(n for n in known[mod] if f"{mod}.{n}" in table.legacy_names()),
                                           n=1, cutoff=0.6)
         hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
         yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
