@@ -106,35 +106,83 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _clamps(node: ast.AST, derived: set[str]) -> list[ast.Call]:
+    """min()/max() calls in `node` that read a name derived from the loop index."""
+    return [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            and c.func.id in ("min", "max") and _names(c) & derived]
+
+
+def _loop_clamps(loop: ast.For, through_names: bool) -> list[tuple[ast.Call, int]]:
+    """(min()/max() call, first slice line using it) for each clamp of the loop index that sizes a slice: in the
+    bound itself, or (`through_names`) through a name the loop body assigns from it (`end = min(off + T, n)`, then
+    `x[off:end]`)."""
+    nodes = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+    if not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max")
+               for c in nodes):
+        return []
+    # each assignment once: (target names, names it reads, the min()/max() calls in it)
+    assigns = [([tg.id for tg in a.targets if isinstance(tg, ast.Name)], _names(a.value),
+                [c for c in ast.walk(a.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                 and c.func.id in ("min", "max")]) for a in nodes if isinstance(a, ast.Assign)]
+    derived = {loop.target.id}
+    clamped: dict[str, ast.Call] = {}  # name -> the clamp that sizes it
+    changed = True
+    while changed:  # to a fixed point: ast.walk is not in source order
+        changed = False
+        for targets, names, calls in assigns:
+            via = next((c for c in calls if _names(c) & derived), None) if calls else None
+            via = via or next((clamped[n] for n in names if n in clamped), None)
+            reads_index = bool(names & derived)
+            for tg in targets:
+                if reads_index and tg not in derived:
+                    derived.add(tg)
+                    changed = True
+                if via is not None and tg not in clamped:
+                    clamped[tg] = via
+                    changed = True
+    found: dict[int, tuple[ast.Call, int]] = {}
+    for sl in nodes:
+        if not isinstance(sl, ast.Slice):
+            continue
+        for bound in (sl.lower, sl.upper):
+            if bound is None:
+                continue
+            via = [clamped[n] for n in sorted(_names(bound)) if n in clamped] if through_names else []
+            for c in _clamps(bound, derived) + [c for c in via if c.lineno <= sl.lineno]:
+                if id(c) not in found or sl.lineno < found[id(c)][1]:
+                    found[id(c)] = (c, sl.lineno)
+    return sorted(found.values(), key=lambda x: (x[0].lineno, x[0].col_offset))
+
+
 @check("NKI516", per_file=True)
 def affine_min_bound(nf: NkiFile, t: Target):
-    if not _new(nf) or (u := usage(nf)) is None:
+    if (u := usage(nf)) is None or not (_new(nf) or u.legacy):
         return
     v = target_version(t)
-    if v == table.legacy_version():
+    if v == table.legacy_version() and not u.legacy:
         return
+    seen: set[tuple[int, int]] = set()
     for k, loop in u.affine_loops:
-        if not isinstance(loop.target, ast.Name):
+        text = "\n".join(nf.lines[loop.lineno - 1:loop.end_lineno or loop.lineno])
+        if not isinstance(loop.target, ast.Name) or ("min(" not in text and "max(" not in text):
             continue
-        derived = {loop.target.id}
-        for stmt in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-            if isinstance(stmt, ast.Assign) and _names(stmt.value) & derived:
-                derived |= {tg.id for tg in stmt.targets if isinstance(tg, ast.Name)}
-        for sl in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
-            if not isinstance(sl, ast.Slice):
-                continue
-            for bound in (sl.lower, sl.upper):
-                for c in ast.walk(bound) if bound is not None else ():
-                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max") \
-                            and _names(c) & derived:
-                        yield emit("NKI516", nf, c.lineno, c.col_offset + 1, c.end_lineno or c.lineno,
-                                   (c.end_col_offset or c.col_offset) + 1,
-                                   f"`{c.func.id}(...)` of the affine_range index `{loop.target.id}` as a slice "
-                                   "bound: NKI 0.3+ cannot evaluate it symbolically, so the slice size is not a "
-                                   "compile-time constant.",
-                                   {"loop_var": loop.target.id, "loop_line": loop.lineno, "nki_version": v,
-                                    "kernel": k.name, "bound": ast.unparse(c)},
-                                   confidence="medium",
-                                   fix="Use a constant tile size (assert the size divides evenly, or handle the "
-                                       "tail in a separate statically sized step) instead of clamping with "
-                                       f"{c.func.id}().")
+        # new NKI unrolls affine_range (an alias of range): a clamp stored in a name is a Python int there, and
+        # AWS's 0.3 library sizes its tails that way; only the legacy tracer's index is symbolic
+        for c, used in _loop_clamps(loop, through_names=u.legacy):
+            if (c.lineno, c.col_offset) in seen:
+                continue  # nested affine loops: reported for the outermost
+            seen.add((c.lineno, c.col_offset))
+            why = ("legacy NKI traces the index as a symbolic affine expression, which Python's "
+                   f"{c.func.id}() cannot compare (use mask= for a tail)" if u.legacy else
+                   f"NKI {v} cannot evaluate it symbolically")
+            yield emit("NKI516", nf, c.lineno, c.col_offset + 1, c.end_lineno or c.lineno,
+                       (c.end_col_offset or c.col_offset) + 1,
+                       f"`{c.func.id}(...)` of the affine_range index `{loop.target.id}` sizes a slice"
+                       + ("" if used == c.lineno else f" (line {used})") + f": {why}, so the slice size is not "
+                       "a compile-time constant.",
+                       {"loop_var": loop.target.id, "loop_line": loop.lineno, "slice_line": used,
+                        "nki_version": "legacy" if u.legacy else v, "kernel": k.name, "bound": ast.unparse(c)},
+                       confidence="medium",
+                       fix="Use a constant tile size (assert the size divides evenly, or handle the tail in a "
+                           "separate statically sized step" + (", or mask= in legacy NKI" if u.legacy else "")
+                           + f") instead of clamping with {c.func.id}().")

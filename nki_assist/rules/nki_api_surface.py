@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+from .. import nki_api
 from ..api import table
 from ..api.version import target_version
 from ..findings import Severity
@@ -57,6 +58,9 @@ def _documented_calls(nf: NkiFile, t: Target):
 
 @check("NKI510", per_file=True)
 def unknown_attribute(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _unknown_legacy(nf, u)
+        return
     if not _new(nf) or (u := usage(nf)) is None:
         return
     v = target_version(t)
@@ -100,6 +104,32 @@ def unknown_attribute(nf: NkiFile, t: Target):
                    {"api": r.name, "nki_version": v, "legacy_only": legacy, "suggestion": close[0] if close else None},
                    severity=W if table.complete(mod, v) else I, confidence="medium",
                    fix=(f"Use `{mod}.{close[0]}`." if close else f"Use an API that NKI {v} documents."))
+
+
+def _unknown_legacy(nf: NkiFile, u):
+    """A legacy-dialect (`neuronxcc.nki`) file: a name that neither the legacy dialect nor any release has.
+    The legacy name list is curated, not generated, so never more than a warning."""
+    seen: set[tuple[int, int]] = set()
+    known: dict[str, frozenset[str]] = {}
+    for r in u.refs:
+        mod = _module(r.name)
+        if mod is None or r.annotation or r.name.rsplit(".", 1)[1].startswith("_") or (r.line, r.col) in seen:
+            continue
+        seen.add((r.line, r.col))
+        short = r.name.rsplit(".", 1)[1]
+        if mod not in known:
+            known[mod] = table.all_module_names(mod)
+        if short in known[mod]:
+            continue
+        close = difflib.get_close_matches(short, sorted(n for n in known[mod] if f"{mod}.{n}" in table.legacy_names()),
+                                          n=1, cutoff=0.6)
+        hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
+        yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                   f"`{r.name}` is in neither the legacy neuronxcc.nki dialect this file imports nor any NKI "
+                   f"release ({', '.join(table.versions())}): the kernel fails when it is traced{hint}",
+                   {"api": r.name, "dialect": "legacy", "suggestion": close[0] if close else None},
+                   severity=W, confidence="medium",
+                   fix=(f"Use `{mod}.{close[0]}`." if close else "Use an API the legacy dialect documents."))
 
 
 @check("NKI511", per_file=True)
@@ -172,8 +202,30 @@ def missing_required(nf: NkiFile, t: Target):
                         else f"Pass {', '.join(missing)}."))
 
 
+def _legacy_discarded(nf: NkiFile, u):
+    """A legacy file: a returns-style call (the catalogue's legacy parameters do not start with dst) called as a
+    statement: its tile is thrown away, often the new dialect's dst-first form written against the old API."""
+    for c in u.calls:
+        api = nki_api.BY_NAME.get(c.ref.name)
+        if not c.statement or api is None or not api.legacy or api.params is None or api.params[0][:1] == ("dst",):
+            continue
+        legacy, new = api.params
+        dst_first = c.positional == len(new) or any(k == "dst" for k, *_ in c.keywords)
+        yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                   f"`{c.ref.name}` returns its result in the legacy neuronxcc.nki dialect this file imports "
+                   f"(it takes ({', '.join(legacy)}, ...) and has no dst); this call discards it"
+                   + (", in the new dialect's dst-first form." if dst_first else "."),
+                   {"api": c.ref.name, "dialect": "legacy", "returns": "value", "dst_first": dst_first,
+                    "positional": c.positional}, severity=W, confidence="medium",
+                   fix=f"Bind the result (`t = {c.ref.name}({', '.join(legacy)})`) and use it, or port the file to "
+                       "`import nki` where the call takes dst=.")
+
+
 @check("NKI513", per_file=True)
 def return_convention(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _legacy_discarded(nf, u)
+        return
     for c, e, v in _documented_calls(nf, t):
         if e.returns is None:
             continue

@@ -1,7 +1,8 @@
-"""What a new-dialect file does with the NKI API, read with Python's `ast`: every `nl.*` / `nisa.*` /
-`nki.*` reference and call inside its kernels and helpers, resolved through the file's imports to the
-API table's canonical names. The API-surface rules (rules/nki_api_surface.py) and the version-dependent
-dialect rules read these facts; they are computed once per file."""
+"""What a file does with the NKI API, read with Python's `ast`: every `nl.*` / `nisa.*` / `nki.*`
+reference and call inside its kernels and helpers, resolved through the file's imports to the API table's
+canonical names (a legacy file's `neuronxcc.nki.*` modules to the same names; `Usage.legacy` says so). The
+API-surface rules (rules/nki_api_surface.py) and the version-dependent dialect rules read these facts; they
+are computed once per file."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class Usage:
     arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign nodes
     affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
+    legacy: bool = False  # a legacy-dialect file: `aliases` maps its neuronxcc.nki modules to the same names
 
 
 def usage(nf: NkiFile) -> Usage | None:
@@ -80,6 +82,10 @@ def _collect(nf: NkiFile) -> Usage:
             u.legacy_aliases[alias] = module
         elif module in _MODULES:
             aliases[alias] = module
+    if nf.dialect == "legacy":  # read `neuronxcc.nki.language` as `nl` too; the rules decide what holds there
+        u.legacy = True
+        aliases = {a: m[len("neuronxcc."):] for a, m in u.legacy_aliases.items()
+                   if m[len("neuronxcc."):] in _MODULES}
     u.aliases = aliases
     if not aliases and not u.legacy_aliases:
         return u

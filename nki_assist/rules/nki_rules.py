@@ -12,6 +12,7 @@ from ..project import apply_context, context_for
 from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_loopvars, nki_memory,  # noqa: F401
                nki_migration, nki_numerics, nki_python, nki_reductions, nki_tails, nki_utilization, nki_windows)
 from . import nki_generation, nki_kernel_io  # noqa: F401
+from . import nki_api_forms  # noqa: F401  (NKI517-NKI519)
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 

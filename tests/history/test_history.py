@@ -26,6 +26,12 @@ FOUND_BY = {
     "NKI520": {"samples-contrib-matmul-output-param", "trnfft-butterfly-output-params", "nxdi-ltx2-xattn-output-param"},
     "NKI521": {"samples-rmsnorm-qkv-gen3-equality", "samples-flash-gen3-equality"},
     "NKI522": {"nxdi-deltanet-fused-transpose-dtype", "nxdi-ltx2-xattn-transpose-dtype"},
+    # h26a (measured 2026-12-05: 7 of 32 before, 15 of 32 with these)
+    "NKI510": {"trnfft-negate-typo", "trnfft-gemm-matmul-dst-first"},
+    "NKI516": {"trnfft-butterfly-min-slice-bound", "trnfft-complex-mul-min-free-tile", "trnfft-complex-mul-flat-tiles"},
+    "NKI517": {"trnfft-gemm-psum-minus-equals"},
+    "NKI518": {"samples-sd-attn-np-mul"},
+    "NKI519": {"trnfft-radix8-transpose-from-local-hbm"},
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.

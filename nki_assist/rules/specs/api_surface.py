@@ -11,7 +11,7 @@ The facts come from the versioned NKI API table (docs/api-table.md), generated f
 
 RULES = [
     RuleSpec("NKI510", "unknown-nki-attribute", "deprecated-api", W,
-             "A new-dialect kernel uses an nl/nisa/nki.collectives name the target NKI version does not have.",
+             "A kernel uses an nl/nisa/nki.collectives name the target NKI version (or the legacy dialect) does not have.",
              fix="Use the name the target version documents (the message suggests the closest one).",
              doc="""\
 ## What it finds
@@ -19,6 +19,8 @@ In a new-dialect (`import nki`) kernel: `nl.X`, `nisa.X`, `nl.tile_size.X` or `n
 """ + _VERSION + """
 
 Severity: `error` only when the table is certain: the release notes list the name as new in a later version and the module's stubs are complete at the target. A name no release documents is a `warning` (the stubs omit a few real members), an `info` where a module's stubs are known to be partial (`nl` at 0.2, where the activation functions were on another page).
+
+In a legacy-dialect file (`import neuronxcc.nki.language as nl`, not version-checked otherwise): a name that neither the legacy dialect's names (the project's catalogue, nki_assist/nki_api.py) nor any release documents, always a `warning` (that list is curated, not generated). trnfft shipped `nl.negate` in legacy kernels under `if HAS_NKI:` until a later commit renamed it `nl.negative`.
 
 ## Why it matters on Trainium
 The NKI compiler resolves `nl`/`nisa` names when it traces the kernel: an unknown name is an `AttributeError` at compile time, often on a branch the tests never take (a dtype-dependent cast, a tail path).
@@ -79,6 +81,8 @@ Pass the missing arguments. For ISA calls: `t = nl.ndarray(shape, dtype, buffer=
              doc="""\
 ## What it finds
 Two sides of the new-dialect return convention. A call whose signature at the target NKI version takes `dst` (every `nisa.*` compute instruction, `nl.store`) returns nothing, so binding, passing or returning its result uses `None` (an `error` when the version's stub documents the signature). And an `nl` math function that returns a new tile (`nl.exp(x)`), called as a bare statement, computes a tile that is thrown away (a `warning`).
+
+In a legacy-dialect file (`neuronxcc.nki`) the convention is the other way round: compute calls return their tile. A legacy returns-style call (`nisa.nc_matmul`, `nisa.tensor_copy`, `nl.load`, ...; the project's catalogue, nki_assist/nki_api.py) called as a bare statement throws its result away, usually the new dialect's dst-first form (`nisa.nc_matmul(psum, a, b)`) written against the old API (a `warning`; trnfft shipped that form in legacy kernels).
 """ + _VERSION + """
 
 ## Why it matters on Trainium
@@ -139,14 +143,14 @@ c = a_tile * b_tile          # NKI515
 `nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar.
 """),
     RuleSpec("NKI516", "min-bound-in-affine-range", "unsupported-construct", W,
-             "A slice bound inside nl.affine_range clamps with min()/max() of the loop index; not a constant size.",
+             "A slice bound inside nl.affine_range is clamped with min()/max() of the loop index; not a constant size.",
              fix="Use a constant tile size (assert divisibility or handle the tail separately).",
              doc="""\
 ## What it finds
-In a new-dialect kernel: inside a `for i in nl.affine_range(...)` loop, a slice bound that calls `min()` or `max()` on an expression of the loop index (directly or through a name computed from it in the loop), such as `x[i * 128:min((i + 1) * 128, N)]`.
+Inside a `for i in nl.affine_range(...)` loop, a slice bound that calls `min()` or `max()` on an expression of the loop index (directly or through a name computed from it in the loop), such as `x[i * 128:min((i + 1) * 128, N)]`. In a legacy-dialect (`neuronxcc.nki`) kernel also a bound that reads a name the loop assigns from such a clamp (`end = min(off + 128, N)`, then `x[off:end]`); the finding sits on the clamp. New NKI unrolls `affine_range` (an alias of `range`), so a clamp kept in a name is a plain integer there and is not reported: AWS's NKI 0.3 library sizes its tails that way.
 """ + _VERSION + """
 
-Severity: `warning`. The limit is documented by public migrations (trnfft: "NKI affine_range can't evaluate min() symbolically"), not by the API stubs.
+Severity: `warning`. The limit is documented by public fixes (trnfft, on legacy `neuronxcc.nki` kernels: "affine_range can't evaluate min() symbolically"), not by the API stubs; the legacy dialect's own answer to a tail is `mask=`.
 
 ## Why it matters on Trainium
 The compiler needs every access's size at compile time. A clamp on the symbolic loop index cannot be evaluated, so the kernel fails to compile, typically only for the sizes that take a tail.
