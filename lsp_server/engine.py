@@ -172,7 +172,7 @@ def forget(uri: str) -> None:
         _CACHES.pop(uri, None)
 
 
-def _run_check(path: str, text: str, options, result: Analysis) -> None:
+def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = True) -> None:
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
     from nki_assist import check
 
@@ -180,7 +180,7 @@ def _run_check(path: str, text: str, options, result: Analysis) -> None:
     if not hasattr(check, "check_text"):  # the minimal engine API
         result.findings = list(check.check_source(path, text, options))
         return
-    outcome = check.check_text(path, text, options, cache=_cache_for(result.uri))
+    outcome = check.check_text(path, text, options, cache=_cache_for(result.uri) if reuse else None)
     result.findings = list(outcome.findings)
     if result.language == "nki":
         result.nki_file = getattr(outcome, "parsed", None)  # reused for hover and lens: no second parse
@@ -191,8 +191,9 @@ def _run_check(path: str, text: str, options, result: Analysis) -> None:
 
 
 def analyze(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
-            settings: Settings) -> Analysis:
-    """Check one document version. Never raises: failures land in `Analysis.error`."""
+            settings: Settings, reuse: bool = True) -> Analysis:
+    """Check one document version. Never raises: failures land in `Analysis.error`. `reuse` keeps the
+    parse work an edit of this open document can reuse (until `forget`); a file checked on disk keeps none."""
     started = time.perf_counter()
     language = language_of(path, language_id, text)
     result = Analysis(uri=uri, version=version, language=language)
@@ -209,7 +210,7 @@ def analyze(uri: str, path: str | None, language_id: str | None, version: int | 
         options = check_options(settings, config)
         result.target = options.target
         engine_path = check_path(path, uri, language)
-        _run_check(engine_path, text, options, result)
+        _run_check(engine_path, text, options, result, reuse)
     except Exception as exc:  # noqa: BLE001 - one bad check never takes the server down
         result.error = f"{type(exc).__name__}: {exc}"
     finally:

@@ -77,7 +77,8 @@ class WorkspaceChecker:
         except OSError:
             return None
         text = data.decode("utf-8", errors="replace")
-        analysis = engine.analyze(uris.from_fs_path(path) or path, path, None, None, text, settings)
+        # reuse=False: a file that is not open keeps no parse cache (it was kept until the server exited)
+        analysis = engine.analyze(uris.from_fs_path(path) or path, path, None, None, text, settings, reuse=False)
         if analysis.language is None:
             return None
         if analysis.error or analysis.notes:

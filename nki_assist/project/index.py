@@ -348,13 +348,11 @@ class _Body:
     def __init__(self, ix: _Indexer, fn: FunctionInfo):
         self.ix, self.fn = ix, fn
         self.local = dict(ix.info.constants)  # names bound once to a constant in this body (and the module's)
-        self._handlers = {ast.Call: self.visit_Call, ast.Assert: self.visit_Assert, ast.If: self.visit_If,
-                          ast.Assign: self.visit_Assign}
 
     def visit_body(self, body: list[ast.stmt]) -> None:
         # an explicit stack in source order (an ast.NodeVisitor costs twice as much on large kernels)
         stack = list(reversed(body))
-        handlers = self._handlers
+        handlers = _BODY_HANDLERS
         while stack:
             node = stack.pop()
             kind = type(node)
@@ -362,7 +360,7 @@ class _Body:
                 continue  # nested defs are indexed on their own
             handler = handlers.get(kind)
             if handler is not None:
-                handler(node)
+                handler(self, node)
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -440,6 +438,10 @@ class _Body:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# class-level, not bound methods on each _Body: a body's handlers then form no reference cycle, so its
+# indexer (and the memo it holds) is freed without a garbage collection (lsp_server/memory.py)
+_BODY_HANDLERS = {ast.Call: _Body.visit_Call, ast.Assert: _Body.visit_Assert, ast.If: _Body.visit_If,
+                  ast.Assign: _Body.visit_Assign}
 
 
 def _has_mod(node: ast.AST) -> bool:

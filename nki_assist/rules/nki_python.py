@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ast
 
-from pyflakes import checker, messages
+from pyflakes import messages
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
+from ..project.incremental import flakes
 from .nki_common import check, emit, module_tree
 
 _UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
@@ -26,7 +27,7 @@ def pyflakes_messages(nf: NkiFile) -> list:
     if tree is None:
         return []
     memo = nf.project.memo if nf.project is not None else None
-    msgs = memo.pyflakes(tree, nf.path) if memo is not None else checker.Checker(tree, filename=nf.path).messages
+    msgs = memo.pyflakes(tree, nf.path) if memo is not None else flakes(tree, nf.path)
     if any(isinstance(m, _UNDEFINED) for m in msgs):  # rare: only then find the annotations (a full walk)
         lazy = _lazy_annotations(tree)
         msgs = [m for m in msgs if not (isinstance(m, _UNDEFINED) and _within(m, lazy))]

@@ -6,12 +6,14 @@ careless (or fuzzing) client can.
 
 from __future__ import annotations
 
+import gc
 import json
 import queue
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import pytest
 from reliability_helpers import REPO, child_env
@@ -164,10 +166,6 @@ def test_out_of_range_positions_get_empty_results(server):
     assert "result" in action and not action["result"]
 
 
-@pytest.mark.xfail(reason="known regression after merging the project model's Python-level pass (issue 25) with the "
-                          "server's scheduler (issue 31): closed documents' memory stays resident in the server "
-                          "(60 -> 352 -> 350 MiB), although the engine alone frees it (37 -> 295 -> 84 MiB in process); "
-                          "open in the closing note of 2026-12-05", strict=False)
 def test_closing_documents_gives_their_memory_back(fresh_server):
     server = fresh_server
     text = generate(1000)
@@ -184,8 +182,73 @@ def test_closing_documents_gives_their_memory_back(fresh_server):
     for uri in uris:
         server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     assert _all_published(server, uris, nonempty=False) == set(uris)
-    time.sleep(2.5)  # the release runs 1 s after the last close
-    closed = server.rss_mib()
+    closed_at = time.monotonic()
     grown = opened - start
     assert grown > 30, (start, opened)  # the documents really cost memory
-    assert closed - start < 0.4 * grown, (start, opened, closed)  # before: ~99% stayed resident
+    # the release runs 1 s after the last close; its trim took up to 1.5 s on the shared, loaded 2 cores
+    while (closed := server.rss_mib()) - start >= 0.25 * grown and time.monotonic() - closed_at < 10:
+        time.sleep(0.25)
+    # measured 59 -> 273 -> 72 MiB, 2-2.5 s after the last close; while the project model left reference
+    # cycles (see the test below) 60 -> 430 -> 430: the cycles were frozen and only a full collection freed them
+    assert closed - start < 0.25 * grown, (start, opened, closed)
+
+
+def _cyclic_garbage_after(run) -> Counter:
+    """The objects (by type) that only a garbage collection frees once `run()` and its result are dropped.
+    The server freezes what each check leaves (lsp_server/memory.py): such objects stay until its next full collection."""
+    gc.collect()
+    gc.disable()
+    try:
+        result = run()
+        del result
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+def test_a_check_leaves_no_reference_cycles():
+    # in process: the server's own check path, cold, after an edit, without its parse cache, and on close
+    from pygls.workspace import PositionCodec
+
+    from lsp_server import engine
+    from lsp_server.server import _analyze_and_convert
+    from lsp_server.settings import Settings
+
+    text, uri, settings = generate(1000), "file:///w/cycles_nki.py", Settings()
+    lines = text.split("\n")
+    lines[40] += "  # an edit"
+    edited = "\n".join(lines)
+
+    def check(version: int, source: str, reuse: bool = True):
+        if not reuse:
+            return engine.analyze(uri, "/w/cycles_nki.py", "python", version, source, settings, reuse=False)
+        return _analyze_and_convert(uri, "/w/cycles_nki.py", "python", version, source, settings, PositionCodec())
+
+    analysis, _ = check(1, text)
+    assert analysis.findings and analysis.nki_file is not None  # the check really ran the rules and the parse
+    del analysis
+    engine.forget(uri)
+    for run in (lambda: check(1, text), lambda: check(2, edited), lambda: check(3, text, reuse=False),
+                lambda: engine.forget(uri)):  # the kept parse work goes with the document
+        garbage = _cyclic_garbage_after(run)
+        # before: 47k objects per cold check (pyflakes' parent links on the file's syntax tree), 2k per edit,
+        # and the project index's memo at close; left: 504 (a rule's recursive closures, holding no tree)
+        assert sum(garbage.values()) < 1000, garbage.most_common(5)
+        assert not [t for t in garbage if t.startswith(("ast.", "pyflakes.", "nki_assist."))], garbage.most_common(5)
+
+
+def test_files_checked_on_disk_keep_no_parse_cache(tmp_path):
+    from lsp_server import engine
+    from lsp_server.settings import Settings
+    from lsp_server.workspace_check import WorkspaceChecker
+
+    (tmp_path / "disk_nki.py").write_text(KERNEL)
+    before = set(engine._CACHES)
+    results = WorkspaceChecker().check([str(tmp_path)], Settings(), set())
+    assert [uri for uri, _ in results] == [(tmp_path / "disk_nki.py").as_uri()]
+    assert results[0][1].diagnostics  # the file was checked
+    assert set(engine._CACHES) == before  # before: every workspace file's parse work, kept until exit
