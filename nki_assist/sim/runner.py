@@ -328,7 +328,7 @@ def _collect_outputs(ctx: SimContext, ret, targs, raw_args, storages: list) -> l
         if st.dt.is_float and not ctx.precise:
             outs.append(np.array(data, dtype=np.float32))
         else:
-            outs.append(np.asarray(data).astype(st.dt.np_dtype))
+            outs.append(np.asarray(data).astype(st.dt.np_dtype, copy=False))  # the run is over: no copy
     return outs
 
 
