@@ -22,6 +22,8 @@ import numpy as np
 from . import block_scope
 from .dtypes import sentinel
 
+ENABLED = True  # False: every block tile is one array (the model this replaces; tests compare the two)
+
 
 class Blocks:
     """The parts of one block-dimension storage: block coordinates -> part storage."""

@@ -105,7 +105,7 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
             ctx.pending.append(st)
         else:
             commit(st, line)
-    if st.blk is not None and data is None and not written:
+    if st.blk is not None and data is None and not written and block_store.ENABLED:
         block_store.enable(st, ctx)  # one small array per block, made when first used
         return st
     if data is None:
