@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 RANGE_CALLS = {"affine_range", "sequential_range", "static_range"}
+NONE: tuple = ((), set())
 
 
 def _parents(fn: ast.AST) -> dict:
@@ -63,7 +64,9 @@ def _stores(body, name: str) -> bool:
 
 
 def chain(tree: ast.AST, line: int, name: str, func_name: str) -> tuple:
-    """The dead-block chain of tile `name` allocated by the statement at `line` of function `func_name`."""
+    """The dead-block chain of tile `name` allocated by the statement at `line` of function `func_name`, and
+    the names the calls that take its blocks are reached through (the caller checks they are NKI's):
+    ((chain...), {names}); ((), set()) when nothing is provable."""
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == func_name:
             for stmt in fn.body:
@@ -73,60 +76,63 @@ def chain(tree: ast.AST, line: int, name: str, func_name: str) -> tuple:
                     try:
                         return _chain(fn, stmt, name, _imported(tree))
                     except (ValueError, AttributeError):
-                        return ()
-    return ()
+                        return NONE
+    return NONE
 
 
 def _chain(fn, alloc, name: str, modules: set[str]) -> tuple:
     args = fn.args
     if name in {a.arg for a in args.args + args.posonlyargs + args.kwonlyargs} | {
             a.arg for a in (args.vararg, args.kwarg) if a is not None}:
-        return ()
+        return NONE
     par = _parents(fn)
     sites = []
+    roots: set[str] = set()
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Name) and node.id == name):
             continue
         if node is alloc.targets[0]:
             continue
         if not isinstance(node.ctx, ast.Load):
-            return ()  # assigned again or deleted
+            return NONE  # assigned again or deleted
         sub = par.get(node)
         if not isinstance(sub, ast.Subscript) or sub.value is not node:
-            return ()  # the tile itself escapes (passed, returned, aliased)
+            return NONE  # the tile itself escapes (passed, returned, aliased)
         use = par.get(sub)
         if isinstance(use, (ast.Assign, ast.AugAssign)):
             targets = use.targets if isinstance(use, ast.Assign) else [use.target]
             if not any(t is sub for t in targets):
-                return ()  # `x = T[i]`: a view kept in a variable
+                return NONE  # `x = T[i]`: a view kept in a variable
         elif isinstance(use, ast.keyword):
             call = par.get(use)
             if not isinstance(call, ast.Call) or _root(call.func) not in modules:
-                return ()
+                return NONE
+            roots.add(_root(call.func))
         elif isinstance(use, ast.Call):
             if sub not in use.args or _root(use.func) not in modules:
-                return ()
+                return NONE
+            roots.add(_root(use.func))
         else:
-            return ()
+            return NONE
         elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
         if any(isinstance(e, ast.Starred) or (isinstance(e, ast.Constant) and e.value in (None, Ellipsis))
                for e in elts):
-            return ()  # the block dimensions may not be the first indices
+            return NONE  # the block dimensions may not be the first indices
         loops = []
         prev, p = sub, par.get(sub)
         while p is not None and p is not fn:
             if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.comprehension,
                               ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                return ()  # used from a nested scope
+                return NONE  # used from a nested scope
             if isinstance(p, (ast.For, ast.AsyncFor, ast.While)):
                 if not any(prev is s for s in p.body):
-                    return ()  # in a loop header or else-branch
+                    return NONE  # in a loop header or else-branch
                 loops.append(p)
             prev, p = p, par.get(p)
         loops.reverse()
         sites.append((elts, loops))
     if not sites:
-        return ()
+        return NONE
     out = []
     depth = 0
     while True:
@@ -147,4 +153,4 @@ def _chain(fn, alloc, name: str, modules: set[str]) -> tuple:
             break
         out.append((loop.lineno, loop.iter.end_lineno or loop.lineno, dims[0]))
         depth += 1
-    return tuple(out)
+    return tuple(out), roots

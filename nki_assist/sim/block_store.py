@@ -15,6 +15,9 @@ findings stay those of the whole-array model.
 from __future__ import annotations
 
 import ast
+import os
+import sys
+import types
 import weakref
 
 import numpy as np
@@ -22,7 +25,8 @@ import numpy as np
 from . import block_scope
 from .dtypes import sentinel
 
-ENABLED = True  # False: every block tile is one array (the model this replaces; tests compare the two)
+# False: every block tile is one array, the model this replaces (tests and benchmarks.block_tiles compare them)
+ENABLED = os.environ.get("NKI_ASSIST_DENSE_BLOCKS", "") != "1"
 
 
 class Blocks:
@@ -80,7 +84,10 @@ def enable(st, ctx) -> None:
                 tree = ctx.block_tree = ast.parse("\n".join(ctx.source_lines))
             except (SyntaxError, ValueError):
                 tree = ctx.block_tree = ast.Module(body=[], type_ignores=[])
-        found = chains[key] = block_scope.chain(tree, st.line, name, frame.f_code.co_name)
+        found, roots = block_scope.chain(tree, st.line, name, frame.f_code.co_name)
+        if found and not all(_is_nki(_lookup(frame, r)) for r in roots):
+            found = ()  # a block passed to something other than NKI could be kept and used later
+        chains[key] = found
     found = found[: next((i for i, c in enumerate(found) if c[2] >= st.pax), len(found))]
     if not found:
         return
@@ -90,6 +97,26 @@ def enable(st, ctx) -> None:
     lo, hi, _ = found[-1]
     for ln in range(lo, hi + 1):
         drops.setdefault(ln, []).append(entry)
+
+
+def _lookup(frame, name: str):
+    g = frame.f_globals
+    if frame.f_code.co_flags & 0x1 and name in frame.f_code.co_varnames:  # a function local (`import ... as nl`)
+        snapshot = frame.f_locals
+        obj = snapshot.get(name)
+        if sys.version_info < (3, 13):
+            snapshot.clear()  # the cached snapshot would hold references to every local (tensor.release_site)
+        return obj
+    return g.get(name, g.get("__builtins__", {}).get(name) if isinstance(g.get("__builtins__"), dict) else None)
+
+
+def _is_nki(obj) -> bool:
+    """An NKI module or function of the simulator's shims (what `nl`, `nisa`, `nki.isa` resolve to in a run)."""
+    if obj is None:
+        return False
+    if isinstance(obj, types.ModuleType):
+        return bool(getattr(obj, "__nki_assist_shim__", False))
+    return (getattr(obj, "__module__", None) or "").startswith("nki_assist.sim")
 
 
 def end_iteration(ctx, frame) -> None:

@@ -180,7 +180,9 @@ def _chain(src: str, name: str = "buf"):
     src = textwrap.dedent(src)
     tree = ast.parse(src)
     line = next(i for i, ln in enumerate(src.splitlines(), 1) if ln.strip().startswith(f"{name} = "))
-    return block_scope.chain(tree, line, name, "k", ), src.splitlines()
+    found, roots = block_scope.chain(tree, line, name, "k")
+    assert not found or roots == {"nl"}  # the names the block-taking calls go through (checked to be NKI's)
+    return found, src.splitlines()
 
 
 def test_the_chain_names_each_loop_of_the_nest_and_its_block_dimension():
@@ -220,3 +222,14 @@ def test_the_chain_stops_at_a_rebound_variable_or_an_intermediate_loop():
     """
     (chain, _) = _chain(LEGACY + textwrap.dedent(between))
     assert chain == ()  # the loop over r re-runs i = 0..3: the blocks are not dead after one i
+
+
+def test_a_block_handed_to_a_helper_module_is_never_dropped(tmp_path, monkeypatch):
+    (tmp_path / "helper.py").write_text("def keep(t):\n    return t\n")
+    src = ONE_AT_A_TIME.replace("nl.store(out[i, j], value=buf[i, j])", "nl.store(out[i, j], value=keep(buf[i, j]))")
+    x = np.random.default_rng(4).standard_normal((8, 2, 128, 512)).astype(np.float32)
+    seen = _held(monkeypatch)
+    res = _run(tmp_path, "from helper import keep\n" + src, [x], monkeypatch, blocks=True)
+    assert res.status == "ok" and res.findings == []
+    np.testing.assert_array_equal(res.outputs[0], x * np.float32(2) + np.float32(1))
+    assert seen["drops"] == 32  # tmp's blocks only: keep() is not NKI, it could hold on to buf's blocks
