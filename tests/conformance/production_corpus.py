@@ -588,29 +588,34 @@ class PeakRSS:
     def mb(self) -> float | None:
         return self.kb / 1024 if self.kb else None
 
+    @staticmethod
+    def _stat(pid) -> tuple[int, str] | None:
+        """(parent pid, start time) of a process, or None when it is gone."""
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return int(fields[1]), fields[19]
+        except (OSError, ValueError, IndexError):
+            return None
+
     def _poll(self) -> None:
         me = os.getpid()
         while True:
-            parents: dict[int, int] = {}
-            for d in os.listdir("/proc"):
-                if d.isdigit():
-                    try:
-                        with open(f"/proc/{d}/stat") as fh:
-                            parents[int(d)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-                    except (OSError, ValueError, IndexError):
-                        pass
-            for pid in parents:
+            procs = {int(d): st for d in os.listdir("/proc") if d.isdigit() and (st := self._stat(d))}
+            for pid, (_, started) in procs.items():
                 p, hops = pid, 0
-                while p in parents and p != me and hops < 16:
-                    p, hops = parents[p], hops + 1
-                if p == me and pid != me:
-                    try:
-                        with open(f"/proc/{pid}/status") as fh:
-                            hwm = next((ln for ln in fh if ln.startswith("VmHWM:")), None)
-                        if hwm:
-                            self.kb = max(self.kb, int(hwm.split()[1]))
-                    except (OSError, ValueError):
-                        pass
+                while p in procs and p != me and hops < 16:
+                    p, hops = procs[p][0], hops + 1
+                if p != me or pid == me:
+                    continue
+                try:
+                    with open(f"/proc/{pid}/status") as fh:
+                        hwm = next((ln for ln in fh if ln.startswith("VmHWM:")), None)
+                except OSError:
+                    continue
+                again = self._stat(pid)  # the same process still (a pid can be reused between the reads)
+                if hwm and again is not None and again[1] == started:
+                    self.kb = max(self.kb, int(hwm.split()[1]))
             if self._stop.wait(0.2):
                 return
 
@@ -713,7 +718,14 @@ def main(argv: list[str]) -> int:
     chosen = [c for c in cases() if (not argv or any(x in c.name for x in argv)) and (only is None or c.corpus == only)]
     for c in chosen:
         c.memory_mb = memory[0] if memory else c.memory_mb
-    outcomes = [run_case(root, c, s) for c in chosen for s in c.sizes]
+    outcomes = []
+    for c in chosen:
+        for s in c.sizes:
+            o = run_case(root, c, s)
+            outcomes.append(o)
+            if o.verdict != "not applicable":  # progress: benchmark-size runs take minutes each
+                print(f"{o.case} {o.size}: {o.verdict} {o.seconds:.0f} s, peak RSS {o.peak_rss_mb or 0:.0f} MB",
+                      file=sys.stderr, flush=True)
     print(summary(outcomes) if short else markdown(outcomes))
     return 1 if any(o.verdict in ("false finding", "wrong") for o in outcomes) else 0
 
