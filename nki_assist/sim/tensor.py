@@ -20,7 +20,7 @@ from ..findings import Severity
 from . import block_life, block_store, context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
-from .views import locate, resolve
+from .views import locate, resolve  # noqa: F401 (resolve: dma_geometry imports it from here)
 
 from .dtypes import exposed
 from .indexing import mask_for

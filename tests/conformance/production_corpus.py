@@ -354,7 +354,7 @@ def _bench_case(b: Bench) -> Case:
 
     return Case(f"nkibench_{b.name}", f"{NKIBENCH}/kernels/{b.file}", "kernel",
                 [Size("benchmark", make), na("fixed benchmark shapes")], reference, rtol=b.rtol, atol=b.atol,
-                compare=compare, timeout_s=600)
+                compare=compare, timeout_s=1800)  # matmul and lora: 500-550 s on a loaded 2-core machine
 
 
 # -- cases ----------------------------------------------------------------------------------------------
