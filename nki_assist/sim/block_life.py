@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..findings import Severity
 
 class BlockLife:
     __slots__ = ("first", "last", "block_bytes", "block_banks", "blocks_shape", "line", "shape", "buffer", "dtype",
-                 "host_bytes")
+                 "host_bytes", "storage")
 
     def __init__(self, st, nblocks: int):
         self.blocks_shape = tuple(st.shape[: st.pax])
@@ -29,7 +30,8 @@ class BlockLife:
         self.block_bytes = st.bytes_pp // nblocks
         self.block_banks = st.banks // nblocks if st.banks else 0
         self.line, self.shape, self.buffer, self.dtype = st.line, list(st.shape), st.buffer, st.dt.name
-        self.host_bytes = math.prod(st.shape) * st.dt.store.itemsize  # what the simulator holds for all blocks
+        self.host_bytes = math.prod(st.shape) * st.dt.store.itemsize  # all blocks as one array
+        self.storage = weakref.ref(st)
 
     def max_open(self) -> int:
         used = self.first >= 0
@@ -142,5 +144,11 @@ def settle(ctx, report) -> None:
 
 
 def host_bytes(ctx) -> int:
-    """Host memory the simulator spends on whole block tiles (the hardware holds only the blocks in use)."""
-    return sum(life.host_bytes for life in getattr(ctx, "block_lives", None) or ())
+    """Host memory the simulator spends on block tiles now: those held as one array (accessed across blocks,
+    or per-block storage off) in full, and the blocks held one by one (block_store.py)."""
+    whole = 0
+    for life in getattr(ctx, "block_lives", None) or ():
+        st = life.storage()
+        if st is not None and st.parts is None:
+            whole += life.host_bytes
+    return whole + ctx.block_host_bytes

@@ -61,6 +61,8 @@ class LoopFrame:
     iter: int = -1
     scope: list = field(default_factory=list)  # storages allocated in the current iteration
     value: object = None  # the loop variable's current value (nl.loop_reduce finds its loops by it)
+    line: int | None = None  # kernel line of the loop header
+    owner: int = 0  # id of the Python frame that runs the loop (block_store drops blocks by it)
 
 
 class SimContext:
@@ -123,6 +125,8 @@ class SimContext:
         self.unwritten_read = False  # the current instruction read never-written elements (sanitizer)
         self.ranges: dict = {}  # (line, function) -> ValueRange of its arguments (value_ranges.py)
         self.loop_trips: dict[int, int] = {}  # loop header line -> largest trip count it ran
+        self.block_drops: dict = {}  # loop header line -> block tiles whose blocks die per iteration (block_store)
+        self.block_host_bytes = 0  # bytes of block-tile parts held now (block_store)
 
     # -- source location ---------------------------------------------------------------------------
     def site(self) -> tuple[int | None, int]:

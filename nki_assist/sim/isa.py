@@ -153,7 +153,10 @@ def legacy_namespace() -> dict:
         # the value-returning form: partitions marked 255 would hold whatever the new tile held
         raise UnsupportedAPI("nisa.nc_stream_shuffle", "the legacy value-returning form", limit=True)
 
-    ns = dict(nc_stream_shuffle=nc_stream_shuffle, nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
+    def nc_match_replace8(data, vals, imm, dst_idx=None, **kw):
+        raise UnsupportedAPI("nisa.nc_match_replace8", "the legacy value-returning form", limit=True)
+
+    ns = dict(nc_match_replace8=nc_match_replace8, nc_stream_shuffle=nc_stream_shuffle, nc_matmul=nc_matmul, nc_transpose=nc_transpose, activation=activation,
               activation_reduce=activation_reduce, tensor_tensor=tensor_tensor, tensor_scalar=tensor_scalar,
               tensor_reduce=tensor_reduce, tensor_copy=tensor_copy, memset=memset, iota=iota,
               affine_select=affine_select, dma_copy=dma_copy, bn_stats=bn_stats, bn_aggr=bn_aggr,

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import context, core, dma, mathops, objects, provenance, registers, unwritten
+from . import block_store, context, core, dma, mathops, objects, provenance, registers, unwritten
 from . import tensor_engine as te
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
@@ -144,10 +144,16 @@ def _filled(shape, dtype, buffer, name, value, label):
     t = _alloc(shape, dtype, buffer, name, line)
     dt = t.st.dt
     blk, t.st.blk = t.st.blk, None  # the fill is each block's initialisation, not a use: blocks open when used
-    write(t, ctx.round(np.full(t.shape, value, dtype=F32 if dt.is_float else np.int64), dt), None, line,
-          exempt_affine=True)
+    lazy = t.st.parts is not None and not (ctx.round.stochastic and dt.is_float and dt.low_precision)
+    if lazy:  # per-block storage: every block starts as the fill when first used (rounding is per element)
+        one = np.asarray(ctx.round(np.full((1,), value, dtype=F32 if dt.is_float else np.int64), dt))
+        block_store.fill(t.st, one.astype(dt.store)[0])
+        lazy = not dt.is_float or bool(np.isfinite(one).all())  # a finite fill: nothing for the sanitizer
+    else:
+        write(t, ctx.round(np.full(t.shape, value, dtype=F32 if dt.is_float else np.int64), dt), None, line,
+              exempt_affine=True)
     t.st.blk = blk
-    if ctx.sanitize:
+    if ctx.sanitize and not lazy:
         provenance.watch(ctx, line, label, t, None, [])
     if t.st.buffer in ON_CHIP:
         ctx.instr("vector", "memset", line, depth, t, [], extra={"value": value})
@@ -426,6 +432,7 @@ def _loop_gen(kind: str, r: range):
     frame = LoopFrame(kind=kind, uid=next(ctx.loop_uid), start_seq=next(ctx.alloc_seq), n=len(r))
     chain, last = ctx.last_chain, ctx.last_frame
     ln = ctx.line()
+    frame.line, frame.owner = ln, id(ctx.last_frame)
     ctx.last_chain, ctx.last_frame = chain, last
     if ln is not None and ctx.loop_trips.get(ln, -1) < frame.n:  # value_ranges: steps behind a running sum
         ctx.loop_trips[ln] = frame.n
@@ -448,7 +455,10 @@ def _loop_gen(kind: str, r: range):
 
 
 def _end_iteration(ctx, frame: LoopFrame) -> None:
-    """Legacy scoping: tiles allocated inside a loop body are released when the iteration ends."""
+    """Legacy scoping: tiles allocated inside a loop body are released when the iteration ends; blocks of
+    block-dimension tiles that only this iteration used are dropped (block_store.py)."""
+    if ctx.block_drops:
+        block_store.end_iteration(ctx, frame)
     if frame.scope:
         commit_pending(ctx)
         for st in frame.scope:

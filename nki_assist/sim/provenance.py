@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from ..contracts.provenance import Fault, OutputProvenance, Overlap, Provenance, StoreRecord
-from .views import resolve
+from .views import locate, resolve
 
 MAX_RECORDS = 200_000  # stores recorded per output (a per-row store loop over a huge tensor stops here)
 MAX_FAULTS = 64
@@ -129,9 +129,11 @@ def on_store(st, key, m, value, line, fancy=None) -> None:
         return
     ctx = st.ctx
     w = log.writer
-    if w is None:
-        w = log.writer = np.zeros(st.shape, np.int32)
     wid = len(log.records) + 1
+    if w is None:  # int16 while the record ids fit (half the memory of a large output), then int32
+        w = log.writer = np.zeros(st.shape, np.int16)
+    elif wid > np.iinfo(w.dtype).max:
+        w = log.writer = w.astype(np.int32)
     it = current_iteration(ctx)
     if fancy is not None:
         region = None
@@ -229,8 +231,10 @@ def stored_nonfinite(storages) -> bool:
     for st in storages:
         if st is None or not st.dt.is_float or st.log is None or not st.log.records:
             continue
-        vals = st.data if st.all_written else st.data[np.asarray(st.written)]
-        if vals.size and not np.isfinite(vals).all():
+        bad = ~np.isfinite(st.data)  # no copy of the written values: a large output would hold it twice
+        if not st.all_written:
+            bad &= np.asarray(st.written)
+        if bad.any():
             return True
     return False
 
@@ -238,8 +242,7 @@ def stored_nonfinite(storages) -> bool:
 # -- sanitizer -------------------------------------------------------------------------------------
 def peek(t) -> tuple[np.ndarray, np.ndarray | None]:
     """Values of a view without any check, and the mask of its written positions (None: all written)."""
-    st = t.st
-    key, inner, ok = resolve(t)
+    st, key, inner, ok = locate(t)  # a block-dimension tile: the block that holds the view
     if t.fancy is not None:
         vals = st.data[key]
         w = None if st.all_written else st.written[key]

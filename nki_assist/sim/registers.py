@@ -93,6 +93,33 @@ def nc_find_index8(dst, data, vals, **kw):
                      srcs=[data, vals], exact_from=dst.st.dt)
 
 
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, **kw):
+    """Per partition, for each of the 8 values in turn: its first occurrence in `data` (flattened free dims)
+    becomes `imm`; `dst` gets the result, `dst_idx` the matched indices (as nc_find_index8 writes them). A
+    value repeated in `vals` (two equal maxima from max8) takes the next occurrence, since the first was
+    already replaced."""
+    ctx, line, depth = core.ctx_site()
+    d = core.fvals(data, None, line)
+    v = core.fvals(vals, None, line)
+    d2 = d.reshape(d.shape[0], -1).copy()
+    v2 = v.reshape(v.shape[0], -1)[:, :8]
+    rows = np.arange(d2.shape[0])
+    idx = np.empty(v2.shape, np.float64)
+    sentinel = 0xFFFF if dst_idx is not None and dst_idx.st.dt.name == "uint16" else _NOT_FOUND
+    rep = np.float32(imm)
+    for j in range(v2.shape[1]):
+        hit = d2 == v2[:, j:j + 1]
+        found = hit.any(axis=1)
+        first = hit.argmax(axis=1)
+        idx[:, j] = np.where(found, first, sentinel)
+        d2[rows[found], first[found]] = rep
+    if dst_idx is not None:
+        core.emit(ctx, "nc_match_replace8", "vector", line, depth, idx, dst=dst_idx, dtype=dst_idx.st.dt,
+                  srcs=[data, vals], exact_from=dst_idx.st.dt)
+    return core.emit(ctx, "nc_match_replace8", "vector", line, depth, d2.reshape(d.shape), dst=dst,
+                     dtype=dst.st.dt, srcs=[data, vals])
+
+
 def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, **kw):
     """GpSimd: on partitions 0, 16, ..., 112 only, the indices of nonzero elements (+ index_offset), then
     padding_val, then the count in the extra last slot; the other partitions of dst are left as they were."""
@@ -153,4 +180,5 @@ def core_barrier(*args, **kw) -> None:
 
 
 ISA = dict(core_barrier=core_barrier, nc_stream_shuffle=nc_stream_shuffle, nonzero_with_count=nonzero_with_count, register_alloc=register_alloc, register_move=register_move, register_load=register_load,
-           register_store=register_store, nc_find_index8=nc_find_index8, VirtualRegister=Register)
+           register_store=register_store, nc_find_index8=nc_find_index8, nc_match_replace8=nc_match_replace8,
+           VirtualRegister=Register)

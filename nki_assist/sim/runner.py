@@ -252,10 +252,11 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                 held = block_life.host_bytes(ctx)
                 if held > (1 << 30):  # whole block tiles the hardware never holds at once: a tool limit
                     status, error = "unsupported", "MemoryError: block tiles held whole in host memory"
-                    ctx.report_safe("SIM117", error_line, f"the simulator keeps every block of the kernel's block "
-                                    f"tiles in host memory ({held / 2**30:.1f} GiB) and ran out of memory here; the "
-                                    "hardware holds only the blocks in use. Raise --memory-mb to simulate this "
-                                    "size, or simulate a smaller one.", api="block tiles in host memory",
+                    ctx.report_safe("SIM117", error_line, f"the simulator holds {held / 2**30:.1f} GiB of the "
+                                    "kernel's block tiles in host memory (blocks it cannot prove dead, or tiles "
+                                    "accessed across blocks, which it keeps as one array) and ran out of memory "
+                                    "here; the hardware holds only the blocks in use. Raise --memory-mb to simulate "
+                                    "this size, or simulate a smaller one.", api="block tiles in host memory",
                                     host_bytes=held)
                 else:
                     status, error = "out-of-memory", "MemoryError while simulating the kernel"
@@ -328,7 +329,7 @@ def _collect_outputs(ctx: SimContext, ret, targs, raw_args, storages: list) -> l
         if st.dt.is_float and not ctx.precise:
             outs.append(np.array(data, dtype=np.float32))
         else:
-            outs.append(np.asarray(data).astype(st.dt.np_dtype))
+            outs.append(np.asarray(data).astype(st.dt.np_dtype, copy=False))  # the run is over: no copy
     return outs
 
 

@@ -17,10 +17,10 @@ import weakref
 import numpy as np
 
 from ..findings import Severity
-from . import block_life, context, provenance
+from . import block_life, block_store, context, provenance
 from .dtypes import DType, sentinel
 from .indexing import DynSlice, Idx, Mask
-from .views import resolve
+from .views import locate, resolve  # noqa: F401 (resolve: dma_geometry imports it from here)
 
 from .dtypes import exposed
 from .indexing import mask_for
@@ -36,7 +36,7 @@ class SimShapeError(ValueError):
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
                  "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
-                 "log", "nf", "blk",
+                 "log", "nf", "blk", "parts",
                  "__weakref__")
 
     def __del__(self):
@@ -48,7 +48,7 @@ class Storage:
 
     @property
     def size(self) -> int:
-        return self.data.size
+        return _prod(self.shape)
 
 
 def _prod(xs) -> int:
@@ -88,6 +88,7 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.nf = None  # sanitizer taint: the fault whose NaN/Inf this storage holds (provenance.py)
     st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
     st.blk = None
+    st.parts = None
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
@@ -104,6 +105,9 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
             ctx.pending.append(st)
         else:
             commit(st, line)
+    if st.blk is not None and data is None and not written and block_store.ENABLED:
+        block_store.enable(st, ctx)  # one small array per block, made when first used
+        return st
     if data is None:
         data = np.full(shape, sentinel(dt), dtype=dt.store)
     st.data = data
@@ -373,6 +377,7 @@ class Tensor:
         if not self.is_whole():
             raise context.UnsupportedAPI("reshape of a sliced view", "reshape the whole tensor", limit=True)
         st = self.st
+        block_store.densify(st)  # a block-dimension tile reshaped as a whole: one array again
         al = Storage()
         for f in ("dt", "buffer", "name", "line", "seq", "role", "ctx", "bytes_pp", "banks"):
             setattr(al, f, getattr(st, f))
@@ -389,6 +394,7 @@ class Tensor:
         al.log = None  # stores through a reshaped alias are not logged
         al.nf = st.nf
         al.blk = None
+        al.parts = None
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 
@@ -551,31 +557,31 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     ctx = st.ctx
     if st.blk is not None:
         block_life.touch(st, t)
-    key, inner, ok = resolve(t)
+    h, key, inner, ok = locate(t)  # h: st, or the block of a block-dimension tile that holds the view
     if t.fancy is not None:
         valid = inner
         if not ok:
             _oob(t, valid, m, line, "read of")
-        out = st.data[key]
+        out = h.data[key]
         if not ok:
             out = np.where(valid, out, sentinel(st.dt))
-        w = st.written[key] if not st.all_written else None
+        w = h.written[key] if not h.all_written else None
         check_m = m if ok else (valid if m is None else valid & m)
     elif ok:
-        out = st.data if key is Ellipsis else st.data[key]
-        w = None if st.all_written else st.written[key]
+        out = h.data if key is Ellipsis else h.data[key]
+        w = None if h.all_written else h.written[key]
         check_m = m
     else:
         valid = _valid_mask(t, inner)
         _oob(t, valid, m, line, "read of")
         out = np.full(t.shape, sentinel(st.dt), dtype=st.dt.store)
         if inner is not None:
-            out[inner] = st.data[key]
+            out[inner] = h.data[key]
         w = None
-        if not st.all_written:
+        if not h.all_written:
             w = np.zeros(t.shape, bool)
             if inner is not None:
-                w[inner] = st.written[key]
+                w[inner] = h.written[key]
             w |= ~valid
         check_m = m
     if w is not None:
@@ -588,8 +594,8 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
                 ctx.poison.append((bad, t, line))
             else:
                 report_uninitialized(bad, t, line)
-    if st.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
-        _affine_read(t, key, m, line)
+    if h.wtag is not None and ctx.tag and not exempt_affine and ok and t.fancy is None:
+        _affine_read(t, key, m, line, h)
     log = st.log
     if log is not None and log.writer is not None:  # an HBM tensor some store wrote: mark it read
         provenance.on_read(st, key)
@@ -618,14 +624,14 @@ def mark_unwritten(t: Tensor, positions: np.ndarray) -> bool:
     st = t.st
     if t.fancy is not None or positions.shape != tuple(t.shape):
         return False
-    key, _inner, ok = resolve(t)
+    h, key, _inner, ok = locate(t)
     if not ok:
         return False
-    if st.all_written:
-        st.written = np.ones(st.shape, dtype=bool)
-        st.all_written = False
-    region = st.written if key is Ellipsis else st.written[key]
-    if region.shape != positions.shape or (key is not Ellipsis and not np.shares_memory(region, st.written)):
+    if h.all_written:
+        h.written = np.ones(h.shape, dtype=bool)
+        h.all_written = False
+    region = h.written if key is Ellipsis else h.written[key]
+    if region.shape != positions.shape or (key is not Ellipsis and not np.shares_memory(region, h.written)):
         return False
     region[positions] = False
     st.holes = True
@@ -647,7 +653,7 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
         except ValueError:
             raise SimShapeError(f"cannot write a value of shape {list(value.shape)} into "
                                 f"{describe(t)} view of shape {list(shape)}") from None
-    key, inner, ok = resolve(t)
+    h, key, inner, ok = locate(t)  # h: st, or the block of a block-dimension tile that holds the view
     if t.fancy is not None:
         valid = inner
         if not ok:
@@ -661,11 +667,11 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
         if st.log is not None:
             provenance.on_store(st, None, None, value[sel], line, fancy=idx)
         if accumulate:
-            np.add.at(st.data, idx, value[sel])
+            np.add.at(h.data, idx, value[sel])
         else:
-            st.data[idx] = value[sel]
-        if not st.all_written:
-            st.written[idx] = True
+            h.data[idx] = value[sel]
+        if not h.all_written:
+            h.written[idx] = True
         return
     if not ok:
         valid = _valid_mask(t, inner)
@@ -676,14 +682,19 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
         m = None if m is None else m[inner]
     if st.log is not None:
         provenance.on_store(st, key, m, value, line)
-    data = st.data
+    data = h.data
     if m is None:
         if accumulate:
             data[key] += value
         else:
             data[key] = value
-        if not st.all_written:
-            if t.is_whole():
+        if not h.all_written:
+            if h is not st:
+                if key == _whole_key(h.shape):
+                    h.all_written, h.written = True, None
+                else:
+                    h.written[key] = True
+            elif t.is_whole():
                 st.all_written = True
                 st.written = None
                 base = st.alias
@@ -704,10 +715,20 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
             sub[m] += value[m]
         else:
             sub[m] = value[m]
-        if not st.all_written:
-            st.written[key][m] = True
+        if not h.all_written:
+            h.written[key][m] = True
     if ctx.tag and ctx.legacy and not exempt_affine and st.seq < ctx.aff_start:
-        _affine_write(st, key, m, line)
+        _affine_write(st, key, m, line, h)
+
+
+_WHOLE_KEYS: dict = {}
+
+
+def _whole_key(shape) -> tuple:
+    k = _WHOLE_KEYS.get(shape)
+    if k is None:
+        k = _WHOLE_KEYS[shape] = tuple(slice(0, d, 1) for d in shape)
+    return k
 
 
 def _skipped(st: Storage) -> np.ndarray:
@@ -741,11 +762,11 @@ def _tags(region, m):
     return [int(x) for x in np.unique(sel)]
 
 
-def _affine_write(st: Storage, key, m, line) -> None:
+def _affine_write(st: Storage, key, m, line, h: Storage) -> None:
     ctx = st.ctx
-    if st.wtag is None:
-        st.wtag = np.zeros(st.shape, np.int32)
-    region = st.wtag[key]
+    if h.wtag is None:
+        h.wtag = np.zeros(h.shape, np.int32)
+    region = h.wtag[key]
     cur = ctx.tag
     for tg in _tags(region, m):
         if tg == cur or tg == 0:
@@ -764,13 +785,13 @@ def _affine_write(st: Storage, key, m, line) -> None:
         else:
             region[m] = cur
     else:
-        st.wtag[key] = cur
+        h.wtag[key] = cur
 
 
-def _affine_read(t: Tensor, key, m, line) -> None:
+def _affine_read(t: Tensor, key, m, line, h: Storage) -> None:
     st = t.st
     ctx = st.ctx
-    region = st.wtag[key]
+    region = h.wtag[key]
     if not isinstance(region, np.ndarray):
         region = np.asarray(region)
     cur = ctx.tag

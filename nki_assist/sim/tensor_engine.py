@@ -13,7 +13,7 @@ from . import mathops, provenance, unwritten
 from .pe_array import pe_matmul
 from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
                    read, tile_mask, write)
-from .views import resolve as resolve_view
+from .views import locate
 from ..findings import Severity
 from .dtypes import DType
 
@@ -120,10 +120,10 @@ def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> 
     if accumulate is False:
         write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
         return
-    key, inner, ok = resolve_view(dst)
-    w = st.written[key] if (ok and dst.fancy is None and not st.all_written) else None
+    h, key, inner, ok = locate(dst)  # h: st, or the block of a block-dimension tile that holds dst
+    w = h.written[key] if (ok and dst.fancy is None and not h.all_written) else None
     if accumulate is True:
-        if w is not None and not st.all_written:
+        if w is not None and not h.all_written:
             bad = ~w if m is None else (~w & m)
             if bad.any():
                 ctx.report("SIM111", line, f"nc_matmul(accumulate=True) onto PSUM {st.name or ''}{list(st.shape)} "
@@ -131,12 +131,12 @@ def _psum_accumulate(ctx, line, dst: Tensor, res: np.ndarray, m, accumulate) -> 
                            tensor=st.name, uninitialized_elements=int(bad.sum()))
         has = True
     else:
-        if st.all_written:
+        if h.all_written:
             has = True
         else:
             has = None if w is None else (True if w.all() else (False if not w.any() else None))
         if has is None and w is not None:
-            old = mathops.f32(st.data[key])
+            old = mathops.f32(h.data[key])
             res = np.where(w, old + res, res)
             write(dst, ctx.round(res, st.dt), m, line, exempt_affine=True)
             return

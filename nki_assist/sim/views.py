@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import block_store
+
 
 def resolve(t):  # t: tensor.Tensor (duck-typed: this module sits below tensor.py)
     """(numpy key into storage, inner slices of the view that are in bounds or None, whole view valid)."""
@@ -51,3 +53,15 @@ def resolve(t):  # t: tensor.Tensor (duck-typed: this module sits below tensor.p
     r = (tuple(key), None if empty else tuple(inner), ok)
     t._res = r
     return r
+
+
+def locate(t):
+    """(storage that holds the view's values, key, inner, ok): the storage itself, or for a block-dimension
+    tile the one block the view lies in (block_store.py); a view across blocks turns the tile into one array."""
+    st = t.st
+    if st.parts is not None:
+        pv = block_store.part_view(t)
+        if pv is not None:
+            return (pv.st, *resolve(pv))
+        block_store.densify(st)
+    return (st, *resolve(t))

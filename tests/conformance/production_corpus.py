@@ -16,12 +16,14 @@ Each (kernel, size) ends in one verdict:
     python tests/conformance/production_corpus.py            # markdown table, one row per run
     python tests/conformance/production_corpus.py --summary  # one row per kernel (docs/simulator.md)
     python tests/conformance/production_corpus.py cumsum     # only cases whose name contains "cumsum"
+    python tests/conformance/production_corpus.py --nkibench --memory-mb=8192  # another memory limit
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,7 +354,7 @@ def _bench_case(b: Bench) -> Case:
 
     return Case(f"nkibench_{b.name}", f"{NKIBENCH}/kernels/{b.file}", "kernel",
                 [Size("benchmark", make), na("fixed benchmark shapes")], reference, rtol=b.rtol, atol=b.atol,
-                compare=compare, timeout_s=600)
+                compare=compare, timeout_s=1800)  # matmul and lora: 500-550 s on a loaded 2-core machine
 
 
 # -- cases ----------------------------------------------------------------------------------------------
@@ -560,6 +562,62 @@ class Outcome:
     findings: list[str] = field(default_factory=list)
     max_abs_err: float | None = None
     seconds: float = 0.0
+    peak_rss_mb: float | None = None  # the simulator child's peak resident memory (VmHWM)
+
+
+class PeakRSS:
+    """Peak resident memory (VmHWM) of this process's descendants while the block runs: the simulator's
+    child process, read from /proc every 0.2 s (Linux only; None elsewhere)."""
+
+    def __init__(self):
+        self.kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self):
+        if os.path.isdir("/proc/self"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    @property
+    def mb(self) -> float | None:
+        return self.kb / 1024 if self.kb else None
+
+    @staticmethod
+    def _stat(pid) -> tuple[int, str] | None:
+        """(parent pid, start time) of a process, or None when it is gone."""
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return int(fields[1]), fields[19]
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _poll(self) -> None:
+        me = os.getpid()
+        while True:
+            procs = {int(d): st for d in os.listdir("/proc") if d.isdigit() and (st := self._stat(d))}
+            for pid, (_, started) in procs.items():
+                p, hops = pid, 0
+                while p in procs and p != me and hops < 16:
+                    p, hops = procs[p][0], hops + 1
+                if p != me or pid == me:
+                    continue
+                try:
+                    with open(f"/proc/{pid}/status") as fh:
+                        hwm = next((ln for ln in fh if ln.startswith("VmHWM:")), None)
+                except OSError:
+                    continue
+                again = self._stat(pid)  # the same process still (a pid can be reused between the reads)
+                if hwm and again is not None and again[1] == started:
+                    self.kb = max(self.kb, int(hwm.split()[1]))
+            if self._stop.wait(0.2):
+                return
 
 
 def _pairs(case: Case, outputs: list, ref, args) -> list:
@@ -576,9 +634,10 @@ def run_case(root: Path, case: Case, size: Size, seed: int = 0) -> Outcome:
         return Outcome(case.name, size.name, "not applicable", size.not_applicable)
     args = size.make(np.random.default_rng(seed))
     t0 = time.perf_counter()
-    res = BuiltinBackend().run(str(root / case.path), case.kernel, args, target=case.target, grid=case.grid,
-                               timeout_s=case.timeout_s, memory_mb=case.memory_mb)
-    o = Outcome(case.name, size.name, "", seconds=time.perf_counter() - t0,
+    with PeakRSS() as rss:
+        res = BuiltinBackend().run(str(root / case.path), case.kernel, args, target=case.target, grid=case.grid,
+                                   timeout_s=case.timeout_s, memory_mb=case.memory_mb)
+    o = Outcome(case.name, size.name, "", seconds=time.perf_counter() - t0, peak_rss_mb=rss.mb,
                 findings=[f"{f.rule}:{f.severity.value}:{f.line}" for f in res.findings])
     errors = [f for f in res.findings if f.severity.value == "error"]
     if res.status == "unsupported" and not errors:
@@ -610,11 +669,13 @@ def run_all(root: Path, select: list[str] | None = None) -> list[Outcome]:
 
 
 def markdown(outcomes: list[Outcome]) -> str:
-    rows = ["| kernel | size | verdict | max abs err | findings | seconds | detail |", "|---|---|---|---|---|---|---|"]
+    rows = ["| kernel | size | verdict | max abs err | findings | seconds | peak RSS MB | detail |",
+            "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         err = "" if o.max_abs_err is None else f"{o.max_abs_err:.1e}"
+        rss = "" if o.peak_rss_mb is None else f"{o.peak_rss_mb:.0f}"
         rows.append(f"| {o.case} | {o.size} | {o.verdict} | {err} | {', '.join(o.findings) or '-'} | "
-                    f"{o.seconds:.1f} | {o.detail.replace('|', '/')} |")
+                    f"{o.seconds:.1f} | {rss} | {o.detail.replace('|', '/')} |")
     return "\n".join(rows)
 
 
@@ -652,9 +713,19 @@ def main(argv: list[str]) -> int:
         return 2
     short = "--summary" in argv
     only = "nki-library" if "--library" in argv else "NKIBench" if "--nkibench" in argv else None
-    argv = [a for a in argv if a not in ("--summary", "--library", "--nkibench")]
-    outcomes = [run_case(root, c, s) for c in cases() if (not argv or any(x in c.name for x in argv))
-                and (only is None or c.corpus == only) for s in c.sizes]
+    memory = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--memory-mb=")]  # default: each case's
+    argv = [a for a in argv if a not in ("--summary", "--library", "--nkibench") and not a.startswith("--memory-mb=")]
+    chosen = [c for c in cases() if (not argv or any(x in c.name for x in argv)) and (only is None or c.corpus == only)]
+    for c in chosen:
+        c.memory_mb = memory[0] if memory else c.memory_mb
+    outcomes = []
+    for c in chosen:
+        for s in c.sizes:
+            o = run_case(root, c, s)
+            outcomes.append(o)
+            if o.verdict != "not applicable":  # progress: benchmark-size runs take minutes each
+                print(f"{o.case} {o.size}: {o.verdict} {o.seconds:.0f} s, peak RSS {o.peak_rss_mb or 0:.0f} MB",
+                      file=sys.stderr, flush=True)
     print(summary(outcomes) if short else markdown(outcomes))
     return 1 if any(o.verdict in ("false finding", "wrong") for o in outcomes) else 0
 

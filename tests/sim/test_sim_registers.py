@@ -208,3 +208,32 @@ def k(x):
     want = np.concatenate([x[31::-1], x[63:31:-1]])
     want[5], want[37] = x[5], x[37]
     np.testing.assert_array_equal(res.outputs[0], want)
+
+
+def test_match_replace8_takes_two_rounds_of_top8_with_repeated_values(tmp_path):
+    body = """
+@nki.jit
+def k(x):
+    P, F = x.shape
+    vals_out = nl.ndarray((P, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    idx_out = nl.ndarray((P, 16), dtype=nl.uint32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    top = nl.ndarray((P, 16), dtype=x.dtype, buffer=nl.sbuf)
+    idx = nl.ndarray((P, 16), dtype=nl.uint32, buffer=nl.sbuf)
+    for r in nl.sequential_range(2):
+        nisa.max8(dst=top[:, r * 8:(r + 1) * 8], src=t)
+        nisa.nc_match_replace8(dst=t, data=t, vals=top[:, r * 8:(r + 1) * 8], imm=float('-inf'),
+                               dst_idx=idx[:, r * 8:(r + 1) * 8])
+    nisa.dma_copy(dst=vals_out, src=top)
+    nisa.dma_copy(dst=idx_out, src=idx)
+    return vals_out, idx_out
+"""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 12, (32, 40)).astype(np.float32)  # many repeated values per row
+    res = _run(tmp_path, body, [x])
+    assert res.status == "ok", res.error
+    assert res.findings == []
+    order = np.argsort(-x, axis=1, kind="stable")[:, :16]  # equal values: the earlier index first
+    np.testing.assert_array_equal(res.outputs[0], np.take_along_axis(x, order, 1))
+    np.testing.assert_array_equal(res.outputs[1], order)
