@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
-from ..findings import Finding, Severity
+from ..findings import Finding, RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..project import apply_context, context_for
@@ -33,11 +33,17 @@ def _syntax_findings(nf: NkiFile) -> list[Finding]:
     one low-confidence info that facts are missing there."""
     if nf.python_syntax_error is not None:
         line, col, msg = nf.python_syntax_error
-        return [emit("NKI001", nf, line, col, line, col + 1,
-                     f"Syntax error: {msg} (where Python stops); the file cannot be imported. Checks skip the code "
-                     f"that does not parse, and the rules that report something missing ({', '.join(sorted(ABSENCE_RULES))}) "
-                     "skip this file.",
-                     {"line": line, "column": col, "error": msg, "source": "python"})]
+        f = emit("NKI001", nf, line, col, line, col + 1,
+                 f"Syntax error: {msg} (where Python stops); the file cannot be imported. Checks skip the code "
+                 f"that does not parse, and the rules that report something missing ({', '.join(sorted(ABSENCE_RULES))}) "
+                 "skip this file.",
+                 {"line": line, "column": col, "error": msg, "source": "python"})
+        above = _line_above(nf, line) if msg == "unexpected indent" else None
+        if above is not None:  # the defect is as often the line above, dedented out of the block this one is in
+            f.related.append(RelatedLocation(file=nf.path or "", line=above,
+                                             message="the statement above, indented less: was it dedented out of "
+                                                     "its block, or is this line indented too far?"))
+        return [f]
     if not nf.syntax_errors:
         return []
     line, col, msg = nf.syntax_errors[0]
@@ -49,11 +55,22 @@ def _syntax_findings(nf: NkiFile) -> list[Finding]:
                  severity=Severity.INFO, confidence="low", fix="Report this file to the nki-assist maintainers.")]
 
 
+def _line_above(nf: NkiFile, line: int) -> int | None:
+    """The nearest line above `line` that holds code, when it is indented less than `line`."""
+    indent = lambda text: len(text) - len(text.lstrip())  # noqa: E731
+    here = nf.lines[line - 1] if 0 < line <= len(nf.lines) else ""
+    for n in range(line - 1, 0, -1):
+        text = nf.lines[n - 1]
+        if text.strip() and not text.lstrip().startswith("#"):
+            return n if indent(text) < indent(here) else None
+    return None
+
+
 def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
     """All static NKI findings for one file. A crashing check becomes an NKI001 note, never a raise."""
-    findings: list[Finding] = _syntax_findings(nki_file)
     if nki_file.project is None:  # parsed outside check: a one-file project (roles, call sites in the file)
         apply_context(nki_file, context_for(nki_file.path, "\n".join(nki_file.lines), None))
+    findings: list[Finding] = _syntax_findings(nki_file)
 
     def crashed(check: Check, exc: Exception) -> Finding:
         return emit("NKI001", nki_file, 1, 1, 1, 1, crash_message(check, exc),
