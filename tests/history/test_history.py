@@ -23,6 +23,9 @@ RULE = re.compile(r"^[A-Z]+[0-9]{3}$")
 # (Measured 2026-12-05: 0 of 28 on main's rules; 2 of 28 with NKI211 from branch h29 merged.)
 FOUND_BY = {
     "NKI211": {"samples-matmul-result-rows-tile-k", "samples-matmul-lhsT-free-tile-n"},
+    "NKI001": {"samples-sd-attn-indentation"},  # Python's unexpected indent, the dedented line related
+    "NKI213": {"samples-rmsnorm-qkv-bitand-assert"},
+    "NKI214": {"samples-flash-misspelled-mask-flag"},
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.
