@@ -26,6 +26,7 @@ FOUND_BY = {
     "NKI001": {"samples-sd-attn-indentation"},  # Python's unexpected indent, the dedented line related
     "NKI213": {"samples-rmsnorm-qkv-bitand-assert"},
     "NKI214": {"samples-flash-misspelled-mask-flag"},
+    "NKI402": {"nxdi-deltanet-chunked-exp-neg-cumsum"},  # exp of the negated cumulative decay (activation form)
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.

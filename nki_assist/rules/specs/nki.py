@@ -706,6 +706,13 @@ in a float32 SBUF tile and convert to bf16 once after the loop.
 When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
 `tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
 grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
+When the operand is a cumulative sum that the kernel receives or computes (a tensor named like one, `g_cumsum`,
+`prefix_sum`, or an `nl.cumsum` result), reached through copies, loads, transposes and multiplications by a
+constant (`tensor_scalar(op0=nl.multiply, operand0=-1.0)`, `scale=-1.0`, a leading `-`), the finding names it
+(`bias=None` shifts nothing): exp of the negated cumulative sum is a warning (for log-decay terms, <= 0, the
+gated-attention form, it grows with the position: exp(-g_cumsum) overflows float32 after ~30 steps of -3), exp of
+the cumulative sum itself is an info (bounded by 1 exactly when the terms are <= 0, which the code does not show).
+Differences of it (`g_last - g_cumsum`, clamped `cum[i] - cum[j]`) are bounded and not reported.
 
 In `review`, the simulator's value ranges back the claim: the message gains, per size that ran, the
 largest argument reached and its margin to fp32 overflow (88.72) and to the output dtype's limit; an
