@@ -173,9 +173,11 @@ def exp_overflow(nf: NkiFile, t: Target):
                 continue
             cum = None if _real_bias(c) else _cumulative_exponent(k, c)
             if cum is not None:
-                f = _cumulative_exp(nf, k, c, *cum)
+                msg, ev, sev, conf, fix = _cumulative_exp(c, *cum)
+                f = emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col, msg, ev, severity=sev, fix=fix,
+                         confidence=conf)
                 yield f.model_copy(update={"related": [
-                    RelatedLocation(file=nf.path or "", line=ln, message="the exponent is computed from here")
+                    RelatedLocation(file=f.file or "", line=ln, message="the exponent is computed from here")
                     for ln in sorted(cum[2])]})
                 continue
             if any(ln <= c.line for ln in max_lines) or "bias" in c.kwargs:
@@ -217,7 +219,7 @@ def exp_overflow(nf: NkiFile, t: Target):
                        fix=_exp_fix(k, c, arg), confidence="medium")
 
 
-def _cumulative_exp(nf, k, c, name: str, sign: int, chain: list[int]):
+def _cumulative_exp(c, name: str, sign: int, chain: list[int]):
     """exp of a cumulative sum: its magnitude grows with the sequence; negated, it grows for log-decays (<= 0),
     the usual gated form, so exp(-cumsum) is the overflowing direction (a warning); exp(cumsum) is bounded
     by 1 exactly when the terms are <= 0, which the code does not show (an info)."""
@@ -228,17 +230,13 @@ def _cumulative_exp(nf, k, c, name: str, sign: int, chain: list[int]):
     fix = ("Exponentiate differences of the cumulative sum that stay <= 0 instead of products of exp(+cumsum) and "
            "exp(-cumsum): exp(cum[i] - cum[j]) for j <= i (clamped at 0 above the diagonal), exp(cum_last - cum).")
     if sign < 0:
-        return emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
-                    f"`{c.api}` exponentiates `{arg}`, the negated cumulative sum `{name}`{via}: a cumulative "
-                    "sum's magnitude grows with the sequence position, and for log-decay terms (<= 0, the gated "
-                    "form) its negation grows positive, so exp overflows float32 once it passes 88.7 (about 30 "
-                    "steps of a -3 log-decay), giving inf and then NaN.",
-                    ev, fix=fix, confidence="medium")
-    return emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col,
-                f"`{c.api}` exponentiates `{arg}`, the cumulative sum `{name}`{via}: bounded by 1 while every term "
-                "is <= 0 (log-decays); positive terms make it grow with the sequence position until exp overflows "
-                "float32 at 88.7.",
-                ev, severity=Severity.INFO, fix=fix, confidence="low")
+        return (f"`{c.api}` exponentiates `{arg}`, the negated cumulative sum `{name}`{via}: a cumulative "
+                "sum's magnitude grows with the sequence position, and for log-decay terms (<= 0, the gated "
+                "form) its negation grows positive, so exp overflows float32 once it passes 88.7 (about 30 "
+                "steps of a -3 log-decay), giving inf and then NaN.", ev, Severity.WARNING, "medium", fix)
+    return (f"`{c.api}` exponentiates `{arg}`, the cumulative sum `{name}`{via}: bounded by 1 while every term "
+            "is <= 0 (log-decays); positive terms make it grow with the sequence position until exp overflows "
+            "float32 at 88.7.", ev, Severity.INFO, "low", fix)
 
 
 def _running_sum(k, name: str | None, line: int):

@@ -9,9 +9,9 @@ from ..findings import Finding, RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..project import apply_context, context_for
-from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_loopvars, nki_memory,  # noqa: F401
-               nki_migration, nki_numerics, nki_python, nki_reductions, nki_slips, nki_tails, nki_utilization,
-               nki_windows)
+from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_dropout, nki_loopvars,  # noqa: F401
+               nki_memory, nki_migration, nki_numerics, nki_python, nki_reductions, nki_slips, nki_tails,
+               nki_utilization, nki_windows)
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 

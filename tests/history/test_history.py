@@ -27,6 +27,7 @@ FOUND_BY = {
     "NKI213": {"samples-rmsnorm-qkv-bitand-assert"},
     "NKI214": {"samples-flash-misspelled-mask-flag"},
     "NKI402": {"nxdi-deltanet-chunked-exp-neg-cumsum"},  # exp of the negated cumulative decay (activation form)
+    "NKI215": {"samples-flash-fwd-sum-after-dropout"},
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.
