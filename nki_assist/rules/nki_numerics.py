@@ -79,7 +79,7 @@ def _is_max(c) -> bool:
 
 
 # a tensor whose name says it holds a cumulative sum (`g_cumsum`, `prefix_sum`, `cum_decay`)
-_CUM_NAME = re.compile(r"cum_?sum|cumulative|prefix_?sum|(?:^|_)cum(?:_|$)", re.I)
+_CUM_NAME = re.compile(r"cum_?sum|cumulative|prefix_?sum|(?:^|_)cum(?:_|$)", re.IGNORECASE)
 # instructions that move values without changing them (the range of the result is the source's)
 _MOVES = {"nl.load", "nl.copy", "nisa.dma_copy", "nisa.tensor_copy", "nl.transpose", "nisa.nc_transpose",
           "nisa.dma_transpose"}
@@ -110,9 +110,8 @@ def _writer(k, name: str, line: int):
         if w.line >= line:
             continue
         dst = w.operand("dst")
-        if w.target == name or (dst is not None and dst.name == name):
-            if best is None or w.line >= best.line:
-                best = w
+        if (w.target == name or (dst is not None and dst.name == name)) and (best is None or w.line >= best.line):
+            best = w
     return best
 
 
@@ -230,13 +229,15 @@ def _cumulative_exp(c, name: str, sign: int, chain: list[int]):
     fix = ("Exponentiate differences of the cumulative sum that stay <= 0 instead of products of exp(+cumsum) and "
            "exp(-cumsum): exp(cum[i] - cum[j]) for j <= i (clamped at 0 above the diagonal), exp(cum_last - cum).")
     if sign < 0:
-        return (f"`{c.api}` exponentiates `{arg}`, the negated cumulative sum `{name}`{via}: a cumulative "
-                "sum's magnitude grows with the sequence position, and for log-decay terms (<= 0, the gated "
-                "form) its negation grows positive, so exp overflows float32 once it passes 88.7 (about 30 "
-                "steps of a -3 log-decay), giving inf and then NaN.", ev, Severity.WARNING, "medium", fix)
-    return (f"`{c.api}` exponentiates `{arg}`, the cumulative sum `{name}`{via}: bounded by 1 while every term "
-            "is <= 0 (log-decays); positive terms make it grow with the sequence position until exp overflows "
-            "float32 at 88.7.", ev, Severity.INFO, "low", fix)
+        msg = (f"`{c.api}` exponentiates `{arg}`, the negated cumulative sum `{name}`{via}: a cumulative "
+               "sum's magnitude grows with the sequence position, and for log-decay terms (<= 0, the gated "
+               "form) its negation grows positive, so exp overflows float32 once it passes 88.7 (about 30 "
+               "steps of a -3 log-decay), giving inf and then NaN.")
+        return msg, ev, Severity.WARNING, "medium", fix
+    msg = (f"`{c.api}` exponentiates `{arg}`, the cumulative sum `{name}`{via}: bounded by 1 while every term "
+           "is <= 0 (log-decays); positive terms make it grow with the sequence position until exp overflows "
+           "float32 at 88.7.")
+    return msg, ev, Severity.INFO, "low", fix
 
 
 def _running_sum(k, name: str | None, line: int):

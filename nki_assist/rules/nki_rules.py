@@ -58,7 +58,9 @@ def _syntax_findings(nf: NkiFile) -> list[Finding]:
 
 def _line_above(nf: NkiFile, line: int) -> int | None:
     """The nearest line above `line` that holds code, when it is indented less than `line`."""
-    indent = lambda text: len(text) - len(text.lstrip())  # noqa: E731
+    def indent(text: str) -> int:
+        return len(text) - len(text.lstrip())
+
     here = nf.lines[line - 1] if 0 < line <= len(nf.lines) else ""
     for n in range(line - 1, 0, -1):
         text = nf.lines[n - 1]

@@ -146,9 +146,8 @@ def _chains(fn: ast.AST):
     """Each if/elif chain head in a function body (elif links are not heads of their own)."""
     links = set()
     for node in ast.walk(fn):
-        if isinstance(node, ast.If):
-            if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
-                links.add(id(node.orelse[0]))
+        if isinstance(node, ast.If) and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            links.add(id(node.orelse[0]))
     for node in ast.walk(fn):
         if isinstance(node, ast.If) and id(node) not in links:
             yield node
