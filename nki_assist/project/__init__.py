@@ -46,7 +46,7 @@ def apply_context(nf: NkiFile, ctx: ModuleContext | None) -> NkiFile:
     if ctx is None:
         return nf
     nf.project = ctx
-    if nf.python_syntax_error is None and ctx.module.syntax_error is not None:
+    if ctx.module.syntax_error is not None and getattr(nf, "python_syntax_error", False) is None:
         # tree-sitter reads some errors Python rejects (a line dedented out of its block, then an indented
         # line): the parser only asks CPython when its own tree has errors, the project index always does
         nf.python_syntax_error = ctx.module.syntax_error
