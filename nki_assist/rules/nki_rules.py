@@ -25,8 +25,9 @@ def rule_ids() -> list[str]:
 # rules whose finding says something is missing (never read, no guard, no output, no max before): on a
 # file Python cannot compile, the missing part is usually the code that did not parse
 ABSENCE_RULES = frozenset({"NKI202", "NKI203", "NKI206", "NKI402"})
-# rules that read Python's own parse of the file (pyflakes, the project index): silent when it does not compile
-PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004"})
+# rules that read Python's own parse of the file (pyflakes, the project index, the module's AST): silent when it
+# does not compile
+PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215"})
 
 
 def _syntax_findings(nf: NkiFile) -> list[Finding]:
