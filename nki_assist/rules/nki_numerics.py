@@ -170,7 +170,10 @@ def exp_overflow(nf: NkiFile, t: Target):
         for c in k.calls:
             if not _is_exp(c):
                 continue
-            cum = None if _real_bias(c) else _cumulative_exponent(k, c)
+            operand = c.operand("data", "x")
+            looped = operand is not None and _running_sum(k, operand.name, c.line) is not None
+            # a running sum over a loop is reported below, naming the loop
+            cum = None if _real_bias(c) or looped else _cumulative_exponent(k, c)
             if cum is not None:
                 msg, ev, sev, conf, fix = _cumulative_exp(c, *cum)
                 f = emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col, msg, ev, severity=sev, fix=fix,
