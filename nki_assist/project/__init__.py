@@ -51,6 +51,10 @@ def apply_context(nf: NkiFile, ctx: ModuleContext | None) -> NkiFile:
     if ctx is None:
         return nf
     nf.project = ctx
+    if ctx.module.syntax_error is not None and getattr(nf, "python_syntax_error", False) is None:
+        # tree-sitter reads some errors Python rejects (a line dedented out of its block, then an indented
+        # line): the parser only asks CPython when its own tree has errors, the project index always does
+        nf.python_syntax_error = ctx.module.syntax_error
     for k in getattr(nf, "kernels", ()):
         fc = ctx.functions.get(k.name)
         k.role, k.context = (fc.role, fc) if fc is not None else (None, None)  # a reused kernel's are stale

@@ -78,12 +78,109 @@ def _is_max(c) -> bool:
     return c.api == "nisa.tensor_reduce" and (c.op or "").endswith(("max", "maximum"))
 
 
+# a tensor whose name says it holds a cumulative sum (`g_cumsum`, `prefix_sum`, `cum_decay`)
+_CUM_NAME = re.compile(r"cum_?sum|cumulative|prefix_?sum|(?:^|_)cum(?:_|$)", re.IGNORECASE)
+# instructions that move values without changing them (the range of the result is the source's)
+_MOVES = {"nl.load", "nl.copy", "nisa.dma_copy", "nisa.tensor_copy", "nl.transpose", "nisa.nc_transpose",
+          "nisa.dma_transpose"}
+
+
+def _real_bias(c) -> bool:
+    """A `bias=` that shifts the exponent (`bias=None` or 0 shifts nothing)."""
+    b = c.kwargs.get("bias")
+    return b is not None and b.strip() not in ("None", "0", "0.0")
+
+
+def _source(w):
+    """The operand a move / scalar op reads: (text, base name)."""
+    o = w.operand("src", "data", "x", "in_", "input")
+    if o is not None:
+        return o.text, o.name
+    for key in ("src", "data", "x"):
+        if key in w.kwargs:
+            return w.kwargs[key], _head(w.kwargs[key]).split(".", 1)[0]
+    args = w.args[1:] if w.dst_style else w.args
+    return (args[0], _head(args[0]).split(".", 1)[0]) if args else ("", None)
+
+
+def _writer(k, name: str, line: int):
+    """The last call before `line` that writes `name` (its destination or the name its result is bound to)."""
+    best = None
+    for w in k.calls:
+        if w.line >= line:
+            continue
+        dst = w.operand("dst")
+        if (w.target == name or (dst is not None and dst.name == name)) and (best is None or w.line >= best.line):
+            best = w
+    return best
+
+
+def _sign_of_scaling(w) -> int | None:
+    """+1/-1 when `w` multiplies its source by a constant of that sign and does nothing else; None otherwise."""
+    if w.api == "nl.negative":
+        return -1
+    if w.api in ("nisa.tensor_scalar", "nl.multiply") and (w.op or "").endswith("multiply") \
+            and "op1" not in w.kwargs:
+        num = _number(w.kwargs.get("operand0", w.args[-1] if w.api == "nl.multiply" and w.args else ""))
+        return None if num is None or num == 0 else (1 if num > 0 else -1)
+    if w.api == "nisa.activation" and (w.op or "") in ("nl.copy", "nl.identity") and not _real_bias(w):
+        num = _number(w.kwargs.get("scale", "1.0"))
+        return None if num is None or num == 0 else (1 if num > 0 else -1)
+    return None
+
+
+def _cumulative_exponent(k, c):
+    """When exp's operand is a cumulative sum reached through moves and constant scalings only:
+    (the cumulative tensor's name, the sign it enters exp with, the lines of the chain); else None."""
+    text = _data_text(c).strip()
+    sign, chain = 1, []
+    scale = _number(c.kwargs.get("scale", "1.0"))
+    if scale is None or scale == 0:
+        return None
+    sign = 1 if scale > 0 else -1
+    if text.startswith("-"):
+        sign, text = -sign, text[1:].strip()
+    name = _head(text).split(".", 1)[0]
+    at = c.line
+    for _ in range(8):
+        if not name:
+            return None
+        if _CUM_NAME.search(name):
+            return name, sign, chain
+        w = _writer(k, name, at)
+        if w is None:
+            return None
+        if w.api == "nl.cumsum":
+            return name, sign, chain + [w.line]
+        if w.api not in _MOVES:
+            s = _sign_of_scaling(w)
+            if s is None:
+                return None
+            sign *= s
+        chain.append(w.line)
+        text, name = _source(w)
+        at = w.line
+    return None
+
+
 @check("NKI402")
 def exp_overflow(nf: NkiFile, t: Target):
     for k in nf.kernels:
         max_lines = [c.line for c in k.calls if _is_max(c)]
         for c in k.calls:
             if not _is_exp(c):
+                continue
+            operand = c.operand("data", "x")
+            looped = operand is not None and _running_sum(k, operand.name, c.line) is not None
+            # a running sum over a loop is reported below, naming the loop
+            cum = None if _real_bias(c) or looped else _cumulative_exponent(k, c)
+            if cum is not None:
+                msg, ev, sev, conf, fix = _cumulative_exp(c, *cum)
+                f = emit("NKI402", nf, c.line, c.col, c.end_line, c.end_col, msg, ev, severity=sev, fix=fix,
+                         confidence=conf)
+                yield f.model_copy(update={"related": [
+                    RelatedLocation(file=f.file or "", line=ln, message="the exponent is computed from here")
+                    for ln in sorted(cum[2])]})
                 continue
             if any(ln <= c.line for ln in max_lines) or "bias" in c.kwargs:
                 continue
@@ -122,6 +219,28 @@ def exp_overflow(nf: NkiFile, t: Target):
                        "exp overflows float32 above 88.7 (bfloat16 too), giving inf and then NaN.",
                        {"api": c.api, "operand": arg, "overflow_threshold_fp32": 88.72},
                        fix=_exp_fix(k, c, arg), confidence="medium")
+
+
+def _cumulative_exp(c, name: str, sign: int, chain: list[int]):
+    """exp of a cumulative sum: its magnitude grows with the sequence; negated, it grows for log-decays (<= 0),
+    the usual gated form, so exp(-cumsum) is the overflowing direction (a warning); exp(cumsum) is bounded
+    by 1 exactly when the terms are <= 0, which the code does not show (an info)."""
+    arg = _data_text(c)
+    via = f" (through line{'s' if len(chain) > 1 else ''} {', '.join(map(str, sorted(chain)))})" if chain else ""
+    ev = {"api": c.api, "operand": arg, "cumulative": True, "cumulative_tensor": name, "negated": sign < 0,
+          "chain_lines": sorted(chain), "overflow_threshold_fp32": 88.72}
+    fix = ("Exponentiate differences of the cumulative sum that stay <= 0 instead of products of exp(+cumsum) and "
+           "exp(-cumsum): exp(cum[i] - cum[j]) for j <= i (clamped at 0 above the diagonal), exp(cum_last - cum).")
+    if sign < 0:
+        msg = (f"`{c.api}` exponentiates `{arg}`, the negated cumulative sum `{name}`{via}: a cumulative "
+               "sum's magnitude grows with the sequence position, and for log-decay terms (<= 0, the gated "
+               "form) its negation grows positive, so exp overflows float32 once it passes 88.7 (about 30 "
+               "steps of a -3 log-decay), giving inf and then NaN.")
+        return msg, ev, Severity.WARNING, "medium", fix
+    msg = (f"`{c.api}` exponentiates `{arg}`, the cumulative sum `{name}`{via}: bounded by 1 while every term "
+           "is <= 0 (log-decays); positive terms make it grow with the sequence position until exp overflows "
+           "float32 at 88.7.")
+    return msg, ev, Severity.INFO, "low", fix
 
 
 def _running_sum(k, name: str | None, line: int):

@@ -20,9 +20,17 @@ _REDEFINED = (messages.RedefinedWhileUnused,)
 
 
 def pyflakes_messages(nf: NkiFile) -> list:
-    """pyflakes' messages for the file (none when Python cannot compile it: NKI001 reports that)."""
+    """pyflakes' messages for the file (none when Python cannot compile it: NKI001 reports that), computed once
+    per file text for the checks that read them (NKI002/NKI004, NKI214)."""
     if nf.python_syntax_error is not None:
         return []
+    memo = nf.__dict__.setdefault("_pyflakes", {})
+    if memo.get("lines") is not nf.lines or memo.get("project") is not nf.project:
+        memo.update(lines=nf.lines, project=nf.project, messages=_pyflakes_messages(nf))
+    return memo["messages"]
+
+
+def _pyflakes_messages(nf: NkiFile) -> list:
     tree = module_tree(nf)
     if tree is None:
         return []

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
-from ..findings import Finding, Severity
+from ..findings import Finding, RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..project import apply_context, context_for
-from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_loopvars, nki_memory,  # noqa: F401
-               nki_migration, nki_numerics, nki_python, nki_reductions, nki_tails, nki_utilization, nki_windows)
+from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_dropout, nki_loopvars,  # noqa: F401
+               nki_memory, nki_migration, nki_numerics, nki_python, nki_reductions, nki_slips, nki_tails,
+               nki_utilization, nki_windows)
 from . import nki_generation, nki_kernel_io  # noqa: F401
 from . import nki_api_forms  # noqa: F401  (NKI517-NKI519)
 from .nki_common import CHECKS, emit
@@ -26,8 +27,9 @@ def rule_ids() -> list[str]:
 # rules whose finding says something is missing (never read, no guard, no output, no max before): on a
 # file Python cannot compile, the missing part is usually the code that did not parse
 ABSENCE_RULES = frozenset({"NKI202", "NKI203", "NKI206", "NKI402"})
-# rules that read Python's own parse of the file (pyflakes, the project index): silent when it does not compile
-PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004"})
+# rules that read Python's own parse of the file (pyflakes, the project index, the module's AST): silent when it
+# does not compile
+PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215"})
 
 
 def _syntax_findings(nf: NkiFile) -> list[Finding]:
@@ -35,11 +37,17 @@ def _syntax_findings(nf: NkiFile) -> list[Finding]:
     one low-confidence info that facts are missing there."""
     if nf.python_syntax_error is not None:
         line, col, msg = nf.python_syntax_error
-        return [emit("NKI001", nf, line, col, line, col + 1,
-                     f"Syntax error: {msg} (where Python stops); the file cannot be imported. Checks skip the code "
-                     f"that does not parse, and the rules that report something missing ({', '.join(sorted(ABSENCE_RULES))}) "
-                     "skip this file.",
-                     {"line": line, "column": col, "error": msg, "source": "python"})]
+        f = emit("NKI001", nf, line, col, line, col + 1,
+                 f"Syntax error: {msg} (where Python stops); the file cannot be imported. Checks skip the code "
+                 f"that does not parse, and the rules that report something missing ({', '.join(sorted(ABSENCE_RULES))}) "
+                 "skip this file.",
+                 {"line": line, "column": col, "error": msg, "source": "python"})
+        above = _line_above(nf, line) if msg == "unexpected indent" else None
+        if above is not None:  # the defect is as often the line above, dedented out of the block this one is in
+            f.related.append(RelatedLocation(file=nf.path or "", line=above,
+                                             message="the statement above, indented less: was it dedented out of "
+                                                     "its block, or is this line indented too far?"))
+        return [f]
     if not nf.syntax_errors:
         return []
     line, col, msg = nf.syntax_errors[0]
@@ -51,11 +59,24 @@ def _syntax_findings(nf: NkiFile) -> list[Finding]:
                  severity=Severity.INFO, confidence="low", fix="Report this file to the nki-assist maintainers.")]
 
 
+def _line_above(nf: NkiFile, line: int) -> int | None:
+    """The nearest line above `line` that holds code, when it is indented less than `line`."""
+    def indent(text: str) -> int:
+        return len(text) - len(text.lstrip())
+
+    here = nf.lines[line - 1] if 0 < line <= len(nf.lines) else ""
+    for n in range(line - 1, 0, -1):
+        text = nf.lines[n - 1]
+        if text.strip() and not text.lstrip().startswith("#"):
+            return n if indent(text) < indent(here) else None
+    return None
+
+
 def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
     """All static NKI findings for one file. A crashing check becomes an NKI001 note, never a raise."""
-    findings: list[Finding] = _syntax_findings(nki_file)
     if nki_file.project is None:  # parsed outside check: a one-file project (roles, call sites in the file)
         apply_context(nki_file, context_for(nki_file.path, "\n".join(nki_file.lines), None))
+    findings: list[Finding] = _syntax_findings(nki_file)
 
     def crashed(check: Check, exc: Exception) -> Finding:
         return emit("NKI001", nki_file, 1, 1, 1, 1, crash_message(check, exc),

@@ -32,6 +32,11 @@ FOUND_BY = {
     "NKI517": {"trnfft-gemm-psum-minus-equals"},
     "NKI518": {"samples-sd-attn-np-mul"},
     "NKI519": {"trnfft-radix8-transpose-from-local-hbm"},
+    "NKI001": {"samples-sd-attn-indentation"},  # Python's unexpected indent, the dedented line related
+    "NKI213": {"samples-rmsnorm-qkv-bitand-assert"},
+    "NKI214": {"samples-flash-misspelled-mask-flag"},
+    "NKI402": {"nxdi-deltanet-chunked-exp-neg-cumsum"},  # exp of the negated cumulative decay (activation form)
+    "NKI215": {"samples-flash-fwd-sum-after-dropout"},
 }
 # Error findings on the fixed versions, measured 2026-12-05 (docs/evals.md says why each is a false error). A new one
 # fails the test; one that goes away does not.

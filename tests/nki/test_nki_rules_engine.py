@@ -84,6 +84,26 @@ def fine(a):
     assert [(f.rule, f.line) for f in findings if f.rule == "NKI103"] == [("NKI103", 12)]
 
 
+def test_a_line_dedented_out_of_its_block_is_python_s_syntax_error_with_the_line_above_related():
+    # tree-sitter reads this file without an error node; CPython rejects the indented line after the dedent
+    src = NEW + """
+@nki.jit
+def k(a):
+    for t in nl.affine_range(4):
+        x = nl.load(a[t])
+    y = nl.exp(x)
+        nl.store(a[t], value=y)
+    return a
+"""
+    nf = parse_nki(src, "k.py")
+    findings = run_nki_rules(nf, get_target("trn2"))
+    syntax = [f for f in findings if f.rule == "NKI001"]
+    assert [(f.line, f.severity.value) for f in syntax] == [(10, "error")]
+    assert "unexpected indent" in syntax[0].message
+    assert [r.line for r in syntax[0].related] == [9]  # the dedented statement
+    assert nf.python_syntax_error == (10, 8, "unexpected indent")
+
+
 @pytest.mark.parametrize("text", ["", "import nki\n\x00\x00", "import nki\ndef (:\n", "import nki\n" + "[" * 2000])
 def test_bad_input_yields_findings_not_tracebacks(text):
     findings = run_nki_rules(parse_nki(text, "bad.py"), get_target("trn2"))

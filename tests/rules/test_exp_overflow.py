@@ -42,3 +42,46 @@ def test_a_constant_scale_is_still_a_warning():
         f = _exp_finding(scale)
         assert (f.severity, f.confidence) == (Severity.WARNING, "medium")
         assert "scale" not in f.evidence
+
+
+CUMULATIVE = '''import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def decay(g_cumsum):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    gc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=gc, src=g_cumsum)
+    neg = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=neg, data=gc, op0=nl.multiply, operand0=-1.0)
+    e = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=DATA, bias=None, scale=1.0)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+'''
+
+
+def _cumulative(data: str):
+    src = CUMULATIVE.replace("DATA", data)
+    return [f for f in run_nki_rules(parse_nki(src, "k.py"), get_target("trn2")) if f.rule == "NKI402"]
+
+
+def test_exp_of_a_negated_cumulative_sum_through_copies_is_a_warning_at_the_exp():
+    (f,) = _cumulative("neg")
+    assert (f.line, f.severity, f.confidence) == (14, Severity.WARNING, "medium")
+    assert f.evidence["cumulative_tensor"] == "g_cumsum" and f.evidence["negated"] is True
+    assert f.evidence["chain_lines"] == [10, 12] and sorted(r.line for r in f.related) == [10, 12]
+    assert "negated cumulative sum `g_cumsum`" in f.message
+
+
+def test_exp_of_the_cumulative_sum_itself_is_an_info():
+    # bounded by 1 for log-decay terms (<= 0): the sign is the data's, so nothing is accused
+    (f,) = _cumulative("gc")
+    assert (f.severity, f.confidence) == (Severity.INFO, "low") and f.evidence["negated"] is False
+
+
+def test_bias_none_is_no_shift_but_a_tensor_bias_is():
+    src = CUMULATIVE.replace("DATA", "neg").replace("bias=None", "bias=gc")
+    assert [f for f in run_nki_rules(parse_nki(src, "k.py"), get_target("trn2")) if f.rule == "NKI402"] == []

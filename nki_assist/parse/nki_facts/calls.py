@@ -94,4 +94,10 @@ def nki_call(ex, node, api: str, args, ctx: _Ctx, inner: set[str], target: str |
             tag = tags.tag_of(ex, node, ctx)
             if tag:
                 ctx.tags[dname] = tag
+        elif tags.view_base(ex, dnode):  # a TensorView destination (`v.get_view()`): its tag only
+            tag = tags.tag_of(ex, node, ctx)
+            if tag:
+                ctx.tags[tags.view_base(ex, dnode)] = tag
+            else:
+                ctx.tags.pop(tags.view_base(ex, dnode), None)
     tags.tag_reduce_res(ex, node, api, bound, ctx)

@@ -19,7 +19,7 @@ def subtraction(ex, node, a, b, ctx: _Ctx) -> None:
     dtypes = tuple(ctx.tiles[n].dtype if n in ctx.tiles else None
                    for n in (ex.text(a), ex.text(b)))
     line, col, end_line, end_col = ex.pos(node)
-    ctx.kernel.subtractions.append(Subtraction(line, col, end_line, end_col, ta, tb, dtypes, ex.text(node)[:120]))
+    ctx.kernel.subtractions.append(Subtraction(line, col, end_line, end_col, ta, tb, dtypes, " ".join(ex.text(node).split())[:120]))
 
 
 def tag_of(ex, node, ctx: _Ctx) -> str | None:
@@ -50,6 +50,9 @@ def tag_of(ex, node, ctx: _Ctx) -> str | None:
         return None
     if t != "call":
         return None
+    view = view_base(ex, node)
+    if view is not None:  # `v.get_view()`: the tensor view's own tag
+        return ctx.tags.get(view)
     api = ex._call_api(node)
     if api is None:
         return None
@@ -69,6 +72,13 @@ def tag_of(ex, node, ctx: _Ctx) -> str | None:
         return _square_of(tag_of(ex, bound["data1"], ctx))
     if api == "nl.power" and len(pos) >= 2 and consts.as_int(ex.folder.fold(pos[1], ctx.env)) == 2:
         return _square_of(tag_of(ex, pos[0], ctx))
+    if api == "nisa.nc_matmul" and ("moving" in bound or "stationary" in bound):
+        # a matmul against a constant (ones, 1/H) is how the Tensor Engine sums or averages across partitions:
+        # the result keeps the one tagged operand's meaning (sums of squares stay E[x^2], of x stay E[x])
+        found = [tg for tg in (tag_of(ex, bound[r], ctx) for r in ("moving", "stationary") if r in bound) if tg]
+        if len(found) == 1:
+            return _mean_of(found[0]) if found[0] == "square" else found[0]
+        return None
     if api in _REDUCE_APIS or (api == "nisa.tensor_reduce" and op in ("nl.add", "nl.mean")):
         return _mean_of(tag_of(ex, data, ctx)) if data is not None else "mean"
     if api in ("nl.multiply", "nisa.tensor_scalar") and data is not None:
@@ -86,3 +96,14 @@ def tag_reduce_res(ex, node, api: str, bound, ctx: _Ctx) -> None:
         tag = tag_of(ex, node, ctx)
         if tag:
             ctx.tags[rname] = _mean_of(tag)
+
+
+def view_base(ex, node) -> str | None:
+    """`v.get_view()` (nki-library's TensorView) -> "v"; None for any other node."""
+    if node is None or node.type != "call":
+        return None
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.type != "attribute" or ex.text(fn.child_by_field_name("attribute")) != "get_view":
+        return None
+    obj = fn.child_by_field_name("object")
+    return ex.text(obj) if obj is not None and obj.type == "identifier" else None

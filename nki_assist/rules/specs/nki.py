@@ -444,6 +444,87 @@ for m in nl.affine_range(M // 128):
 ## Fix
 Index with the variable of the loop the statement is in.
 """),
+    RuleSpec("NKI213", "bit-test-as-divisibility-guard", "missing-boundary-mask", W,
+             "A guard tests one bit (`dim & 128 == 0`) where divisibility (`dim % 128 == 0`) was meant.",
+             fix="Write the guard with `%` (`dim % 128 == 0`).",
+             doc="""\
+## What it finds
+An `assert`, `if` or `while` condition that compares `x & C` with 0 (`==`, `!=`, or `not x & C`) where `C`
+is an integer literal that is a power of two of at least 2. Masks of low bits (`x & 127 == 0`, a correct
+multiple-of-128 test) and parity tests (`x & 1`) are not reported.
+
+## Why it matters on Trainium
+Tile loops assume the guarded size is a multiple of the tile (`dim // 128` tiles of 128). `dim & 128 == 0`
+only says that the bit of value 128 is clear: it rejects 384 (three full tiles) and accepts 100, so ragged
+sizes pass the guard and lose their tail, while valid ones are refused. nki-samples shipped this guard in
+its fused RMSNorm-QKV kernel and fixed it (fc202b2).
+
+## Example
+```python
+assert dim <= 8192 and dim & 128 == 0, "Unsupported hidden dimension"   # NKI213
+```
+
+## Fix
+`assert dim % 128 == 0` (equivalently `dim & 127 == 0`).
+"""),
+    RuleSpec("NKI214", "misspelled-branch-assignment", "uninitialized-read", W,
+             "One branch of an if/elif chain assigns a near-miss of the name the other branches assign and the "
+             "code reads after it (`casual_mask` for `causal_mask`).",
+             fix="Assign the name the other branches assign.",
+             doc="""\
+## What it finds
+In a function, a name assigned in one branch of an `if`/`elif`/`else` chain and never read anywhere (as
+pyflakes reports it: `local variable ... is assigned to but never used`), when another branch of the same
+chain assigns a name one or two edits away (a typo or a swapped pair of letters; one edit for names under 8
+characters), this branch does not assign that name, and the code after the chain reads it.
+
+## Why it matters on Trainium
+On the path through the misspelled branch the name read after the chain is never set: the kernel raises
+`UnboundLocalError` when traced with that flag, or, inside a loop, silently reuses the value an earlier
+iteration computed (a stale mask). Tests that only take the other branches pass. nki-samples' flash attention
+assigned `casual_mask` in its no-mask branch and fixed it (2844505).
+
+## Example
+```python
+if use_causal_mask:
+    causal_mask = i * B_P_SIZE >= j * LARGE_TILE_SZ
+else:
+    casual_mask = True          # NKI214: `causal_mask` was meant
+if causal_mask:
+    ...
+```
+
+## Fix
+Assign the name the other branches assign (`causal_mask = True`).
+"""),
+    RuleSpec("NKI215", "softmax-sum-after-dropout", "output-mismatch", W,
+             "The softmax denominator is summed from the probabilities after dropout was applied to them.",
+             fix="Sum the probabilities before the dropout; apply dropout to the numerator only.",
+             doc="""\
+## What it finds
+In one function, in source order: a tile written by an exp (`nl.exp`, `nisa.activation(_reduce)` with
+`op=nl.exp`), then a call whose name contains `dropout` (`nl.dropout`, or a local helper such as
+`dropout_p_local(p_local=...)`) that takes that tile (in place, or writing a new one), then a sum of the
+dropped tile (`nl.sum`, `tensor_reduce(op=nl.add)`) before any new exp rewrites it.
+
+## Why it matters on Trainium
+Attention dropout multiplies the probabilities by a random keep mask (and 1/(1-p)) after the softmax; the
+normaliser is the sum of the undropped exp values. Summing the dropped tile renormalises each row by the
+fraction dropout kept, so the output's expectation is no longer the attention output: training diverges
+slightly from the reference at dropout > 0, and tests at dropout 0 pass. nki-samples' flash attention
+forward did this and fixed it (d3b64a8) by taking the sum with the exp's `reduce_res=` before the dropout.
+
+## Example
+```python
+p[:, s] = nisa.activation(np.exp, qk[:, s], bias=-m)
+dropout_p_local(p_local=p, dropout_p=rate, ...)
+partial_sum[:, i] = nl.sum(p[:, s], axis=1)       # NKI215: sums the dropped-out probabilities
+```
+
+## Fix
+Take the sum from the exp itself (`activation_reduce(..., reduce_op=nl.add, reduce_res=partial_sum[:, i])`)
+and apply dropout afterwards to the numerator only.
+"""),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", W,
              "A kernel parameter is never read.",
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
@@ -655,6 +736,13 @@ in a float32 SBUF tile and convert to bf16 once after the loop.
 When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
 `tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
 grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
+When the operand is a cumulative sum that the kernel receives or computes (a tensor named like one, `g_cumsum`,
+`prefix_sum`, or an `nl.cumsum` result), reached through copies, loads, transposes and multiplications by a
+constant (`tensor_scalar(op0=nl.multiply, operand0=-1.0)`, `scale=-1.0`, a leading `-`), the finding names it
+(`bias=None` shifts nothing): exp of the negated cumulative sum is a warning (for log-decay terms, <= 0, the
+gated-attention form, it grows with the position: exp(-g_cumsum) overflows float32 after ~30 steps of -3), exp of
+the cumulative sum itself is an info (bounded by 1 exactly when the terms are <= 0, which the code does not show).
+Differences of it (`g_last - g_cumsum`, clamped `cum[i] - cum[j]`) are bounded and not reported.
 
 In `review`, the simulator's value ranges back the claim: the message gains, per size that ran, the
 largest argument reached and its margin to fp32 overflow (88.72) and to the output dtype's limit; an
@@ -678,7 +766,7 @@ Subtract the row max first: `m = nl.max(x, axis=1)`, then `nl.exp(nl.subtract(x,
              fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32.",
              doc="""\
 ## What it finds
-A subtraction of the form E[x^2] - E[x]^2: a reduction of squared values (`tensor_reduce`/`nl.sum`/`nl.mean` of a square, or the `reduce_res=` of `activation(_reduce)(op=nl.square, reduce_op=nl.add)`) minus the square of a reduction, as an expression, `nl.subtract` or `tensor_tensor(op=nl.subtract)`. Confidence is high for bf16/fp16/fp8 operands and medium for float32 or unknown dtypes.
+A subtraction of the form E[x^2] - E[x]^2: a reduction of squared values (`tensor_reduce`/`nl.sum`/`nl.mean` of a square, or the `reduce_res=` of `activation(_reduce)(op=nl.square, reduce_op=nl.add)`) minus the square of a reduction, as an expression, `nl.subtract` or `tensor_tensor(op=nl.subtract)`. The reductions may write tensor views (`v.get_view()` as the destination, nki-library's TensorView) and may be completed by a matmul against a constant (`nc_matmul(dst=m, stationary=ones_over_h, moving=sums)`, the Tensor Engine's cross-partition average): the result keeps the sum's meaning, and a view reused for the squared mean takes the new one. Confidence is high for bf16/fp16/fp8 operands and medium for float32 or unknown dtypes.
 
 ## Why it matters on Trainium
 When the mean is large compared with the spread, the two terms are nearly equal and the subtraction cancels almost all significant bits. The relative error of the difference is about eps * (1 + mean^2/var): in bf16 every bit is gone once |mean|/std reaches ~16, in float32 once it reaches ~4096 (layer-norm inputs with a large DC offset get there). The variance can then come out zero or negative, and rsqrt gives inf/NaN. CUDA layer norms use Welford or a centred second pass for this reason, so a port that switches to the one-pass form loses accuracy the original had.
