@@ -18,6 +18,7 @@ pair whose parent is this fix is a true error, listed apart).
 
     python tests/history/history_corpus.py             # markdown table, one row per pair, then the summary line
     python tests/history/history_corpus.py --summary   # per-class counts and the summary line
+    (pairs whose id starts with "held-" were mined after the rules were written: reported apart, never tuned on)
     python tests/history/history_corpus.py trnfft      # only pairs whose id or repo contains "trnfft"
 """
 
@@ -51,6 +52,8 @@ CLASSES: dict[str, str | None] = {
     "semantics": None,  # wrong operator/variable: only a run or a named rule can tell
 }
 REPORTED = ("error", "warning")
+# Pairs mined after the rules were written (no rule tuned on them): reported apart as the held-out measure.
+HELD_OUT_PREFIX = "held-"
 
 
 @dataclass
@@ -75,6 +78,7 @@ class Outcome:
     parent_findings: int = 0
     fixed_errors: list[str] = field(default_factory=list)  # "RULE@line" errors on the fixed version
     later_fixed: list[str] = field(default_factory=list)  # of those, at a defect line of a later pair (true)
+    at_line: list[str] = field(default_factory=list)  # "RULE@line" of any warning/error near a defect line
 
 
 def load_pairs(path: Path = PAIRS_FILE) -> list[Pair]:
@@ -82,6 +86,15 @@ def load_pairs(path: Path = PAIRS_FILE) -> list[Pair]:
     return [Pair(id=p["id"], repo=p["repo"], fix=p["fix"], parent=p["parent"], path=p["path"],
                  lines=list(p["lines"]), cls=p["class"], rules=list(p["rules"]),
                  description=p["description"]) for p in data.get("pair", [])]
+
+
+def is_held_out(pair: Pair) -> bool:
+    return pair.id.startswith(HELD_OUT_PREFIX)
+
+
+def split_held_out(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    """(pairs the rules were written with, held-out pairs)."""
+    return ([o for o in outcomes if not is_held_out(o.pair)], [o for o in outcomes if is_held_out(o.pair)])
 
 
 def mirrors_root() -> str:
@@ -138,6 +151,7 @@ def judge(pair: Pair, parent_findings: list, fixed_findings: list) -> Outcome:
     reported = [f for f in parent_findings if f.severity.value in REPORTED]
     near = [f for f in reported
             if _near(f.line, pair.lines) or any(_near(r.line, pair.lines) for r in getattr(f, "related", []))]
+    out.at_line = sorted({f"{f.rule}@{f.line}" for f in near})
     by_rule = [f for f in near if f.rule in pair.rules]
     category = CLASSES.get(pair.cls)
     by_cat = [f for f in near if category is not None and f.category == category]
@@ -166,11 +180,30 @@ def run_pair(pair: Pair, root: str | None = None) -> Outcome:
         return judge(pair, _check(parent), _check(fixed))
 
 
-def set_later_fixed(outcomes: list[Outcome], pairs: list[Pair]) -> None:
+def _blob(repo: str, commit: str, path: str, root: str | None = None) -> str | None:
+    gitdir = repo_dir(repo, root)
+    if gitdir is None:
+        return None
+    proc = subprocess.run(["git", "-C", gitdir, "rev-parse", f"{commit}:{path}"], check=False, capture_output=True,
+                          text=True)
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def set_later_fixed(outcomes: list[Outcome], pairs: list[Pair], blob=None) -> None:
     """Move an error on a fixed version to `later_fixed` when it sits at a defect line of a pair whose parent is
-    that fixed version (same file): one fix's result is the next defect's parent, and that error is true."""
+    that fixed version (same file): one fix's result is the next defect's parent, and that error is true.
+    With `blob` (repo, commit, path -> file hash), a later parent holding the very same file counts too (the
+    commits between them touched other files)."""
+    def same_version(p: Pair, q: Pair) -> bool:
+        if q.repo != p.repo or q.path != p.path:
+            return False
+        if q.parent == p.fix:
+            return True
+        return blob is not None and blob(q.repo, q.parent, q.path) not in (None, "") and \
+            blob(q.repo, q.parent, q.path) == blob(p.repo, p.fix, p.path)
+
     for o in outcomes:
-        later = [q.lines for q in pairs if q.parent == o.pair.fix and q.path == o.pair.path and q.repo == o.pair.repo]
+        later = [q.lines for q in pairs if q is not o.pair and same_version(o.pair, q)]
         if not later:
             continue
         true = [e for e in o.fixed_errors if any(_near(int(e.rsplit("@", 1)[1]), ls) for ls in later)]
@@ -182,7 +215,7 @@ def run_all(select: list[str] | None = None, root: str | None = None) -> list[Ou
     every = load_pairs()
     pairs = [p for p in every if not select or any(s in p.id or s in p.repo for s in select)]
     outcomes = [run_pair(p, root) for p in pairs]
-    set_later_fixed(outcomes, every)
+    set_later_fixed(outcomes, every, blob=lambda repo, commit, path: _blob(repo, commit, path, root))
     return outcomes
 
 
@@ -213,10 +246,19 @@ def markdown(outcomes: list[Outcome]) -> str:
         rows.append(f"| {p.id} | {p.repo} | {p.fix[:7]} | {p.cls} | {verdict} | {', '.join(o.hits) or '-'} "
                     f"| {o.parent_findings} | {', '.join(o.fixed_errors) or '-'}"
                     + (f" (true, fixed by a later pair: {', '.join(o.later_fixed)})" if o.later_fixed else "") + " |")
-    return "\n".join(rows) + "\n\n" + summary_line(outcomes)
+    return "\n".join(rows) + "\n\n" + summary_lines(outcomes)
 
 
-def summary(outcomes: list[Outcome]) -> str:
+def summary_lines(outcomes: list[Outcome]) -> str:
+    """The summary line of the tuned pairs, then the held-out pairs' own line (when any were run)."""
+    tuned, held = split_held_out(outcomes)
+    lines = [summary_line(tuned)] if tuned else []
+    if held:
+        lines.append("held-out (mined after the rules were written): " + summary_line(held))
+    return "\n".join(lines)
+
+
+def class_table(outcomes: list[Outcome]) -> str:
     classes: dict[str, list[int]] = {}
     for o in outcomes:
         if o.verdict in ("found", "missed"):
@@ -225,7 +267,20 @@ def summary(outcomes: list[Outcome]) -> str:
             c[1] += 1
     rows = ["| class | found | pairs |", "|---|---|---|"]
     rows += [f"| {k} | {v[0]} | {v[1]} |" for k, v in sorted(classes.items(), key=lambda kv: -kv[1][1])]
-    return "\n".join(rows) + "\n\n" + summary_line(outcomes)
+    return "\n".join(rows)
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    tuned, held = split_held_out(outcomes)
+    parts = [class_table(tuned) + "\n\n" + summary_line(tuned)] if tuned else []
+    if held:
+        counted = [o for o in held if o.verdict in ("found", "missed")]
+        parts.append("held-out pairs (mined after the rules were written; no rule tuned on them):\n\n"
+                     + class_table(held) + "\n\n" + summary_line(held)
+                     + f"\nany warning/error within +-1 line of a defect line (any rule or category; an upper bound, "
+                       f"not a verdict): {sum(bool(o.at_line) for o in counted)} of {len(counted)}: "
+                     + "; ".join(f"{o.pair.id} {', '.join(o.at_line)}" for o in counted if o.at_line))
+    return "\n\n".join(parts)
 
 
 def main(argv: list[str]) -> int:

@@ -64,6 +64,10 @@ def test_pair_file_is_well_formed():
         assert all(RULE.match(r) for r in p["rules"]), p["id"]
         assert 10 <= len(p["description"]) <= 200, p["id"]
     assert len(hc.load_pairs()) == len(raw)
+    # held-out pairs measure rules that were not written for them: a pair that gets an expected rule is no longer
+    # held out (rename it without the prefix)
+    held = [p for p in raw if p["id"].startswith(hc.HELD_OUT_PREFIX)]
+    assert len(held) >= 8 and all(p["rules"] == [] for p in held), [p["id"] for p in held if p["rules"]]
 
 
 def _f(rule, line, severity="warning", category="migration-correctness"):
@@ -95,6 +99,20 @@ def test_judge_counts_a_finding_within_one_line_by_rule_or_category():
     hc.set_later_fixed([out2], [pair, later])
     assert out2.fixed_errors == [] and out2.later_fixed == ["NKI513@8"]
     assert hc.numbers([out2])["false_errors"] == 0
+    # a later parent that holds the very same file (other files changed in between) is the same version
+    other = hc.Pair("z", "o/r", "d" * 40, "e" * 40, "k.py", [8], "api-surface", [], "d")
+    out3 = hc.judge(pair, [], [_f("NKI513", 8, severity="error")])
+    hc.set_later_fixed([out3], [pair, other])
+    assert out3.fixed_errors == ["NKI513@8"]  # different commit, no file hashes given
+    same = {("a" * 40): "f1", ("e" * 40): "f1"}
+    hc.set_later_fixed([out3], [pair, other], blob=lambda repo, commit, path: same.get(commit))
+    assert out3.fixed_errors == [] and out3.later_fixed == ["NKI513@8"]
+    # held-out pairs are counted apart
+    held = hc.Pair("held-x", "o/r", "a" * 40, "b" * 40, "k.py", [10], "numerics", [], "d")
+    tuned_o, held_o = hc.judge(pair, [_f("NKI401", 10)], []), hc.judge(held, [_f("NKI401", 10)], [])
+    assert hc.split_held_out([tuned_o, held_o]) == ([tuned_o], [held_o])
+    assert held_o.verdict == "missed" and held_o.at_line == ["NKI401@10"]  # no expected rule, other category
+    assert hc.summary_lines([tuned_o, held_o]).splitlines()[1].startswith("held-out")
 
 
 # -- the measured numbers (needs the snapshots) -------------------------------------------------------
