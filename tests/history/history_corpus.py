@@ -141,6 +141,12 @@ def _check(path: Path) -> list:
     return check_file(str(path), CheckOptions(target="trn2")).findings
 
 
+def _criterion(f) -> str:
+    from nki_assist import taxonomy
+
+    return getattr(f, "criterion", "") or taxonomy.criterion_of(f.category)
+
+
 def _near(line: int | None, lines: list[int]) -> bool:
     return line is not None and any(abs(line - d) <= 1 for d in lines)
 
@@ -154,7 +160,8 @@ def judge(pair: Pair, parent_findings: list, fixed_findings: list) -> Outcome:
     out.at_line = sorted({f"{f.rule}@{f.line}" for f in near})
     by_rule = [f for f in near if f.rule in pair.rules]
     category = CLASSES.get(pair.cls)
-    by_cat = [f for f in near if category is not None and f.category == category]
+    # the class maps to a review criterion (taxonomy.toml): a finding's criterion, not its category slug
+    by_cat = [f for f in near if category is not None and _criterion(f) == category]
     if by_rule or by_cat:
         out.verdict, out.by = "found", ("rule" if by_rule else "category")
         out.hits = sorted({f"{f.rule}@{f.line}" for f in (by_rule or by_cat)})

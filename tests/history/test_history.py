@@ -70,14 +70,15 @@ def test_pair_file_is_well_formed():
     assert len(held) >= 8 and all(p["rules"] == [] for p in held), [p["id"] for p in held if p["rules"]]
 
 
-def _f(rule, line, severity="warning", category="migration-correctness"):
-    return SimpleNamespace(rule=rule, line=line, severity=SimpleNamespace(value=severity), category=category)
+def _f(rule, line, severity="warning", criterion="migration-correctness"):
+    return SimpleNamespace(rule=rule, line=line, severity=SimpleNamespace(value=severity), criterion=criterion,
+                           category="unsupported-construct")
 
 
 def test_judge_counts_a_finding_within_one_line_by_rule_or_category():
     pair = hc.Pair("x", "o/r", "a" * 40, "b" * 40, "k.py", [10], "numerics", ["NKI401"], "d")
     assert hc.judge(pair, [_f("NKI401", 11)], []).by == "rule"
-    assert hc.judge(pair, [_f("NKI999", 9, category="numerical-accuracy")], []).by == "category"
+    assert hc.judge(pair, [_f("NKI999", 9, criterion="numerical-accuracy")], []).by == "category"
     assert hc.judge(pair, [_f("NKI401", 12)], []).verdict == "missed"  # two lines off
     assert hc.judge(pair, [_f("NKI401", 10, severity="info")], []).verdict == "missed"  # info does not count
     assert hc.judge(pair, [_f("NKI999", 10)], []).verdict == "missed"  # other rule, other category
