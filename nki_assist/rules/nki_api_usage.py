@@ -96,8 +96,10 @@ def _collect(nf: NkiFile) -> Usage:
         key = ("api_usage", tuple(sorted(aliases.items())), tuple(sorted(u.legacy_aliases.items())),
                tuple((x.name, x.line, x.end_line, x.decorator) for x in inner))
         part = k.memo(key, lambda k=k, inner=inner: _kernel_usage(nf, k, inner, aliases, u.legacy_aliases))
-        for name in ("refs", "calls", "nested_defs", "legacy_uses", "assigns", "arith", "affine_loops"):
+        for name in ("refs", "calls", "nested_defs", "legacy_uses"):
             getattr(u, name).extend(getattr(part, name))
+        for name in _BY_KERNEL:  # the part names each kernel by its place in `inner` (see _kernel_usage)
+            getattr(u, name).extend((inner[i], node) for i, node in getattr(part, name))
     if nf.dialect == "transitional" and u.legacy_aliases:
         _module_level_legacy_uses(nf, u)
     return u
@@ -119,7 +121,16 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
         except (SyntaxError, ValueError):
             return part
     _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner]).visit(tree)
+    # the part is kept on `k` (NkiKernel.memo): holding `k` too would make a reference cycle, which the
+    # language server freezes (lsp_server/memory.py), keeping each closed document's kernels and syntax
+    # tree resident. It names each kernel by its place in `inner`, which the memo key fixes.
+    place = {id(x): i for i, x in enumerate(inner)}
+    for name in _BY_KERNEL:
+        setattr(part, name, [(place[id(x)], node) for x, node in getattr(part, name)])
     return part
+
+
+_BY_KERNEL = ("assigns", "arith", "affine_loops")  # (innermost kernel, node) facts
 
 
 def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
