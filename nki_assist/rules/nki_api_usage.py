@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ..parse.nki_model import NkiFile
-from .nki_common import kernel_def, module_tree
+from .nki_common import kernel_function, module_tree, per_text
 
 _MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
             "nki.typing": "nt"}
@@ -68,10 +68,7 @@ def usage(nf: NkiFile) -> Usage | None:
     """The file's API usage inside its kernels and helpers. Each outermost kernel is read on its own and
     its facts are remembered on it (`NkiKernel.memo`), so a syntax error elsewhere loses nothing and an
     edit re-reads only the kernels the parse cache re-extracted."""
-    memo = nf.__dict__.setdefault("_api_usage", {})
-    if memo.get("lines") is not nf.lines:  # computed for this text (a reused NkiFile gets new lines)
-        memo.update(lines=nf.lines, u=_collect(nf))
-    return memo["u"]
+    return per_text(nf, "_api_usage", _collect)
 
 
 def _collect(nf: NkiFile) -> Usage:
@@ -109,17 +106,12 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     part = Usage(legacy_aliases=dict(legacy), aliases=aliases)
     block = nf.lines[k.line - 1:k.end_line]
     indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
-    fn = kernel_def(nf, k)
-    if fn is not None:  # the file's tree, in the shape parsing the kernel's lines alone gives
-        body: list[ast.stmt] = [fn] if indent == 0 else [ast.If(test=ast.Constant(1), body=[fn], orelse=[])]
-        tree = ast.Module(body=body, type_ignores=[])
-    else:
-        # blank lines keep line numbers, an `if 1:` header keeps an indented block's columns
-        head = "\n" * (k.line - 1) if indent == 0 else "\n" * (k.line - 2) + "if 1:\n"
-        try:
-            tree = ast.parse(head + "\n".join(block))
-        except (SyntaxError, ValueError):
-            return part
+    fn = kernel_function(nf, k)  # the file's tree's def, or the kernel's lines parsed alone
+    if fn is None:
+        return part
+    # in the shape parsing the kernel's lines alone gives: an indented kernel sits under an `if 1:` header
+    body: list[ast.stmt] = [fn] if indent == 0 else [ast.If(test=ast.Constant(1), body=[fn], orelse=[])]
+    tree = ast.Module(body=body, type_ignores=[])
     _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner]).visit(tree)
     # the part is kept on `k` (NkiKernel.memo): holding `k` too would make a reference cycle, which the
     # language server freezes (lsp_server/memory.py), keeping each closed document's kernels and syntax

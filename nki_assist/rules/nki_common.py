@@ -94,6 +94,17 @@ def tail_claim(lp: Loop, num_text: str, num: Any, den: int) -> dict[str, Any]:
     return claim
 
 
+def per_text(nf: NkiFile, name: str, compute, *deps):
+    """`compute(nf)` once per file text (a reused NkiFile gets new lines) and per identity of `deps`, kept on
+    `nf` under `name`: the memo every whole-file fact shares (pyflakes, API usage, launcher wrappers)."""
+    memo = nf.__dict__.setdefault(name, {})
+    keys = (nf.lines, *deps)
+    held = memo.get("keys")
+    if held is None or len(held) != len(keys) or any(a is not b for a, b in zip(held, keys)):
+        memo.update(keys=keys, value=compute(nf))
+    return memo["value"]
+
+
 def module_tree(nf: NkiFile) -> ast.Module | None:
     """The file's Python AST (None when Python cannot parse it), one per file text for every rule that reads
     it (pyflakes, the kernels' defs, API usage): the project model's when it indexed this very text, else

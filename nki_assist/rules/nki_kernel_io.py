@@ -6,14 +6,13 @@ file's AST."""
 from __future__ import annotations
 
 import ast
-from functools import cache
 
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_facts.common import canonical_api
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, emit, kernel_function, module_tree, per_text
 
 E, W = Severity.ERROR, Severity.WARNING
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
@@ -141,13 +140,17 @@ def _returned(fn: ast.FunctionDef) -> set[str]:
     return names
 
 
-@cache
-def _wrapped_names(text: str, imports: tuple) -> dict[str, str]:
+def _wrapped_names(nf: NkiFile) -> dict[str, str]:
     """Functions launched by a wrapper call anywhere in the file: `nki.baremetal()(fn)`, `nki.jit(fn)`,
-    `nki.simulate_kernel(fn, ...)` -> {fn: launcher}."""
-    nf = NkiFile(path="", dialect="", imports=dict(imports))
+    `nki.simulate_kernel(fn, ...)` -> {fn: launcher}. Once per file text (every kernel asks)."""
+    return per_text(nf, "_wrapped_names", _find_wrapped)
+
+
+def _find_wrapped(nf: NkiFile) -> dict[str, str]:
+    tree = module_tree(nf)
+    trees = [tree] if tree is not None else _top_level_trees("\n".join(nf.lines))
     out: dict[str, str] = {}
-    for n in (n for tree in _top_level_trees(text) for n in ast.walk(tree)):
+    for n in (n for tree in trees for n in ast.walk(tree)):
         if not isinstance(n, ast.Call) or not n.args or not isinstance(n.args[0], ast.Name):
             continue
         launcher = _resolve(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
@@ -157,13 +160,8 @@ def _wrapped_names(text: str, imports: tuple) -> dict[str, str]:
 
 
 def _top_level_trees(text: str):
-    """The file's AST, or, when it does not compile, each top-level statement that does (a syntax error
-    elsewhere must not hide a launcher)."""
-    try:
-        yield ast.parse(text)
-        return
-    except (SyntaxError, ValueError):
-        pass
+    """Each top-level statement that compiles, for a file that does not (a syntax error elsewhere must not
+    hide a launcher)."""
     chunk: list[str] = []
     for line in [*text.splitlines(), "\0"]:
         if chunk and line[:1] not in ("", " ", "\t", "#", ")", "]", "}") and not line.startswith(("else", "elif",
@@ -179,7 +177,7 @@ def _top_level_trees(text: str):
 def _launcher(nf: NkiFile, k: NkiKernel) -> str | None:
     if k.decorator is not None:
         return k.decorator
-    return _wrapped_names("\n".join(nf.lines), tuple(sorted(nf.imports.items()))).get(k.name)
+    return _wrapped_names(nf).get(k.name)
 
 
 def _mutable(arg: ast.arg) -> bool:

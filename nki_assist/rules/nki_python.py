@@ -13,7 +13,7 @@ from pyflakes import messages
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..project.incremental import flakes
-from .nki_common import check, emit, module_tree
+from .nki_common import check, emit, module_tree, per_text
 
 _UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 _REDEFINED = (messages.RedefinedWhileUnused,)
@@ -24,10 +24,7 @@ def pyflakes_messages(nf: NkiFile) -> list:
     per file text for the checks that read them (NKI002/NKI004, NKI214)."""
     if nf.python_syntax_error is not None:
         return []
-    memo = nf.__dict__.setdefault("_pyflakes", {})
-    if memo.get("lines") is not nf.lines or memo.get("project") is not nf.project:
-        memo.update(lines=nf.lines, project=nf.project, messages=_pyflakes_messages(nf))
-    return memo["messages"]
+    return per_text(nf, "_pyflakes", _pyflakes_messages, nf.project)
 
 
 def _pyflakes_messages(nf: NkiFile) -> list:
