@@ -13,8 +13,7 @@ from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit
-from .nki_slips import module_tree
+from .nki_common import check, emit, module_tree
 
 
 def _base(node: ast.AST | None) -> str | None:

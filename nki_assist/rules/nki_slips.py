@@ -14,14 +14,8 @@ from pyflakes import messages
 from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit
-from .nki_common import module_tree as _shared_tree
+from .nki_common import check, emit, module_tree
 from .nki_python import pyflakes_messages
-
-
-def module_tree(nf: NkiFile) -> ast.Module | None:
-    """The file's Python AST, the one every rule reads (None when it does not compile: NKI001 reports that)."""
-    return None if nf.python_syntax_error is not None else _shared_tree(nf)
 
 
 # -- NKI213: `dim & 128 == 0` ---------------------------------------------------------------------------------
