@@ -17,9 +17,22 @@ and the error-level findings on the fixed version (each one a potential false er
 pair whose parent is this fix is a true error, listed apart).
 
     python tests/history/history_corpus.py             # markdown table, one row per pair, then the summary line
-    python tests/history/history_corpus.py --summary   # per-class counts and the summary line
-    (pairs whose id starts with "held-" were mined after the rules were written: reported apart, never tuned on)
+    python tests/history/history_corpus.py --summary   # per-class counts and the summary line, per set
     python tests/history/history_corpus.py trnfft      # only pairs whose id or repo contains "trnfft"
+
+Three sets, each reported as its own section:
+  tuned           pairs.toml, ids without a held prefix: the rules were written with these in view
+  held-out set 1  pairs.toml, ids "held-*": mined after the rules were written, analysed 2026-12-05; rules may be
+                  tuned on it from then on
+  held-out set 2  pairs_held2.toml, ids "held2-*": mined 2026-12-05 blind to the rules (defect lines recorded
+                  before `check` ran on them); nobody writes or tunes a rule on it, so it stays a measurement
+
+Snapshots (`<NKI_HISTORY_MIRRORS>/<owner>+<name>/repo`, a bare git directory or a clone's .git; get them with
+the fetch tool or `git clone --mirror https://github.com/<owner>/<name> <owner>+<name>/repo`):
+  pairs.toml         aws-neuron+nki-samples, trnsci+trnfft, aws-neuron+neuronx-distributed-inference
+  pairs_held2.toml   trnsci+trnsparse, trnsci+trnrand, trnsci+trnsolver, trnsci+trntensor, huggingface+optimum-neuron
+A pair whose snapshot is absent is reported "no snapshot" and not counted; test_history.py skips the measured
+tests of a file whose snapshots are not all present (CI has none: only the pair files' shape is tested there).
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from pathlib import Path
 
 DEFAULT_MIRRORS = "/work/.mirror"
 PAIRS_FILE = Path(__file__).with_name("pairs.toml")
+HELD2_FILE = Path(__file__).with_name("pairs_held2.toml")  # blind held-out set 2 (no rule tuned on it)
 FIELDS = ("id", "repo", "fix", "parent", "path", "lines", "class", "rules", "description")
 
 # Defect classes and the taxonomy category a finding of that class carries (None: no category counts).
@@ -52,8 +66,12 @@ CLASSES: dict[str, str | None] = {
     "semantics": None,  # wrong operator/variable: only a run or a named rule can tell
 }
 REPORTED = ("error", "warning")
-# Pairs mined after the rules were written (no rule tuned on them): reported apart as the held-out measure.
+# Held-out set 1 (pairs.toml, mined after the rules were written; rules may be tuned on it since 2026-12-05) and
+# held-out set 2 (pairs_held2.toml, mined blind to the rules; never tuned on): each reported as its own section.
 HELD_OUT_PREFIX = "held-"
+HELD2_PREFIX = "held2-"
+HELD1_LABEL = "held-out set 1, analysed 2026-12-05 (rules may be tuned on it)"
+HELD2_LABEL = "held-out set 2, mined 2026-12-05 blind to the rules"
 
 
 @dataclass
@@ -88,13 +106,28 @@ def load_pairs(path: Path = PAIRS_FILE) -> list[Pair]:
                  description=p["description"]) for p in data.get("pair", [])]
 
 
+def load_all_pairs() -> list[Pair]:
+    """pairs.toml, then the blind held-out set 2 (pairs_held2.toml) when that file is present."""
+    return load_pairs(PAIRS_FILE) + (load_pairs(HELD2_FILE) if HELD2_FILE.is_file() else [])
+
+
 def is_held_out(pair: Pair) -> bool:
     return pair.id.startswith(HELD_OUT_PREFIX)
 
 
+def is_held2(pair: Pair) -> bool:
+    return pair.id.startswith(HELD2_PREFIX)
+
+
 def split_held_out(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
-    """(pairs the rules were written with, held-out pairs)."""
-    return ([o for o in outcomes if not is_held_out(o.pair)], [o for o in outcomes if is_held_out(o.pair)])
+    """(pairs the rules were written with, held-out set 1); held-out set 2 is in neither (split_held2)."""
+    return ([o for o in outcomes if not is_held_out(o.pair) and not is_held2(o.pair)],
+            [o for o in outcomes if is_held_out(o.pair)])
+
+
+def split_held2(outcomes: list[Outcome]) -> list[Outcome]:
+    """The blind held-out set 2."""
+    return [o for o in outcomes if is_held2(o.pair)]
 
 
 def mirrors_root() -> str:
@@ -218,9 +251,13 @@ def set_later_fixed(outcomes: list[Outcome], pairs: list[Pair], blob=None) -> No
         o.fixed_errors = [e for e in o.fixed_errors if e not in true]
 
 
-def run_all(select: list[str] | None = None, root: str | None = None) -> list[Outcome]:
-    every = load_pairs()
-    pairs = [p for p in every if not select or any(s in p.id or s in p.repo for s in select)]
+def run_all(select: list[str] | None = None, root: str | None = None,
+            pairs: list[Pair] | None = None) -> list[Outcome]:
+    """Outcomes of `pairs` (default: every pair of both files), filtered by `select`; a fixed version's error at a
+    later pair's defect line is judged against every pair of both files."""
+    every = load_all_pairs()
+    pairs = [p for p in (every if pairs is None else pairs)
+             if not select or any(s in p.id or s in p.repo for s in select)]
     outcomes = [run_pair(p, root) for p in pairs]
     set_later_fixed(outcomes, every, blob=lambda repo, commit, path: _blob(repo, commit, path, root))
     return outcomes
@@ -257,11 +294,14 @@ def markdown(outcomes: list[Outcome]) -> str:
 
 
 def summary_lines(outcomes: list[Outcome]) -> str:
-    """The summary line of the tuned pairs, then the held-out pairs' own line (when any were run)."""
+    """The summary line of the tuned pairs, then each held-out set's own line (when any of it was run)."""
     tuned, held = split_held_out(outcomes)
+    held2 = split_held2(outcomes)
     lines = [summary_line(tuned)] if tuned else []
     if held:
-        lines.append("held-out (mined after the rules were written): " + summary_line(held))
+        lines.append(f"{HELD1_LABEL}: " + summary_line(held))
+    if held2:
+        lines.append(f"{HELD2_LABEL}: " + summary_line(held2))
     return "\n".join(lines)
 
 
@@ -272,26 +312,33 @@ def class_table(outcomes: list[Outcome]) -> str:
             c = classes.setdefault(o.pair.cls, [0, 0])
             c[0] += o.verdict == "found"
             c[1] += 1
-    rows = ["| class | found | pairs |", "|---|---|---|"]
-    rows += [f"| {k} | {v[0]} | {v[1]} |" for k, v in sorted(classes.items(), key=lambda kv: -kv[1][1])]
+    rows = ["| class | found | missed | pairs |", "|---|---|---|---|"]
+    rows += [f"| {k} | {v[0]} | {v[1] - v[0]} | {v[1]} |"
+             for k, v in sorted(classes.items(), key=lambda kv: (-kv[1][1], kv[0]))]
     return "\n".join(rows)
+
+
+def upper_bound_line(outcomes: list[Outcome]) -> str:
+    """Pairs with any warning/error within +-1 line of a defect line, whatever its rule or category."""
+    counted = [o for o in outcomes if o.verdict in ("found", "missed")]
+    return (f"any warning/error within +-1 line of a defect line (any rule or category; an upper bound, not a "
+            f"verdict): {sum(bool(o.at_line) for o in counted)} of {len(counted)}: "
+            + "; ".join(f"{o.pair.id} {', '.join(o.at_line)}" for o in counted if o.at_line))
 
 
 def summary(outcomes: list[Outcome]) -> str:
     tuned, held = split_held_out(outcomes)
+    held2 = split_held2(outcomes)
     parts = [class_table(tuned) + "\n\n" + summary_line(tuned)] if tuned else []
-    if held:
-        counted = [o for o in held if o.verdict in ("found", "missed")]
-        parts.append("held-out pairs (mined after the rules were written; no rule tuned on them):\n\n"
-                     + class_table(held) + "\n\n" + summary_line(held)
-                     + f"\nany warning/error within +-1 line of a defect line (any rule or category; an upper bound, "
-                       f"not a verdict): {sum(bool(o.at_line) for o in counted)} of {len(counted)}: "
-                     + "; ".join(f"{o.pair.id} {', '.join(o.at_line)}" for o in counted if o.at_line))
+    for label, group in ((HELD1_LABEL, held), (HELD2_LABEL, held2)):
+        if group:
+            parts.append(f"{label}:\n\n" + class_table(group) + "\n\n" + summary_line(group) + "\n"
+                         + upper_bound_line(group))
     return "\n\n".join(parts)
 
 
 def main(argv: list[str]) -> int:
-    pairs = load_pairs()
+    pairs = load_all_pairs()
     if not any(repo_dir(r) for r in {p.repo for p in pairs}):
         print(f"no repository snapshots (set NKI_HISTORY_MIRRORS; default {DEFAULT_MIRRORS})", file=sys.stderr)
         return 2
