@@ -205,7 +205,7 @@ def _report_distinct(review: Review, p, findings: list[Finding]) -> list[Finding
     if review.numerics is None or (p.size is None and not p.coincidences):
         return findings
     review.numerics.distinct_dims = {**p.to_json(), "notes": p.notes}  # type: ignore[attr-defined]
-    if p.size is None:
+    if p.size is None or p.refused:
         return findings
     for s in review.numerics.sizes:
         if s.get("name") == p.size.name:
@@ -267,13 +267,15 @@ def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, 
     findings += _migration(spec.nki_path, nki_disp, spec.cuda_path, cuda_disp, spec.kernel_name,
                            spec.port.cuda_kernel, target, notes)
     review = Review(port=port, notes=notes, unchecked=unchecked)
-    if distinct is not None:
-        notes.extend(distinct.notes)
+    planned = list(distinct.notes) if distinct is not None else []
+    review.notes.extend(planned)
     plots: dict[str, bytes] = {}
     res = None
     if opts.run and not (cancel and cancel.is_set()):
-        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early)
+        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early,
+                               distinct)
         findings += ran if distinct is None else _report_distinct(review, distinct, ran)
+        review.notes.extend(n for n in (distinct.notes if distinct is not None else []) if n not in planned)
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")
     else:
@@ -376,7 +378,7 @@ def _prepare_later_stages() -> None:
 
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
-                cancel: threading.Event | None, early: Started | None = None) -> tuple[list[Finding], Any]:
+                cancel: threading.Event | None, early: Started | None = None, distinct=None) -> tuple[list[Finding], Any]:
     # deferred: imported while the kernel runs ahead (review start-up)
     from .numerics.attribution import attribute, growth_fits, source_text
     from .numerics.localize import cuda_store_line
@@ -397,6 +399,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
                         cancelled=(cancel.is_set if cancel else None), started=early)
+    _drop_refused(res, distinct)
     out = _with_retile_plan([_rebase(f, spec.nki_path, nki_disp) for f in res.findings], res, target)
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
@@ -423,12 +426,33 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     return out, res
 
 
+def _drop_refused(res, p) -> None:
+    """An added size that the kernel's own assert refuses was no legal size (an assert the planner could not read):
+    it leaves the results, and the plan says so, so that nothing is reported from a size the user never asked for."""
+    for sr in [s for s in res.sizes if s.size in res.added]:
+        run = sr.runs.get(TRAINIUM.name)
+        if run is None or run.status != "kernel-error" or "AssertionError" not in f"{run.error or ''}":
+            continue
+        res.sizes.remove(sr)
+        res.added.pop(sr.size)
+        res.findings = [f for f in res.findings if not (f.evidence.get("added_size") and f.evidence.get("size") == sr.size)]
+        if p is not None and p.size is not None and p.size.name == sr.size:
+            p.refused = one_line_error(run.error)
+            p.notes.append(f"distinct-dims: the kernel's assert refuses the added size {sr.size} ({p.dims_text()}): "
+                           f"{p.refused}; it was dropped, so no run tells the coinciding roles apart")
+
+
+def one_line_error(text: str | None) -> str:
+    lines = [x.strip() for x in (text or "").strip().splitlines() if x.strip()]
+    return (lines[-1] if lines else "AssertionError")[:200]
+
+
 def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
     """Each selected size whose kernel outputs were not all compared with the reference, and why."""
     out = [f"size {name!r} skipped (too large for the memory limit)" for name in res.skipped]
     ran = {s.size: s for s in res.sizes}
     for name in sizes or [s.name for s in spec.sizes]:
-        if name in res.skipped:
+        if name in res.skipped or (name in spec.added and name not in res.added):  # an added size it refused
             continue
         sr = ran.get(name)
         if sr is None:

@@ -58,6 +58,7 @@ class DistinctPlan:
     tiles: dict[str, int] = field(default_factory=dict)  # tile constants at the added size
     why: str = ""
     reason: str = ""  # what coincides at every size of the spec
+    refused: str | None = None  # the kernel's assert refused the size at run time (review drops it)
     notes: list[str] = field(default_factory=list)
 
     def dims_text(self) -> str:
@@ -70,6 +71,7 @@ class DistinctPlan:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.size.name if self.size else None, "added_by": "nki-assist", "mode": self.mode,
                 "bindings": self.size.bindings if self.size else None, "tiles": self.tiles, "why": self.why,
+                "ran": self.size is not None and self.refused is None, "refused": self.refused,
                 "coincidences": [c.to_json() for c in self.coincidences]}
 
 
@@ -219,16 +221,24 @@ def read_kernel(spec: PortSpec, target: Target) -> KernelDims | None:
     ev = _Eval(_tile_sizes(target))
     module_env: dict[str, Any] = {}
     for node in tree.body:  # module-level integer constants (TILE_K = 128, TILE_M = nl.tile_size.pmax)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        for name, expr in _assigned(node):
             try:
-                module_env[node.targets[0].id] = ev(node.value, module_env)
+                module_env[name] = ev(expr, module_env)
             except (_Unknown, TypeError, ValueError, ZeroDivisionError, OverflowError):
-                module_env.pop(node.targets[0].id, None)
+                module_env.pop(name, None)
     positional = [n for n, i in spec.inputs.items() if not i.keyword]
-    params = {a.arg: positional[i] for i, a in enumerate(fn.args.posonlyargs + fn.args.args) if i < len(positional)}
+    args = fn.args.posonlyargs + fn.args.args
+    params = {a.arg: positional[i] for i, a in enumerate(args) if i < len(positional)}
     params.update({n: n for n, i in spec.inputs.items() if i.keyword})
     shape_names: dict[str, str | int] = {}
-    steps: list[tuple[str, ast.AST]] = []
+    # parameters the spec does not pass keep their defaults (TILES_IN_BLOCK_M=8); a passed plain value is that value
+    defaults = dict(zip([a.arg for a in args][len(args) - len(fn.args.defaults):], fn.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+    steps: list[tuple[str, ast.AST]] = [(n, d) for n, d in defaults.items() if n not in params]
+    for name, inp in params.items():
+        value = spec.inputs[inp].value if inp in spec.inputs and spec.inputs[inp].kind == "value" else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            steps.append((name, ast.Constant(value)))
     asserts: list[ast.AST] = []
 
     def axis(param: str, i: int) -> str | int | None:
@@ -255,8 +265,8 @@ def read_kernel(spec: PortSpec, target: Target) -> KernelDims | None:
                 and isinstance(val.slice.value, int):
             if (d := axis(val.value.value.id, val.slice.value)) is not None:
                 shape_names[tgt.id] = d
-        elif isinstance(tgt, ast.Name):
-            steps.append((tgt.id, val))
+        else:
+            steps.extend(_assigned(node))
     tiling: list[tuple[str, str | int]] = []
     for node in ast.walk(fn):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) \
@@ -272,6 +282,18 @@ def read_kernel(spec: PortSpec, target: Target) -> KernelDims | None:
                 except _Unknown:
                     pass
     return KernelDims(shape_names, module_env, steps, asserts, list(dict.fromkeys(tiling)), ev)
+
+
+def _assigned(node: ast.AST) -> list[tuple[str, ast.AST]]:
+    """`A = x` and `A, B = x, y` as (name, expression) pairs; nothing for other statements."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return []
+    tgt, val = node.targets[0], node.value
+    if isinstance(tgt, ast.Name):
+        return [(tgt.id, val)]
+    if isinstance(tgt, ast.Tuple) and isinstance(val, ast.Tuple) and len(tgt.elts) == len(val.elts):
+        return [(t.id, v) for t, v in zip(tgt.elts, val.elts) if isinstance(t, ast.Name)]
+    return []
 
 
 def _straight_line(body: list[ast.stmt]):
@@ -424,8 +446,8 @@ def plan(spec: PortSpec, selected: list[SizeSpec], target: Target, mode: str = "
     out.tiles = {t: legal[t] for t in tile_names if t in legal}
     out.reason = ("the spec's sizes have " + "; ".join(c.text() for c in movable) + " at every size"
                   if movable else "asked for (distinct_dims = always)")
-    out.why = (f"{out.reason}, so a kernel that uses one where the other is meant passes them all; at "
-               f"{out.dims_text()} no two dimensions are equal or multiples of each other")
+    out.why = (f"{out.reason}, so a kernel that uses one where the other is meant passes them all; this size "
+               f"({out.dims_text()}) has no two dimensions equal or one a multiple of another")
     return out
 
 
