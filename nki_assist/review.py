@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +21,8 @@ from .schema import Numerics, Performance, PortInfo, Review
 
 from .parse.cuda import parse_cuda
 from .numerics.spec import load_spec
+from .numerics.distinct_size import DistinctPlan, plan
+from .numerics.guard import budget_bytes
 from .numerics.scenarios import Started, matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
 from .toolchain.sandbox import warm_sandbox
@@ -176,11 +178,6 @@ def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress |
 def _distinct_size(spec, opts: ReviewOptions, target: Target):
     """The spec with the distinct-dims size added when the sizes let two dimensions or tile constants coincide
     (numerics/distinct_size.py), the options selecting it too, and the plan (None when it is off)."""
-    from dataclasses import replace
-
-    from .numerics.distinct_size import plan
-    from .numerics.guard import budget_bytes
-
     mode = opts.distinct_dims or spec.review.distinct_dims
     if mode == "off":
         return spec, opts, None
@@ -188,8 +185,6 @@ def _distinct_size(spec, opts: ReviewOptions, target: Target):
     try:
         p = plan(spec, selected, target, mode, limit_bytes=min(budget_bytes(opts.memory_mb) // 8, 64 << 20))
     except Exception as exc:  # a planning bug must not lose the review
-        from .numerics.distinct_size import DistinctPlan
-
         p = DistinctPlan(mode, notes=[f"distinct-dims: planning failed internally ({type(exc).__name__}: {exc})"])
     if p.size is None:
         return spec, opts, p

@@ -307,7 +307,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
                     sr.agreements[(name, REFERENCE)] = _compare_all(run.outputs, ref.outputs, rtol, atol)
             if sr.gpu_model is not None:
                 sr.agreements[(GPU_MODEL.name, REFERENCE)] = _compare_all(sr.gpu_model, ref.outputs, rtol, atol)
-            if result.reduction_symbol is None:
+            if result.reduction_symbol is None and size.name not in spec.added:  # named by the spec's sizes
                 result.reduction_symbol = reduction_symbol(spec, [o.shape for o in ref.outputs], size)
         trn = sr.runs.get(TRAINIUM.name)
         if ref.ok and trn is not None and trn.status == "ok":
