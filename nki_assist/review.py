@@ -238,12 +238,16 @@ def _confirm_roles(findings: list[Finding], res, p) -> list[Finding]:
     out = []
     for f in findings:
         if f.rule == "NKI211" and (f.evidence or {}).get("constant") in tiles:
+            text = (f"size {p.size.name} ({p.dims_text()}), added by nki-assist, fails while every size of the "
+                    "spec passes")
+            # the reconciliation's convention (reconcile._confirm): the confirmed statement leads its item's fix
             f = f.model_copy(update={
                 "severity": Severity.ERROR, "confidence": "high",
-                "message": f.message + f" The run shows it: size {p.size.name} ({p.dims_text()}), added by "
-                           f"nki-assist, fails while every size of the spec passes.",
-                "evidence": {**f.evidence, "run_evidence": {"status": "confirmed", "size": p.size.name,
-                                                            "bindings": p.size.bindings, "tiles": p.tiles}}})
+                "message": f"{f.message} Confirmed by the run: {text}.",
+                "evidence": {**f.evidence, "root_cause_lead": True,
+                             "reconciled": {"status": "confirmed", "evidence": text, "sizes": [p.size.name]},
+                             "run_evidence": {"status": "confirmed", "size": p.size.name,
+                                              "bindings": p.size.bindings, "tiles": p.tiles}}})
         out.append(f)
     return out
 

@@ -165,6 +165,10 @@ def test_with_the_added_size_the_run_shows_the_mismatch_there(reviews):
     assert nki211.evidence["run_evidence"] == {"status": "confirmed", "size": NAME,
                                                "bindings": {"K": 48, "M": 256, "N": 80},
                                                "tiles": {"TILE_K": 48, "TILE_M": 128, "TILE_N": 80}}
+    assert nki211.evidence["reconciled"]["status"] == "confirmed" and nki211.evidence["reconciled"]["sizes"] == [NAME]
+    # the confirmed static finding leads the item's fix: the tile of the M axis, not the symptom's literal
+    (item,) = [i for i in r.assessment.items if nki211.id in i.finding_ids]
+    assert item.fix.startswith("Use the M tile size `TILE_M` here instead of `TILE_K`.")
     dd = r.numerics.model_extra["distinct_dims"]
     assert dd["ran"] is True and dd["added_by"] == "nki-assist" and dd["bindings"] == {"K": 48, "M": 256, "N": 80}
     # the cost model and the GPU gap stay on the spec's sizes
