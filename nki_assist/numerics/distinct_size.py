@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,9 @@ NAME = "distinct-dims"
 MODES = ("auto", "always", "off")
 _SMALL = tuple(range(16, 129, 16))  # one partial-free tile: any of these fits the 128 partitions
 _LARGE = tuple(128 * k for k in range(2, 17))  # whole 128-row tiles (no ragged tail), up to 2048
-_MAX_COMBOS = 200_000
+_MAX_HEADS = 20_000  # combinations of the coinciding axes' values looked at
+_ENOUGH = 64  # legal sizes compared before the search settles
+_SEARCH_S = 0.5  # the search stops here with the best size so far (many symbols, each free)
 
 
 _MISSING = object()
@@ -358,9 +362,9 @@ def _apart(a: int, b: int) -> bool:
     return a == 1 or b == 1 or (a != b and a % b != 0 and b % a != 0)
 
 
-def _combos(lists: list[list[int]]):
-    """Every assignment whose dimensions (other than 1) are pairwise distinct and not multiples of each other,
-    pruned as it is built; at most _MAX_COMBOS of them."""
+def _combos(lists: list[list[int]], limit: int = 200_000, fixed: tuple[int, ...] = ()):
+    """Every assignment whose dimensions (other than 1) are pairwise distinct and not multiples of each other, nor
+    of the `fixed` values, pruned as it is built; at most `limit` of them."""
     count = 0
 
     def walk(i: int, chosen: list[int]):
@@ -370,14 +374,34 @@ def _combos(lists: list[list[int]]):
             yield tuple(chosen)
             return
         for v in lists[i]:
-            if count >= _MAX_COMBOS:
+            if count >= limit:
                 return
-            if all(_apart(v, c) for c in chosen):
+            if all(_apart(v, c) for c in chosen) and all(_apart(v, c) for c in fixed):
                 chosen.append(v)
                 yield from walk(i + 1, chosen)
                 chosen.pop()
 
     yield from walk(0, [])
+
+
+def _assignments(syms: list[str], lists: list[list[int]], roles: set[str], kd: KernelDims | None, deadline: float):
+    """Full assignments, best first: every combination of the coinciding axes' values (fewest single-tile axes,
+    then smallest product), each completed with the smallest values of the other axes that keep all apart."""
+    first = [i for i, s in enumerate(syms) if s in roles]
+    rest = [i for i in range(len(syms)) if i not in first]
+    heads = []
+    for n, combo in enumerate(_combos([lists[i] for i in first], _MAX_HEADS)):
+        if n % 256 == 0 and time.perf_counter() > deadline - _SEARCH_S / 2:  # half the time for the heads
+            break
+        b = {syms[i]: v for i, v in zip(first, combo)}
+        heads.append((_single_tile_axes(kd, b, kd.env(b) if kd else {}, roles), math.prod(combo), combo))
+    heads.sort()
+    for _, _, combo in heads:
+        # the other axes: the first (smallest-first) values that keep every dimension apart
+        tail = next(_combos([lists[i] for i in rest], 1, fixed=combo), None)
+        if tail is not None:
+            values = {**dict(zip(first, combo)), **dict(zip(rest, tail))}
+            yield tuple(values[i] for i in range(len(syms)))
 
 
 def _single_tile_axes(kd: KernelDims | None, b: dict[str, int], env: dict[str, Any], axes: set[str]) -> int:
@@ -420,7 +444,14 @@ def plan(spec: PortSpec, selected: list[SizeSpec], target: Target, mode: str = "
     roles |= {s for c in movable if c.kind == "tiles" for n in c.names for s in kd.tile_constants().get(n, ())}
     best = None
     nbytes_of = _bytes_function(spec)
-    for combo in _combos(lists):
+    deadline = time.perf_counter() + _SEARCH_S
+    found = 0
+    for combo in _assignments(syms, lists, roles, kd, deadline):
+        now = time.perf_counter()
+        if (now > deadline and best is not None) or now > deadline + 3 * _SEARCH_S:
+            out.notes.append(f"distinct-dims: the size search stopped after {_SEARCH_S:g} s; the size is the best "
+                             "found by then")
+            break
         b = dict(zip(syms, combo))
         nbytes = nbytes_of(b)
         if limit_bytes is not None and nbytes > limit_bytes:
@@ -431,6 +462,9 @@ def plan(spec: PortSpec, selected: list[SizeSpec], target: Target, mode: str = "
         key = (_single_tile_axes(kd, b, env, roles), nbytes, combo)
         if best is None or key < best[0]:
             best = (key, b, env)
+        found += 1
+        if found >= _ENOUGH:  # candidates come best-first (_assignments): later ones rarely win
+            break
     if best is None:
         pairs = "; ".join(c.text() for c in movable) or "none"
         out.notes.append(f"distinct-dims: no size with pairwise distinct dimensions, none a multiple of another, "

@@ -209,3 +209,24 @@ def test_cli_flag_turns_it_off():
     off = run("--distinct-dims", "off")
     assert off.returncode == 0, off.stderr  # NKI211 alone is a warning: nothing at --fail-on error
     assert [s["name"] for s in json.loads(off.stdout)["numerics"]["sizes"]] == ["square", "tall"]
+
+
+def test_many_coinciding_dimensions_are_searched_within_bounds(tmp_path):
+    # six dimensions, all 128 at the only size, each tiled by 16: the search is bounded and still finds a size
+    loops = "".join(f"    for i in nl.affine_range({d} // 16):\n        pass\n" for d in "ABCDEF")
+    (tmp_path / "k.py").write_text("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n"
+                                   "@nki.jit\ndef k(a, b, c):\n    A, B = a.shape\n    C, D = b.shape\n"
+                                   f"    E, F = c.shape\n{loops}    return a\n")
+    (tmp_path / "port.toml").write_text(
+        '[port]\nname = "six"\nnki = "k.py"\n[inputs]\n'
+        'a = { shape = ["A", "B"], dtype = "float32" }\nb = { shape = ["C", "D"], dtype = "float32" }\n'
+        'c = { shape = ["E", "F"], dtype = "float32" }\n[[sizes]]\nname = "s"\n'
+        + "".join(f"{d} = 128\n" for d in "ABCDEF"))
+    import time
+
+    t0 = time.perf_counter()
+    p = _plan(tmp_path / "port.toml")
+    assert time.perf_counter() - t0 < 2.5
+    assert len(p.coincidences) == 15 and p.size is not None
+    values = list(p.size.bindings.values())
+    assert _apart(values) and all(v % 16 == 0 for v in values)
