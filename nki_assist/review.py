@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .findings import Finding, dedupe, prioritize
+from .findings import Finding, Severity, dedupe, prioritize
 from .hardware import Target, get_target
 from .schema import Numerics, Performance, PortInfo, Review
 
 from .parse.cuda import parse_cuda
 from .numerics.spec import load_spec
+from .numerics.distinct_size import DistinctPlan, plan
+from .numerics.guard import budget_bytes
 from .numerics.scenarios import Started, matrix_rows, run_scenarios
 from .toolchain.registry import get_backend
 from .toolchain.sandbox import warm_sandbox
@@ -53,6 +55,7 @@ class ReviewOptions:
     ignore: list[str] = field(default_factory=list)
     plots: bool = True
     nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
+    distinct_dims: str | None = None  # auto | always | off; None: the spec's [review] distinct_dims (auto)
 
 
 @dataclass
@@ -159,18 +162,98 @@ def _review_spec(spec_path: str, spec, opts: ReviewOptions, progress: Progress |
     def rel(p: Path | None) -> str | None:
         return None if p is None else str(p) if not p.is_relative_to(base) else str(p.relative_to(base))
 
+    extra = None
+    if opts.run:
+        spec, opts, extra = _distinct_size(spec, opts, target)
     # the kernel runs begin now, in a thread, so the sandbox child works while this one checks the sources
     begun: list[Started] = []
     try:
         early = _start_runs(spec, opts, target, begun.append) if opts.run and cancel is None else None
-        return _review_rest(spec_path, spec, opts, say, cancel, t0, target, notes, base, rel, early)
+        return _review_rest(spec_path, spec, opts, say, cancel, t0, target, notes, base, rel, early, extra)
     finally:
         for started in begun:
             started.abandon()  # nothing left running (it has ended unless the review raised on the way)
 
 
+def _distinct_size(spec, opts: ReviewOptions, target: Target):
+    """The spec with the distinct-dims size added when the sizes let two dimensions or tile constants coincide
+    (numerics/distinct_size.py), the options selecting it too, and the plan (None when it is off)."""
+    mode = opts.distinct_dims or spec.review.distinct_dims
+    if mode == "off":
+        return spec, opts, None
+    selected = [spec.size(n) for n in opts.sizes] if opts.sizes else list(spec.sizes)
+    try:
+        p = plan(spec, selected, target, mode, limit_bytes=min(budget_bytes(opts.memory_mb) // 8, 64 << 20))
+    except Exception as exc:  # a planning bug must not lose the review
+        p = DistinctPlan(mode, notes=[f"distinct-dims: planning failed internally ({type(exc).__name__}: {exc})"])
+    if p.size is None:
+        return spec, opts, p
+    spec = spec.with_added_size(p.size, p.why)
+    if opts.sizes:
+        opts = replace(opts, sizes=[*opts.sizes, p.size.name])
+    return spec, opts, p
+
+
+def _report_distinct(review: Review, p, findings: list[Finding]) -> list[Finding]:
+    """The plan in the review (numerics.distinct_dims, the added size marked in numerics.sizes) and `findings`
+    with each one of the added size saying why that size exists."""
+    if review.numerics is None or (p.size is None and not p.coincidences):
+        return findings
+    review.numerics.distinct_dims = {**p.to_json(), "notes": p.notes}  # type: ignore[attr-defined]
+    if p.size is None or p.refused:
+        return findings
+    for s in review.numerics.sizes:
+        if s.get("name") == p.size.name:
+            s["added_by"] = "nki-assist"
+            s["why"] = p.why
+    return [_name_added(f, p) for f in findings]
+
+
+def _name_added(f: Finding, p) -> Finding:
+    """A finding of the added size says why that size exists (it is not one the user wrote)."""
+    name = p.size.name
+    ev = f.evidence or {}
+    sizes = ev.get("sizes") if isinstance(ev.get("sizes"), list) else [ev.get("size")]
+    if name not in sizes:
+        return f
+    text = f" Size {name} ({p.dims_text()}) was added by nki-assist: {p.reason}."
+    return f.model_copy(update={"message": f.message + text, "evidence": {**ev, "added_size": True}})
+
+
+def _confirm_roles(findings: list[Finding], res, p) -> list[Finding]:
+    """NKI211 (a tile constant on another axis's role) is latent at sizes where the constants coincide: when the
+    added size, where they differ, is the one size that fails and every size of the spec passes, the run shows the
+    mix-up; the static finding says so and becomes an error."""
+    if res is None or p is None or p.size is None:
+        return findings
+    # deferred: imported while the kernel runs ahead (review start-up)
+    from .numerics.attribution import size_fails as fails
+
+    by_name = {s.size: s for s in res.sizes}
+    added = by_name.get(p.size.name)
+    users = res.user_sizes()
+    if added is None or not users or not fails(added) or any(fails(s) for s in users):
+        return findings
+    tiles = set(p.tiles) | {n for c in p.coincidences for n in c.names}
+    out = []
+    for f in findings:
+        if f.rule == "NKI211" and (f.evidence or {}).get("constant") in tiles:
+            text = (f"size {p.size.name} ({p.dims_text()}), added by nki-assist, fails while every size of the "
+                    "spec passes")
+            # the reconciliation's convention (reconcile._confirm): the confirmed statement leads its item's fix
+            f = f.model_copy(update={
+                "severity": Severity.ERROR, "confidence": "high",
+                "message": f"{f.message} Confirmed by the run: {text}.",
+                "evidence": {**f.evidence, "root_cause_lead": True,
+                             "reconciled": {"status": "confirmed", "evidence": text, "sizes": [p.size.name]},
+                             "run_evidence": {"status": "confirmed", "size": p.size.name,
+                                              "bindings": p.size.bindings, "tiles": p.tiles}}})
+        out.append(f)
+    return out
+
+
 def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, notes, base, rel,
-                 early: Started | None) -> ReviewResult:
+                 early: Started | None, distinct=None) -> ReviewResult:
     nki_disp, cuda_disp = rel(spec.nki_path), rel(spec.cuda_path)
     port = PortInfo(name=spec.name, target=target.name, nki=nki_disp, cuda=cuda_disp, nki_kernel=spec.kernel_name,
                     cuda_kernel=spec.port.cuda_kernel, spec=str(spec_path))
@@ -183,16 +266,20 @@ def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, 
     findings += _migration(spec.nki_path, nki_disp, spec.cuda_path, cuda_disp, spec.kernel_name,
                            spec.port.cuda_kernel, target, notes)
     review = Review(port=port, notes=notes, unchecked=unchecked)
+    planned = list(distinct.notes) if distinct is not None else []
+    review.notes.extend(planned)
     plots: dict[str, bytes] = {}
     res = None
     if opts.run and not (cancel and cancel.is_set()):
-        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early)
-        findings += ran
+        ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early,
+                               distinct)
+        findings += ran if distinct is None else _report_distinct(review, distinct, ran)
+        review.notes.extend(n for n in (distinct.notes if distinct is not None else []) if n not in planned)
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")
     else:
         review.unchecked.append("review cancelled before the kernel ran")
-    findings = _reconcile(findings, spec, res, review, _read(spec.nki_path) or "")
+    findings = _confirm_roles(_reconcile(findings, spec, res, review, _read(spec.nki_path) or ""), res, distinct)
     review.findings = _finalize(findings, base)
     say("drafting the assessment", 92.0)
     review.assessment = _assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
@@ -290,7 +377,7 @@ def _prepare_later_stages() -> None:
 
 def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
                 prior: list[Finding], nki_disp: str, base: Path, say: Progress,
-                cancel: threading.Event | None, early: Started | None = None) -> tuple[list[Finding], Any]:
+                cancel: threading.Event | None, early: Started | None = None, distinct=None) -> tuple[list[Finding], Any]:
     # deferred: imported while the kernel runs ahead (review start-up)
     from .numerics.attribution import attribute, growth_fits, source_text
     from .numerics.localize import cuda_store_line
@@ -311,6 +398,7 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
                         stochastic=opts.stochastic, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                         progress=lambda m, p: say(f"numerics: {m}", 8.0 + 0.7 * p),
                         cancelled=(cancel.is_set if cancel else None), started=early)
+    _drop_refused(res, distinct)
     out = _with_retile_plan([_rebase(f, spec.nki_path, nki_disp) for f in res.findings], res, target)
     review.unchecked.extend(_uncompared(spec, res, opts.sizes))
     kline = _kernel_line(spec.nki_path, spec.kernel_name)
@@ -337,12 +425,33 @@ def _run_stages(spec, opts: ReviewOptions, target: Target, review: Review, plots
     return out, res
 
 
+def _drop_refused(res, p) -> None:
+    """An added size that the kernel's own assert refuses was no legal size (an assert the planner could not read):
+    it leaves the results, and the plan says so, so that nothing is reported from a size the user never asked for."""
+    for sr in [s for s in res.sizes if s.size in res.added]:
+        run = sr.runs.get(TRAINIUM.name)
+        if run is None or run.status != "kernel-error" or "AssertionError" not in f"{run.error or ''}":
+            continue
+        res.sizes.remove(sr)
+        res.added.pop(sr.size)
+        res.findings = [f for f in res.findings if not (f.evidence.get("added_size") and f.evidence.get("size") == sr.size)]
+        if p is not None and p.size is not None and p.size.name == sr.size:
+            p.refused = one_line_error(run.error)
+            p.notes.append(f"distinct-dims: the kernel's assert refuses the added size {sr.size} ({p.dims_text()}): "
+                           f"{p.refused}; it was dropped, so no run tells the coinciding roles apart")
+
+
+def one_line_error(text: str | None) -> str:
+    lines = [x.strip() for x in (text or "").strip().splitlines() if x.strip()]
+    return (lines[-1] if lines else "AssertionError")[:200]
+
+
 def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
     """Each selected size whose kernel outputs were not all compared with the reference, and why."""
     out = [f"size {name!r} skipped (too large for the memory limit)" for name in res.skipped]
     ran = {s.size: s for s in res.sizes}
     for name in sizes or [s.name for s in spec.sizes]:
-        if name in res.skipped:
+        if name in res.skipped or (name in spec.added and name not in res.added):  # an added size it refused
             continue
         sr = ran.get(name)
         if sr is None:
@@ -416,7 +525,8 @@ def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review,
     # deferred: imported while the kernel runs ahead (review start-up)
     from . import perf
 
-    ran = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
+    # the spec's own sizes: a size the review added is there to tell roles apart, not to be costed
+    ran = [s for s in res.user_sizes() if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
     if not ran:
         review.notes.append("performance: no size ran to completion with a trace; no estimate")
         return []

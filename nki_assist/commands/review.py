@@ -30,6 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_nki_version(p)
     add_fail_on(p, "error")  # a `block` verdict (an error finding) exits 1
     p.add_argument("--size", action="append", metavar="NAME", help="only this size of the spec (repeatable)")
+    p.add_argument("--distinct-dims", choices=["auto", "always", "off"], default=None,
+                   help="add a size with pairwise distinct dimensions, none a multiple of another: auto (default, "
+                        "or the spec's [review] distinct_dims) when the sizes let two dimensions or tile constants "
+                        "coincide, always, or off")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="how the kernel runs (default: builtin simulator)")
     p.add_argument("--no-run", action="store_true", help="do not execute the kernel (static and migration only)")
@@ -114,7 +118,7 @@ def _review(args: argparse.Namespace) -> int:
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
-                         plots=plots, nki_version=nki_version_arg(args))
+                         plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims)
     progress = None if args.quiet else _progress()
     try:
         if args.spec:

@@ -42,17 +42,18 @@ def _ragged_symbols(res: NumericsResult, sr: SizeResult) -> dict[str, int]:
 
     A value below 128 (a head dimension of 64) fits one tile and is only ragged when another size
     binds the same symbol to a multiple of 128 (the spec varies it on purpose)."""
-    aligned_elsewhere = {k for o in res.sizes if o is not sr for k, v in o.bindings.items() if v % 128 == 0}
+    aligned_elsewhere = {k for o in res.user_sizes() if o is not sr for k, v in o.bindings.items() if v % 128 == 0}
     return {k: v for k, v in sr.bindings.items()
             if v > 1 and v % 128 and (v > 128 or k in aligned_elsewhere)}
 
 
 def ragged_sizes(res: NumericsResult) -> set[str]:
-    """Sizes with a tile-unaligned tail (see _ragged_symbols)."""
-    return {sr.size for sr in res.sizes if _ragged_symbols(res, sr)}
+    """Sizes with a tile-unaligned tail (see _ragged_symbols). A size the tool added divides every tile of the
+    kernel by construction (distinct_size.py): never ragged."""
+    return {sr.size for sr in res.user_sizes() if _ragged_symbols(res, sr)}
 
 
-def _fails(sr: SizeResult) -> bool:
+def size_fails(sr: SizeResult) -> bool:
     run = sr.runs.get(TRAINIUM.name)
     return ((run is not None and run.status != "ok") or sr.passed(TRAINIUM.name) is False
             or sr.passed(TRAINIUM_FP32.name) is False)
@@ -119,7 +120,7 @@ def growth_fits(res: NumericsResult) -> list[GrowthFit]:
     fits = []
     for scenario in (TRAINIUM.name, TRAINIUM_FP32.name):
         lengths, errors = [], []
-        for sr in res.sizes:
+        for sr in res.user_sizes():
             ag = _worst(sr.agreement(scenario))
             if sr.reduction_length and ag is not None:
                 lengths.append(sr.reduction_length)
@@ -158,7 +159,7 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
     tile_ragged = set(ragged)  # sizes with a partial tile, whether or not the boundary attribution applies
     # Ragged failures are explained by the boundary attribution only when an aligned size passes;
     # otherwise they are judged like every other size.
-    aligned_pass = any(sr.reference.ok and sr.size not in ragged and not _fails(sr) for sr in res.sizes)
+    aligned_pass = any(sr.reference.ok and sr.size not in ragged and not size_fails(sr) for sr in res.user_sizes())
     if not aligned_pass:
         ragged = set()
     aligned_fail_fp32 = []
@@ -261,9 +262,9 @@ def attribute(res: NumericsResult, prior: list[Finding], *, nki_path: str, kerne
 
 def _ragged(res, ragged, prior, nki_path, kernel_line) -> list[Finding]:
     fails, passes = [], []
-    for sr in res.sizes:
+    for sr in res.user_sizes():
         if sr.reference.ok:
-            (fails if _fails(sr) else passes).append(sr)
+            (fails if size_fails(sr) else passes).append(sr)
     rag_fail = [s for s in fails if s.size in ragged]
     if not rag_fail or not any(s.size not in ragged for s in passes):
         return []
@@ -370,7 +371,7 @@ def _order_gap(res, prior, nki_path, kernel_line) -> list[Finding]:
     rounding. Only a rounding-sized gap gets "not a defect" and a tolerance; see tolerance.gap_verdict."""
     worst = None
     defect = _precision_defect(prior)
-    for sr in res.sizes:
+    for sr in res.user_sizes():
         if sr.passed(TRAINIUM.name) is not True:
             continue
         for ag, verdict in _gap_verdicts(sr, res.gpu_precision, defect):

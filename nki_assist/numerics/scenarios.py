@@ -79,6 +79,11 @@ class NumericsResult:
     seconds: float = 0.0
     skipped: dict[str, str] = field(default_factory=dict)  # size -> why it did not run (the size guard)
     cancelled: bool = False
+    added: dict[str, str] = field(default_factory=dict)  # sizes the tool added (spec.added): name -> why
+
+    def user_sizes(self) -> list[SizeResult]:
+        """The sizes of the spec file, without the ones the tool added (growth fits, gaps, cost model)."""
+        return [s for s in self.sizes if s.size not in self.added]
 
 
 _HALO = 16  # widest stencil halo taken for padding, not reduction (a 17x17 window)
@@ -227,7 +232,10 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
     chosen, scen, budget = started.chosen, started.scen, started.budget
     rtol, atol = spec.tolerance.rtol, spec.tolerance.atol
     models_gpu = gpu_precision is not None or spec.golden is not None
-    result = NumericsResult([], [REFERENCE, *scen, *([GPU_MODEL.name] if models_gpu else [])], gpu_precision, None)
+    result = NumericsResult([], [REFERENCE, *scen, *([GPU_MODEL.name] if models_gpu else [])], gpu_precision, None,
+                            added=dict(spec.added))
+    found = result.findings  # an added size's own findings go to `extra`, kept where no spec size has them
+    extra: list[Finding] = []
     steps = (len(chosen) + len(started.skipped)) * (len(scen) + 2)
     step = 0
 
@@ -251,6 +259,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
             result.notes.append("cancelled before all sizes ran")
             result.cancelled = True
             break
+        result.findings = extra if size.name in spec.added else found
         if size.name in inputs:
             args, golden = inputs.pop(size.name), goldens.pop(size.name)
         else:
@@ -298,7 +307,7 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
                     sr.agreements[(name, REFERENCE)] = _compare_all(run.outputs, ref.outputs, rtol, atol)
             if sr.gpu_model is not None:
                 sr.agreements[(GPU_MODEL.name, REFERENCE)] = _compare_all(sr.gpu_model, ref.outputs, rtol, atol)
-            if result.reduction_symbol is None:
+            if result.reduction_symbol is None and size.name not in spec.added:  # named by the spec's sizes
                 result.reduction_symbol = reduction_symbol(spec, [o.shape for o in ref.outputs], size)
         trn = sr.runs.get(TRAINIUM.name)
         if ref.ok and trn is not None and trn.status == "ok":
@@ -310,8 +319,23 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         if result.reduction_symbol:
             sr.reduction_length = size.bindings.get(result.reduction_symbol)
         result.sizes.append(sr)
+    result.findings = found + _added_only(found, extra, spec.added)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _added_only(found: list[Finding], extra: list[Finding], added: dict[str, str]) -> list[Finding]:
+    """Findings of the added sizes that no size of the spec has (same rule and line), each naming its size in
+    its evidence (the review says in the message why that size exists)."""
+    seen = {(f.rule, f.file, f.line) for f in found}
+    out = []
+    for f in extra:
+        if (f.rule, f.file, f.line) in seen:
+            continue
+        seen.add((f.rule, f.file, f.line))
+        name = f.evidence.get("size") if f.evidence.get("size") in added else next(iter(added), None)
+        out.append(f.model_copy(update={"evidence": {**f.evidence, "size": name, "added_size": True}}))
+    return out
 
 
 def _num(v: float | None) -> float | str | None:

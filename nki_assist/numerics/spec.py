@@ -8,6 +8,7 @@ Nothing here runs user code: kernel and reference arities are read from the sour
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import math
 import tomllib
@@ -285,9 +286,19 @@ class Golden(BaseModel):
         return self
 
 
+class ReviewSection(BaseModel):
+    """`[review]`: how `nki-assist review` treats this port (design.md "Port spec")."""
+
+    model_config = ConfigDict(extra="forbid")
+    # the extra size with pairwise distinct dimensions (numerics/distinct_size.py): "auto" adds it only when the
+    # sizes let two dimensions or tile constants coincide, "always" whenever a legal one exists, "off" never
+    distinct_dims: Literal["auto", "always", "off"] = "auto"
+
+
 class _SpecFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     port: PortSection
+    review: ReviewSection = Field(default_factory=ReviewSection)
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     sizes: list[SizeSpec] = Field(default_factory=list)
     tolerance: Tolerance = Field(default_factory=Tolerance)
@@ -307,6 +318,8 @@ class PortSpec:
         self.tolerance = data.tolerance
         self.golden = data.golden
         self.cuda = data.cuda  # the [cuda] launch description (cuda_launch.py), or None
+        self.review = data.review
+        self.added: dict[str, str] = {}  # sizes the review added (name -> why), not in the spec file
         self.kernel_name = kernel_name
         self.reference_function = reference_fn
 
@@ -343,6 +356,13 @@ class PortSpec:
             if s.name == name:
                 return s
         raise KeyError(f"no size {name!r} in {self.path}; sizes: {', '.join(s.name for s in self.sizes)}")
+
+    def with_added_size(self, size: SizeSpec, why: str) -> "PortSpec":
+        """A copy with one more size that the tool chose (the review's distinct-dims size), marked as added."""
+        other = copy.copy(self)
+        other.sizes = [*self.sizes, size]
+        other.added = {**self.added, size.name: why}
+        return other
 
     def shape_of(self, input_name: str, size: SizeSpec) -> tuple[int, ...]:
         spec = self.inputs[input_name]

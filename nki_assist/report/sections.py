@@ -277,9 +277,26 @@ def _sizes_grid(sizes: list[dict[str, Any]], symbol: str | None) -> Grid:
     red = f"reduction length ({symbol})" if symbol else "reduction length"
     out = []
     for s in sizes:
-        binds = ", ".join(f"{k}={_exact(v)}" for k, v in s.items() if k not in ("name", "reduction_length"))
-        out.append([str(s.get("name", "")), binds or "—", _exact(s.get("reduction_length"))])
+        binds = ", ".join(f"{k}={_exact(v)}" for k, v in s.items()
+                          if k not in ("name", "reduction_length", "added_by", "why"))
+        name = str(s.get("name", "")) + (f" (added by {s['added_by']})" if s.get("added_by") else "")
+        out.append([name, binds or "—", _exact(s.get("reduction_length"))])
     return Grid("Sizes", ["size", "bindings", red], out)
+
+
+def _distinct(d: Any) -> Text | None:
+    """What the review did about coinciding dimensions (numerics.distinct_dims, distinct_size.py)."""
+    if not isinstance(d, dict):
+        return None
+    notes = [str(n) for n in d.get("notes") or []]
+    if d.get("name") and d.get("ran"):
+        text = f"{d['name']}, added by nki-assist: {d.get('why', '')}."
+    elif notes:
+        text = " ".join(notes)
+        notes = []
+    else:
+        return None
+    return Text("Added size", one_line(" ".join([text, *notes]), 600))
 
 
 def _growth(fits: list[dict[str, Any]], symbol: str | None) -> Bullets | None:
@@ -341,6 +358,9 @@ def numerics_section(review: Review) -> Section:
                                            "(an element fails when |actual − expected| > atol + rtol·|expected|)"))
     if n.sizes:
         sec.parts.append(_sizes_grid(n.sizes, symbol))
+    added = _distinct(extra.get("distinct_dims"))
+    if added:
+        sec.parts.append(added)
     g = _growth([x for x in extra.get("growth") or [] if isinstance(x, dict)], symbol)
     if g:
         sec.parts.append(g)
@@ -354,7 +374,7 @@ def numerics_section(review: Review) -> Section:
         sec.parts.append(Bullets("Notes", notes))
     sec.parts.append(Plot("numerics.png"))
     sec.parts += _others(extra, {"reduction_symbol", "tolerance", "gpu_model_precision", "growth", "notes",
-                                 "seconds", "plots"})
+                                 "seconds", "plots", "distinct_dims"})
     return sec
 
 
