@@ -37,12 +37,15 @@ _GATED_CALLS = {
     "nl.abs_max": (4, "Available only on NeuronCore-v4 (trn3) and newer"),
     "nl.abs_min": (4, "Available only on NeuronCore-v4 (trn3) and newer"),
     "nisa.dma_transpose": (3, "Available only on NeuronCore-v3 or newer"),
-    "nisa.range_select": (3, "Available only on NeuronCore-v3 and newer"),
+    "nisa.range_select": (3, "Available only on NeuronCore-v3 and newer"),  # the legacy docs say so too
     "nisa.rand_set_state": (3, "Supported arch versions: NeuronCore-v3+"),
     "nisa.rand_get_state": (3, "Supported arch versions: NeuronCore-v3+"),
     "nisa.nonzero_with_count": (3, "Available only on NeuronCore-v3 and newer"),
 }
 # keyword=value modes: (api suffix, keyword, value pattern) -> (generation, doc wording)
+# the gates the legacy (neuronxcc.nki) docs state too; the others are documented from the 2.27 stubs on (legacy
+# dma_transpose, for one, has no generation note: its docs only gate HWDGE)
+_LEGACY_GATES = frozenset({"nisa.range_select", "perf_mode", "dge_mode"})
 _GATED_KWARGS = [
     (("nc_matmul", "matmul"), "perf_mode", re.compile(r"double_row"),
      (3, "double_row perf mode: NeuronCore-v3 and NeuronCore-v4 (nisa.nc_matmul)")),
@@ -83,13 +86,13 @@ def _uses(nf: NkiFile, fn: ast.FunctionDef):
         if not isinstance(n, ast.Call):
             continue
         api = _resolve(nf, n.func)
-        if api in _GATED_CALLS:
+        if api in _GATED_CALLS and (nf.dialect != "legacy" or api in _LEGACY_GATES):
             gen, doc = _GATED_CALLS[api]
             yield n, f"`{api}`", gen, doc
             continue
         last = api.rsplit(".", 1)[-1]
         for suffixes, kw, pattern, (gen, doc) in _GATED_KWARGS:
-            if last not in suffixes:
+            if last not in suffixes or (nf.dialect == "legacy" and kw not in _LEGACY_GATES):
                 continue
             found = next((k for k in n.keywords if k.arg == kw), None)
             value = found.value if found is not None else None

@@ -52,6 +52,9 @@ Uses of the API the SDK's documentation marks as generation-specific:
   `nisa.rand_get_state`, `nisa.nonzero_with_count`, `nc_matmul(perf_mode=double_row...)` (FP8 double-row mode,
   "on NeuronCore-v3 and NeuronCore-v4"), `dge_mode=hwdge` ("only supported for NeuronCore-v3 or newer").
 
+In legacy `neuronxcc.nki` code only the gates its own docs and examples state count (`range_select`, the
+`double_row_gen3` perf mode, HWDGE): the legacy `dma_transpose`, for one, carries no generation note.
+
 Severity follows what the file and the settings say about the target:
 - the kernel pins an older target (`@nki.jit(platform_target='trn1')`, or a `NEURON_PLATFORM_TARGET_OVERRIDE`
   the file sets): error;
