@@ -16,6 +16,7 @@ size only known as an expression (a chunk `p_off:p_end`, `num_groups`): warning.
 from __future__ import annotations
 
 import ast
+import re
 
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
@@ -32,6 +33,7 @@ _NL_BINARY = frozenset({
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "greater",
     "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
     "logical_and", "logical_or", "logical_xor", "fmod", "mod"})
+_NEW_SITE = re.compile(r"\.(?:tensor_tensor|" + "|".join(sorted(_NL_BINARY)) + r")\(")
 Extent = int | str | None  # literal partition count, an expression's text, or unknown
 
 
@@ -61,15 +63,13 @@ def _slice_extent(s: ast.Slice) -> Extent:
 class _Tiles:
     """Partition extents of the kernel's on-chip tiles, by name (None where a name gets several)."""
 
-    def __init__(self, nf: NkiFile, fn: ast.FunctionDef):
+    def __init__(self, nf: NkiFile, statements: list[ast.For | ast.Assign]):
         self.nf = nf
         self.loop_vars: set[str] = set()
         self.extent: dict[str, Extent] = {}
         self.line: dict[str, int] = {}
         seen: dict[str, set] = {}
-        nodes = sorted((n for n in _body_nodes(fn) if isinstance(n, (ast.For, ast.Assign))),
-                       key=lambda n: (n.lineno, n.col_offset))
-        for n in nodes:
+        for n in sorted(statements, key=lambda n: (n.lineno, n.col_offset)):
             if isinstance(n, ast.For):
                 if isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) and \
                         _resolve(nf, n.iter.func).rsplit(".", 1)[-1] in _LOOPS:
@@ -134,15 +134,22 @@ class _Tiles:
         return self.line.get(base.id) if isinstance(base, ast.Name) else None
 
 
-def _sites(nf: NkiFile, fn: ast.FunctionDef):
-    """(node, left operand, right operand, how) of each elementwise binary op the dialect forbids broadcasting in."""
+def _scan(nf: NkiFile, fn: ast.FunctionDef):
+    """One walk of the kernel: the loops and assignments that make tiles, and (node, left operand, right operand,
+    form) of each elementwise binary op the dialect forbids broadcasting in."""
     legacy = nf.dialect == "legacy"
+    statements, sites = [], []
     for n in _body_nodes(fn):
-        if legacy and isinstance(n, ast.BinOp) and isinstance(n.op, _OPERATORS):
-            yield n, n.left, n.right, "operator"
+        if isinstance(n, (ast.For, ast.Assign)):
+            statements.append(n)
+        elif legacy and isinstance(n, ast.BinOp) and isinstance(n.op, _OPERATORS):
+            sites.append((n, n.left, n.right, "operator"))
         elif legacy and isinstance(n, ast.AugAssign) and isinstance(n.op, _OPERATORS):
-            yield n, n.target, n.value, "operator"
-        elif isinstance(n, ast.Call):
+            sites.append((n, n.target, n.value, "operator"))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            last = n.func.attr
+            if last != "tensor_tensor" and (legacy or last not in _NL_BINARY):
+                continue
             api = _resolve(nf, n.func)
             if api == "nisa.tensor_tensor":
                 kw = {k.arg: k.value for k in n.keywords}
@@ -150,25 +157,29 @@ def _sites(nf: NkiFile, fn: ast.FunctionDef):
                 d1 = kw.get("data1", pos[0] if len(pos) > 0 else None)
                 d2 = kw.get("data2", pos[1] if len(pos) > 1 else None)
                 if d1 is not None and d2 is not None:
-                    yield n, d1, d2, "tensor_tensor"
+                    sites.append((n, d1, d2, "tensor_tensor"))
             elif not legacy and api.startswith("nl.") and api[3:] in _NL_BINARY and len(n.args) >= 2:
-                yield n, n.args[0], n.args[1], "nl"
+                sites.append((n, n.args[0], n.args[1], "nl"))
+    return statements, sites
 
 
 @check("NKI112", per_file=True)  # reads the kernel's Python AST
 def partition_broadcast(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional"):
         return
+    legacy = nf.dialect == "legacy"
     for k in nf.kernels:
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        tiles = None
+        if not legacy and not _NEW_SITE.search("\n".join(nf.lines[k.line - 1:k.end_line])):
+            continue  # no tensor_tensor or nl binary op: nothing to check (new-dialect operators are NKI515's)
+        statements, sites = _scan(nf, fn)
+        tiles = _Tiles(nf, statements) if sites else None
         reported: set[int] = set()  # one finding per line (`a * b - c * d` is one defect)
-        for node, left, right, how in _sites(nf, fn):
+        for node, left, right, how in sites:
             if node.lineno in reported:
                 continue
-            tiles = tiles or _Tiles(nf, fn)
             a, b = tiles.operand(left), tiles.operand(right)
             if a is None or b is None or a == b:
                 continue

@@ -16,6 +16,7 @@ compiler builds a kernel for one target: the `platform_target=` of `nki.jit` whe
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from ..api import table
@@ -24,7 +25,7 @@ from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from .nki_common import check, emit, kernel_function, module_tree
-from .nki_kernel_io import _body_nodes, _resolve
+from .nki_kernel_io import _resolve
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # API -> (oldest NeuronCore generation, the doc's wording); from the SDK's API stubs (2.27-2.32 nki/api)
@@ -52,8 +53,9 @@ _GATED_KWARGS = [
     (("dma_copy", "dma_transpose", "load", "store"), "dge_mode", re.compile(r"hwdge"),
      (3, "Hardware based DGE is only supported for NeuronCore-v3 or newer (nisa.dma_copy)")),
 ]
-_PREFILTER = re.compile(r"\b(?:double_row|hwdge|nc_matmul_mx|activate2|rand2|exponential|quantize_mx|abs_max|"
-                        r"abs_min|dma_transpose|range_select|rand_[gs]et_state|nonzero_with_count)\b")
+# names a gated use must spell (plain substring tests: cheaper than a regex over a large kernel)
+_WORDS = ("double_row", "hwdge", "nc_matmul_mx", "activate2", "rand2", "exponential", "quantize_mx", "abs_max",
+          "abs_min", "dma_transpose", "range_select", "rand_set_state", "rand_get_state", "nonzero_with_count")
 _GEN_OF = {"trn1": 2, "inf2": 2, "gen2": 2, "trn2": 3, "gen3": 3, "trn3": 4, "gen4": 4}
 _NAME_OF = {2: "trn1 (NeuronCore-v2)", 3: "trn2 (NeuronCore-v3)", 4: "trn3 (NeuronCore-v4)"}
 _PIN = re.compile(r"platform_target\s*=\s*['\"](\w+)['\"]")
@@ -79,10 +81,38 @@ def _decorator_line(nf: NkiFile, k: NkiKernel) -> int | None:
     return None
 
 
-def _uses(nf: NkiFile, fn: ast.FunctionDef):
+def _word_lines(nf: NkiFile, text: str) -> set[int]:
+    """The 1-based lines holding one of _WORDS (str.find over the whole text, then the line of each hit)."""
+    starts, pos = [], 0
+    for line in nf.lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    out = set()
+    for w in _WORDS:
+        i = text.find(w)
+        while i != -1:
+            out.add(bisect.bisect_right(starts, i))
+            i = text.find(w, i + 1)
+    return out
+
+
+def _nodes_on(fn: ast.FunctionDef, lines: set[int]):
+    """The kernel's own nodes (as _body_nodes), skipping statements that span none of `lines`."""
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.stmt) and not any(n.lineno <= x <= (n.end_lineno or n.lineno) for x in lines):
+            continue
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(c)
+
+
+def _uses(nf: NkiFile, fn: ast.FunctionDef, lines: set[int]):
     """(node to report: the call or its keyword, feature text, generation, doc wording) for each generation-gated use that is not chosen by a
     conditional expression."""
-    for n in _body_nodes(fn):
+    for n in _nodes_on(fn, lines):
         if not isinstance(n, ast.Call):
             continue
         api = _resolve(nf, n.func)
@@ -114,22 +144,23 @@ def _dialect_pins(nf: NkiFile, t: Target) -> bool:
 @check("NKI523", per_file=True)  # reads the decorator lines and the file's target override
 def generation_gated_api(nf: NkiFile, t: Target):
     text = "\n".join(nf.lines)
-    if nf.dialect not in ("legacy", "new", "transitional") or not _PREFILTER.search(text) \
+    if nf.dialect not in ("legacy", "new", "transitional") or not any(w in text for w in _WORDS) \
             or module_tree(nf) is None:
         return
+    candidates = _word_lines(nf, text)
     env = _ENV_PIN.search(text)
     target_gen = _GEN_OF.get(t.name, 3)
     for k in nf.kernels:
+        lines = {n for n in candidates if k.line <= n <= k.end_line}
+        if not lines or _AWARE.search("\n".join(nf.lines[k.line - 1:k.end_line])):
+            continue  # no gated name, or the kernel reasons about the generation itself
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        kernel_text = "\n".join(nf.lines[k.line - 1:k.end_line])
-        if _AWARE.search(kernel_text):
-            continue  # the kernel reasons about the generation itself
         pin = _PIN.search(_decorator_text(nf, k)) or env
         pinned = _GEN_OF.get(pin.group(1).lower()) if pin else None
         decorator_line = _decorator_line(nf, k)
-        for node, feature, gen, doc in _uses(nf, fn):
+        for node, feature, gen, doc in _uses(nf, fn, lines):
             evidence = {"feature": feature.strip("`"), "requires_generation": gen, "doc": doc,
                         "pinned_target": pin.group(1) if pin else None, "target": t.name}
             if pinned is not None:
