@@ -60,3 +60,11 @@ def test_gated_api_severity_follows_the_pinned_target_not_the_setting(target):
 def test_new_dialect_takes_the_target_from_the_setting(target, want):
     found = _found("NKI523", "neg_new_dialect_target_has_it.py", target)
     assert [(f.line, f.severity.value) for f in found] == want
+
+
+def test_one_dimensional_on_chip_tiles_in_legacy_code():
+    found = _found("NKI113", "pos_legacy_one_dim.py")
+    assert [(f.line, f.severity.value, f.evidence["form"]) for f in found] == [
+        (9, "warning", "allocation"), (10, "warning", "load"), (12, "warning", "load")]
+    assert [r.line for r in found[1].related] == [7]  # `(n,) = x.shape` shows x is 1-D
+    assert [r.line for r in found[2].related] == [11]  # the 1-D reshape
