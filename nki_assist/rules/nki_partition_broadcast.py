@@ -108,8 +108,11 @@ class _Tiles:
                 buf = next((ast.unparse(k.value) for k in value.keywords if k.arg == "buffer"), "")
                 if "hbm" in buf:
                     return None
-                first = value.args[0].elts[0]
-                return _int(first) if _int(first) is not None else None
+                dims = value.args[0].elts
+                par = [i for i, d in enumerate(dims) if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("par_dim")]
+                if par:  # legacy nl.par_dim marks the partition dim; dims before it are block dims
+                    return _int(dims[0].args[0]) if par == [0] and dims[0].args else None
+                return _int(dims[0])
             return None
         return self.operand(value)
 
