@@ -30,7 +30,7 @@ def rule_ids() -> list[str]:
 ABSENCE_RULES = frozenset({"NKI202", "NKI203", "NKI206", "NKI402"})
 # rules that read Python's own parse of the file (pyflakes, the project index, the module's AST): silent when it
 # does not compile
-PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215"})
+PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215", "NKI216"})
 
 
 def _syntax_findings(nf: NkiFile) -> list[Finding]:

@@ -24,7 +24,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_function, module_tree
+from .nki_common import check, emit, kernel_function
 from .nki_kernel_io import _resolve
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -144,8 +144,7 @@ def _dialect_pins(nf: NkiFile, t: Target) -> bool:
 @check("NKI523", per_file=True)  # reads the decorator lines and the file's target override
 def generation_gated_api(nf: NkiFile, t: Target):
     text = "\n".join(nf.lines)
-    if nf.dialect not in ("legacy", "new", "transitional") or not any(w in text for w in _WORDS) \
-            or module_tree(nf) is None:
+    if nf.dialect not in ("legacy", "new", "transitional") or not any(w in text for w in _WORDS):
         return
     candidates = _word_lines(nf, text)
     env = _ENV_PIN.search(text)
