@@ -14,6 +14,7 @@ from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_
                nki_utilization, nki_windows)
 from . import nki_generation, nki_kernel_io  # noqa: F401
 from . import nki_api_forms  # noqa: F401  (NKI517-NKI519)
+from . import nki_partition_broadcast, nki_self_compare, nki_target_gates, nki_tile_rank  # noqa: F401  (NKI112, NKI113, NKI216, NKI523)
 from .nki_common import CHECKS, emit
 from .runner import Check, crash_message, findings_of
 
@@ -29,7 +30,7 @@ def rule_ids() -> list[str]:
 ABSENCE_RULES = frozenset({"NKI202", "NKI203", "NKI206", "NKI402"})
 # rules that read Python's own parse of the file (pyflakes, the project index, the module's AST): silent when it
 # does not compile
-PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215"})
+PYTHON_LEVEL_RULES = frozenset({"NKI002", "NKI003", "NKI004", "NKI213", "NKI214", "NKI215", "NKI216"})
 
 
 def _syntax_findings(nf: NkiFile) -> list[Finding]:
