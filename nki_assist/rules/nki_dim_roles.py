@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, emit, kernel_function, walk
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}
@@ -114,7 +114,7 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        nodes = list(ast.walk(fn))  # walked once: every pass below reads the same nodes in the same order
+        nodes = walk(nf, fn)  # walked once: every pass below reads the same nodes in the same order
         roles = _Roles(fn, nodes)
         if len(roles.symbols) < 2:
             continue
