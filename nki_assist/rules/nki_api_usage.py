@@ -165,6 +165,7 @@ class _Walker(ast.NodeVisitor):
     def __init__(self, u: Usage, aliases: dict[str, str], spans, nf: NkiFile | None = None):
         self.u, self.aliases, self.spans = u, aliases, spans
         self.nf = nf  # the file whose shared child lists and walks the walker reads (nki_common.children)
+        self.children = children(nf) if nf is not None else child_nodes
         self.annot = 0
         self.stack: list[ast.AST] = []
         self.fn_depth: list[str] = []  # enclosing function names
@@ -201,7 +202,7 @@ class _Walker(ast.NodeVisitor):
 
     def generic_visit(self, node):
         self.stack.append(node)
-        for child in (children(self.nf, node) if self.nf is not None else child_nodes(node)):
+        for child in self.children(node):
             self.visit(child)
         self.stack.pop()
 

@@ -200,13 +200,17 @@ def _parse_function(lines: list[str], start: int, end: int) -> ast.FunctionDef |
 # tree (it goes when the file gets new lines) and run_nki_rules drops it after the checks (release_walks), so a
 # kept file holds no index. Its entries hold the nodes they are keyed by, so an `id` is never reused while its
 # entry lives. Readers must not change the lists.
-def children(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
-    """`list(ast.iter_child_nodes(node))`, once per node and file text."""
+def children(nf: NkiFile):
+    """A function of a node giving `list(ast.iter_child_nodes(node))`, once per node and file text."""
     kids = _walk_memo(nf)["kids"]
-    hit = kids.get(id(node))
-    if hit is None or hit[0] is not node:
-        hit = kids[id(node)] = (node, child_nodes(node))
-    return hit[1]
+
+    def of(node: ast.AST) -> list[ast.AST]:
+        hit = kids.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = kids[id(node)] = (node, child_nodes(node))
+        return hit[1]
+
+    return of
 
 
 def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
@@ -250,10 +254,11 @@ def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list
         return hit[1]
     out: list[ast.AST] = []
     stack = list(fn.body)
+    kids = children(nf)
     while stack:
         n = stack.pop()
         out.append(n)
-        stack.extend(c for c in children(nf, n) if not isinstance(c, _SCOPES))
+        stack.extend(c for c in kids(n) if not isinstance(c, _SCOPES))
     memo[id(fn)] = (fn, out)
     return out
 
@@ -285,13 +290,28 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 
 
 def source_has(nf: NkiFile, *tokens: str, lower: bool = False) -> bool:
-    """Whether one of `tokens` (identifier parts) may occur in the file's Python AST: False only when the text is
-    ASCII (so Python's NFKC normalisation of identifiers cannot make a name the text does not spell) and none of
-    them is in it (`lower`: in its lower-cased text). A rule that can only fire on such a name skips the file,
-    as ruff gates its rules on tokens."""
+    """Whether one of `tokens` (ASCII letters and `_`) may occur in a name of the file's Python AST (`lower`: in a
+    lower-cased name): False only when none is in the text (lower-cased) and Python's NFKC normalisation of names
+    cannot spell one from the text's other characters. A rule that can only fire on such a name skips the file, as
+    ruff gates its rules on tokens."""
     text = per_text(nf, "_source_text", lambda f: "\n".join(f.lines))
-    if not per_text(nf, "_source_ascii", lambda f: text.isascii()):
+    if not per_text(nf, "_source_ascii_names", lambda f: _names_keep_ascii(text)):
         return True
     if lower:
         text = per_text(nf, "_source_lower", lambda f: text.lower())
     return any(t in text for t in tokens)
+
+
+def _names_keep_ascii(text: str) -> bool:
+    """No character outside ASCII decomposes (NFKD), nor lower-cases, to an ASCII letter or `_`: then the
+    ASCII runs of a normalised (and lower-cased) name are runs of the text (composition only merges characters)."""
+    if text.isascii():
+        return True
+    import unicodedata
+
+    for ch in set(text):
+        if not ch.isascii():
+            for form in (ch, ch.lower()):
+                if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
+                    return False
+    return True
