@@ -157,6 +157,11 @@ def _canonical(full: str) -> str:
     return full
 
 
+# nodes without child nodes that no visit_ method reads (generic_visit would only push and pop them)
+_LEAVES = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop, ast.Constant)
+_LEAF = object()
+
+
 class _Walker(ast.NodeVisitor):
     # visit_<class> per node class (None: generic_visit), looked up once: NodeVisitor.visit builds the name and
     # looks it up for every node
@@ -195,10 +200,12 @@ class _Walker(ast.NodeVisitor):
         try:
             method = self._visitors[cls]
         except KeyError:
-            method = self._visitors[cls] = getattr(type(self), "visit_" + cls.__name__, None)
+            method = self._visitors[cls] = _LEAF if issubclass(cls, _LEAVES) else \
+                getattr(type(self), "visit_" + cls.__name__, None)
         if method is None:
             return self.generic_visit(node)
-        return method(self, node)
+        if method is not _LEAF:
+            return method(self, node)
 
     def generic_visit(self, node):
         self.stack.append(node)
