@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function, walk
+from .nki_common import check, emit, kernel_function, walk_nodes
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}
@@ -37,24 +37,29 @@ def _unwrap(node: ast.AST) -> ast.AST:
 class _Roles:
     """Axis symbols of the kernel's HBM tensors and the axis each tile constant is used for."""
 
-    def __init__(self, fn: ast.FunctionDef, nodes: list[ast.AST]):
+    def __init__(self, fn: ast.FunctionDef, assigns: list[ast.Assign], compares: list[ast.Compare]):
+        """The axes from the kernel's `assigns` and `compares` (its nodes of those types, in ast.walk order); the
+        votes come after, from `count` (only a kernel with two axis symbols needs them)."""
         self.axes: dict[str, list[str | None]] = {}  # HBM tensor -> axis symbols
         self.votes: dict[str, Counter] = defaultdict(Counter)
         self.bound: set[str] = set()  # names assigned in the kernel (not axis symbols' aliases)
         self.tiled: set[str] = set()  # axis symbols the kernel divides into tiles (M // TILE_M)
         params = {a.arg for a in fn.args.args}
-        for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        for node in assigns:
+            if len(node.targets) == 1:
                 self._assign(node.targets[0], node.value, params)
         # `assert K == K_`: two names of one axis
         self.alias: dict[str, str] = {}
-        for node in nodes:
-            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+        for node in compares:
+            if len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
                     and isinstance(node.left, ast.Name) and isinstance(node.comparators[0], ast.Name):
                 a, b = sorted((node.left.id, node.comparators[0].id))
                 self.alias[b] = self.alias.get(a, a)
         self.axes = {t: [self.alias.get(s, s) if s else None for s in ax] for t, ax in self.axes.items()}
         self.symbols = {s for ax in self.axes.values() for s in ax if s}
+
+    def count(self, nodes: list[ast.BinOp | ast.Subscript]) -> None:
+        """The votes of the kernel's divisions and HBM subscripts (its nodes of those types, in ast.walk order)."""
         for node in nodes:
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) \
                     and isinstance(node.left, ast.Name) and self.alias.get(node.left.id, node.left.id) in self.symbols \
@@ -114,18 +119,20 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        nodes = walk(nf, fn)  # walked once: every pass below reads the same nodes in the same order
-        roles = _Roles(fn, nodes)
+        # one shared walk: every pass below reads the kernel's nodes of its types in ast.walk's order
+        assigns = walk_nodes(nf, fn, ast.Assign)
+        roles = _Roles(fn, assigns, walk_nodes(nf, fn, ast.Compare))
         if len(roles.symbols) < 2:
             continue
+        roles.count(walk_nodes(nf, fn, (ast.BinOp, ast.Subscript)))
         allocs: dict[str, tuple[int, list[ast.AST]]] = {}
-        for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        for node in assigns:
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in ("nl.ndarray", "nl.zeros") \
                     and node.value.args and isinstance(node.value.args[0], ast.Tuple):
                 allocs[node.targets[0].id] = (node.lineno, [_unwrap(e) for e in node.value.args[0].elts])
         seen: set[tuple[int, str]] = set()
-        for node in nodes:
+        for node in walk_nodes(nf, fn, (ast.Subscript, ast.Assign)):
             if isinstance(node, ast.Subscript):
                 for axis, sym, expr in roles.hbm_axes(node):
                     wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)
