@@ -264,8 +264,11 @@ def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list
 
 
 def release_walks(nf: NkiFile) -> None:
-    """Drop the walk memo (after the checks: a kept file must not hold an index of its tree)."""
+    """Drop the walk memo and the prefilters' copies of the text (after the checks: a kept file must not hold an
+    index of its tree, nor its text twice more)."""
     nf.__dict__.get("_module_tree", {}).pop("walk", None)
+    for name in _SOURCE_MEMOS:
+        nf.__dict__.pop(name, None)
 
 
 def _walk_memo(nf: NkiFile) -> dict:
@@ -287,6 +290,9 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
         elif isinstance(v, list):
             out.extend(x for x in v if isinstance(x, ast.AST))
     return out
+
+
+_SOURCE_MEMOS = ("_source_text", "_source_ascii_names", "_source_lower")
 
 
 def source_has(nf: NkiFile, *tokens: str, lower: bool = False) -> bool:

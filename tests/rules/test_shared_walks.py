@@ -66,6 +66,7 @@ def test_the_walks_live_only_while_the_checks_run():
     assert "walk" in nf.__dict__["_module_tree"]
     assert any(f.rule == "NKI212" for f in run_nki_rules(nf, get_target("trn2")))  # the rules walked the tree
     assert "walk" not in nf.__dict__["_module_tree"]
+    assert not {"_source_text", "_source_lower"} & set(nf.__dict__)  # nor the prefilters' copies of the text
     # a reused file with new lines gets new walks, not the old text's
     tree = module_tree(nf)
     first = walk(nf, tree)
@@ -127,7 +128,8 @@ def test_token_gated_rules_skip_files_without_the_token(monkeypatch):
     monkeypatch.setattr(nki_dropout, "walk_nodes", spy)
     monkeypatch.setattr(nki_slips, "walk_nodes", spy)
     target = get_target("trn2")
-    text = (FIX / "NKI215" / "pos_legacy.py").read_text().replace("    probs[...] =", "    assert rate & 128 == 0\n    probs[...] =")
+    guard = "    assert rate & 128 == 0\n    probs[...] ="
+    text = (FIX / "NKI215" / "pos_legacy.py").read_text().replace("    probs[...] =", guard)
     assert {"NKI213", "NKI215"} <= {f.rule for f in run_nki_rules(_nf(text), target)}
     assert {"sum_after_dropout", "bit_test_as_divisibility_guard"} <= set(callers)
     callers.clear()
