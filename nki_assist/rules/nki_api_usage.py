@@ -159,7 +159,7 @@ def _canonical(full: str) -> str:
 
 # nodes without child nodes that no visit_ method reads (generic_visit would only push and pop them)
 _LEAVES = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop, ast.Constant)
-_LEAF = object()
+_LEAF, _UNSEEN = object(), object()
 
 
 class _Walker(ast.NodeVisitor):
@@ -195,13 +195,15 @@ class _Walker(ast.NodeVisitor):
         parts.append(self.aliases[node.id])
         return _canonical(".".join(reversed(parts)))
 
+    def _method(self, cls: type):
+        method = self._visitors[cls] = _LEAF if issubclass(cls, _LEAVES) else \
+            getattr(type(self), "visit_" + cls.__name__, None)
+        return method
+
     def visit(self, node):
-        cls = node.__class__
-        try:
-            method = self._visitors[cls]
-        except KeyError:
-            method = self._visitors[cls] = _LEAF if issubclass(cls, _LEAVES) else \
-                getattr(type(self), "visit_" + cls.__name__, None)
+        method = self._visitors.get(node.__class__, _UNSEEN)
+        if method is _UNSEEN:
+            method = self._method(node.__class__)
         if method is None:
             return self.generic_visit(node)
         if method is not _LEAF:
@@ -209,8 +211,15 @@ class _Walker(ast.NodeVisitor):
 
     def generic_visit(self, node):
         self.stack.append(node)
-        for child in self.children(node):
-            self.visit(child)
+        visitors = self._visitors
+        for child in self.children(node):  # visit(child), inlined: a call less per node
+            method = visitors.get(child.__class__, _UNSEEN)
+            if method is _UNSEEN:
+                method = self._method(child.__class__)
+            if method is None:
+                self.generic_visit(child)
+            elif method is not _LEAF:
+                method(self, child)
         self.stack.pop()
 
     def _visit_annotation(self, node):
