@@ -34,6 +34,41 @@ def _unwrap(node: ast.AST) -> ast.AST:
     return node
 
 
+def _axes_of(target: ast.AST, value: ast.AST, params: set[str]) -> tuple[str, list[str | None]] | None:
+    """(HBM tensor, its axis symbols) an assignment names: `K, M = lhsT.shape` of a parameter, or an HBM
+    allocation `out = nl.ndarray((M, N), ..., buffer=nl.shared_hbm)`."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute) and value.attr == "shape" \
+            and isinstance(value.value, ast.Name) and value.value.id in params:
+        return value.value.id, [e.id if isinstance(e, ast.Name) and e.id != "_" else None for e in target.elts]
+    if isinstance(target, ast.Name) and isinstance(value, ast.Call) \
+            and dotted_name(value.func) in ("nl.ndarray", "nl.zeros") and value.args \
+            and isinstance(value.args[0], ast.Tuple) \
+            and any(kw.arg == "buffer" and dotted_name(kw.value) in _HBM for kw in value.keywords):
+        return target.id, [e.id if isinstance(e, ast.Name) else None for e in value.args[0].elts]
+    return None
+
+
+def _may_have_two_axes(fn: ast.FunctionDef) -> bool:
+    """Whether the kernel can have two axis symbols, read from its statements alone (no walk of its expressions):
+    every symbol `_Roles` keeps is named by one of its assignments (or an alias of one: no more names), and an
+    assignment is a statement, so it sits in a statement list (a block's, a handler's, a case's)."""
+    params = {a.arg for a in fn.args.args}
+    symbols: set[str] = set()
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                and (axes := _axes_of(st.targets[0], st.value, params)) is not None:
+            symbols.update(s for s in axes[1] if s)
+            if len(symbols) >= 2:
+                return True
+        for part in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(st, part, None)
+            if isinstance(block, list):
+                stack.extend(block)
+    return False
+
+
 class _Roles:
     """Axis symbols of the kernel's HBM tensors and the axis each tile constant is used for."""
 
@@ -73,15 +108,9 @@ class _Roles:
                         self.votes[c][sym] += 1
 
     def _assign(self, target: ast.AST, value: ast.AST, params: set[str]) -> None:
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute) and value.attr == "shape" \
-                and isinstance(value.value, ast.Name) and value.value.id in params:
-            self.axes[value.value.id] = [e.id if isinstance(e, ast.Name) and e.id != "_" else None
-                                         for e in target.elts]
-        elif isinstance(target, ast.Name) and isinstance(value, ast.Call) \
-                and dotted_name(value.func) in ("nl.ndarray", "nl.zeros") and value.args \
-                and isinstance(value.args[0], ast.Tuple) \
-                and any(kw.arg == "buffer" and dotted_name(kw.value) in _HBM for kw in value.keywords):
-            self.axes[target.id] = [e.id if isinstance(e, ast.Name) else None for e in value.args[0].elts]
+        axes = _axes_of(target, value, params)
+        if axes is not None:
+            self.axes[axes[0]] = axes[1]
         if isinstance(target, ast.Name):
             self.bound.add(target.id)
 
@@ -119,6 +148,8 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
+        if not _may_have_two_axes(fn):
+            continue  # as `len(roles.symbols) < 2` below, without walking the kernel
         # one shared walk: every pass below reads the kernel's nodes of its types in ast.walk's order
         assigns = walk_nodes(nf, fn, ast.Assign)
         roles = _Roles(fn, assigns, walk_nodes(nf, fn, ast.Compare))

@@ -137,3 +137,33 @@ def test_token_gated_rules_skip_files_without_the_token(monkeypatch):
         .replace("nl.dropout", "nl.multiply")
     assert not any(f.rule in ("NKI213", "NKI215") for f in run_nki_rules(_nf(plain), target))
     assert not {"sum_after_dropout", "bit_test_as_divisibility_guard"} & set(callers)
+
+
+CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+
+
+def test_nki211_statement_gate_never_skips_a_kernel_with_two_axes():
+    """NKI211 skips a kernel whose statements name fewer than two axis symbols before walking it: an upper bound
+    of the symbols `_Roles` keeps, so every kernel with two is still read (fixtures, and AWS's nki-library when
+    the corpora are beside the checkout)."""
+    from nki_assist.rules.nki_common import kernel_function
+    from nki_assist.rules.nki_dim_roles import _may_have_two_axes, _Roles
+
+    files = sorted(FIX.glob("**/*.py"))
+    library = CORPORA / "nki-library@d2ad3a5"
+    if library.is_dir():
+        files += sorted(library.glob("**/*.py"))
+    kept = skipped = 0
+    for path in files:
+        nf = parse_nki(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        for k in nf.kernels:
+            fn = kernel_function(nf, k)
+            if fn is None:
+                continue
+            roles = _Roles(fn, walk_nodes(nf, fn, ast.Assign), walk_nodes(nf, fn, ast.Compare))
+            if _may_have_two_axes(fn):
+                kept += 1
+            else:
+                skipped += 1
+                assert len(roles.symbols) < 2, (path, k.name, roles.symbols)
+    assert kept > 5 and skipped > 5
