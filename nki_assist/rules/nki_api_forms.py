@@ -13,7 +13,7 @@ from ..findings import Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from .nki_api_usage import dotted, usage
-from .nki_common import allocation_of, check, emit, kernel_function
+from .nki_common import allocation_of, check, emit, kernel_function, walk_nodes
 
 MATMULS = frozenset({"nisa.nc_matmul", "nl.matmul"})
 _AUG = {ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.FloorDiv: "//=", ast.Mod: "%=", ast.Pow: "**=",
@@ -103,7 +103,7 @@ def unknown_numpy_attribute(nf: NkiFile, t: Target):
         if numpy is None:
             import numpy
         fn = kernel_function(nf, k)
-        nodes = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Attribute)) if fn is not None else (),
+        nodes = sorted(walk_nodes(nf, fn, ast.Attribute) if fn is not None else (),
                        key=lambda n: (n.lineno, n.col_offset, -(n.end_col_offset or 0)))  # outermost chain first
         for node in nodes:
             chain = _attr_chain(node)

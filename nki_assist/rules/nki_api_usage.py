@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ..parse.nki_model import NkiFile
-from .nki_common import kernel_function, module_tree, per_text
+from .nki_common import child_nodes, children, kernel_function, module_tree, per_text, walk
 
 _MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
             "nki.typing": "nt"}
@@ -112,7 +112,7 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     # in the shape parsing the kernel's lines alone gives: an indented kernel sits under an `if 1:` header
     body: list[ast.stmt] = [fn] if indent == 0 else [ast.If(test=ast.Constant(1), body=[fn], orelse=[])]
     tree = ast.Module(body=body, type_ignores=[])
-    _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner]).visit(tree)
+    _Walker(part, aliases, [(x.line, x.end_line, x) for x in inner], nf).visit(tree)
     # the part is kept on `k` (NkiKernel.memo): holding `k` too would make a reference cycle, which the
     # language server freezes (lsp_server/memory.py), keeping each closed document's kernels and syntax
     # tree resident. It names each kernel by its place in `inner`, which the memo key fixes.
@@ -131,7 +131,7 @@ def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
     if tree is None:
         return
     seen = {(a, line) for a, line, *_ in u.legacy_uses}
-    walker = _Walker(Usage(legacy_aliases=u.legacy_aliases), {}, [])
+    walker = _Walker(Usage(legacy_aliases=u.legacy_aliases), {}, [], nf)
     walker.visit(tree)
     u.legacy_uses.extend(x for x in walker.u.legacy_uses if (x[0], x[1]) not in seen)
 
@@ -157,9 +157,20 @@ def _canonical(full: str) -> str:
     return full
 
 
+# nodes without child nodes that no visit_ method reads (generic_visit would only push and pop them)
+_LEAVES = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop, ast.Constant)
+_LEAF, _UNSEEN = object(), object()
+
+
 class _Walker(ast.NodeVisitor):
-    def __init__(self, u: Usage, aliases: dict[str, str], spans):
+    # visit_<class> per node class (None: generic_visit), looked up once: NodeVisitor.visit builds the name and
+    # looks it up for every node
+    _visitors: dict[type, object] = {}
+
+    def __init__(self, u: Usage, aliases: dict[str, str], spans, nf: NkiFile | None = None):
         self.u, self.aliases, self.spans = u, aliases, spans
+        self.nf = nf  # the file whose shared child lists and walks the walker reads (nki_common.children)
+        self.children = children(nf) if nf is not None else child_nodes
         self.annot = 0
         self.stack: list[ast.AST] = []
         self.fn_depth: list[str] = []  # enclosing function names
@@ -184,9 +195,31 @@ class _Walker(ast.NodeVisitor):
         parts.append(self.aliases[node.id])
         return _canonical(".".join(reversed(parts)))
 
+    def _method(self, cls: type):
+        method = self._visitors[cls] = _LEAF if issubclass(cls, _LEAVES) else \
+            getattr(type(self), "visit_" + cls.__name__, None)
+        return method
+
+    def visit(self, node):
+        method = self._visitors.get(node.__class__, _UNSEEN)
+        if method is _UNSEEN:
+            method = self._method(node.__class__)
+        if method is None:
+            return self.generic_visit(node)
+        if method is not _LEAF:
+            return method(self, node)
+
     def generic_visit(self, node):
         self.stack.append(node)
-        super().generic_visit(node)
+        visitors = self._visitors
+        for child in self.children(node):  # visit(child), inlined: a call less per node
+            method = visitors.get(child.__class__, _UNSEEN)
+            if method is _UNSEEN:
+                method = self._method(child.__class__)
+            if method is None:
+                self.generic_visit(child)
+            elif method is not _LEAF:
+                method(self, child)
         self.stack.pop()
 
     def _visit_annotation(self, node):
@@ -229,7 +262,7 @@ class _Walker(ast.NodeVisitor):
         """Names passed to nl.fori_loop / nl.while_loop anywhere in the enclosing function."""
         out: set[str] = set()
         fn = next((s for s in reversed(self.stack) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-        for n in ast.walk(fn) if fn is not None else ():
+        for n in (walk(self.nf, fn) if self.nf is not None else ast.walk(fn)) if fn is not None else ():
             if isinstance(n, ast.Call) and self._dotted(n.func) in BODY_FUN_APIS:
                 out |= {a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)}
         return out

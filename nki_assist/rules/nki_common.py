@@ -192,3 +192,132 @@ def _parse_function(lines: list[str], start: int, end: int) -> ast.FunctionDef |
     if isinstance(node, ast.If) and node.body:
         node = node.body[0]
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+# -- one walk per node and file text ---------------------------------------------------------------------------
+# Many rules scan the module or a kernel's def, and ast.walk's generators cost more than the rules' own tests:
+# each node's children are listed once per file text here, and each walk once. The memo sits beside the module
+# tree (it goes when the file gets new lines) and run_nki_rules drops it after the checks (release_walks), so a
+# kept file holds no index. Its entries hold the nodes they are keyed by, so an `id` is never reused while its
+# entry lives. Readers must not change the lists.
+def children(nf: NkiFile):
+    """A function of a node giving `list(ast.iter_child_nodes(node))`, once per node and file text."""
+    kids = _walk_memo(nf)["kids"]
+
+    def of(node: ast.AST) -> list[ast.AST]:
+        hit = kids.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = kids[id(node)] = (node, child_nodes(node))
+        return hit[1]
+
+    return of
+
+
+def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
+    """`list(ast.walk(node))`: the same nodes in the same order (breadth first), once per node and file text."""
+    memo = _walk_memo(nf)
+    walks, kids = memo["walks"], memo["kids"]
+    hit = walks.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit
+    out, i = [node], 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        ch = kids.get(id(n))
+        if ch is None or ch[0] is not n:
+            ch = kids[id(n)] = (n, child_nodes(n))
+        out.extend(ch[1])
+    walks[id(node)] = out  # out[0] is node: the entry holds its key
+    return out
+
+
+def walk_nodes(nf: NkiFile, node: ast.AST, types: type | tuple[type, ...]) -> list[ast.AST]:
+    """The nodes of `walk(nf, node)` that are instances of `types`, in walk order; once per node and `types`."""
+    memo = _walk_memo(nf)["typed"]
+    key = (id(node), types)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not node:
+        hit = memo[key] = (node, [n for n in walk(nf, node) if isinstance(n, types)])
+    return hit[1]
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """A def's own nodes, depth first from its last statement (a nested function's, lambda's or class's nodes belong
+    to it, not to `fn`); once per def and file text."""
+    memo = _walk_memo(nf)["scoped"]
+    hit = memo.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    out: list[ast.AST] = []
+    stack = list(fn.body)
+    kids = children(nf)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(c for c in kids(n) if not isinstance(c, _SCOPES))
+    memo[id(fn)] = (fn, out)
+    return out
+
+
+def release_walks(nf: NkiFile) -> None:
+    """Drop the walk memo and the prefilters' copies of the text (after the checks: a kept file must not hold an
+    index of its tree, nor its text twice more)."""
+    nf.__dict__.get("_module_tree", {}).pop("walk", None)
+    for name in _SOURCE_MEMOS:
+        nf.__dict__.pop(name, None)
+
+
+def _walk_memo(nf: NkiFile) -> dict:
+    module_tree(nf)  # validates the memo against the file's current lines
+    tree_memo = nf.__dict__["_module_tree"]
+    memo = tree_memo.get("walk")
+    if memo is None:
+        memo = tree_memo["walk"] = {"walks": {}, "kids": {}, "typed": {}, "scoped": {}}
+    return memo
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """ast.iter_child_nodes(node) as a list (the same fields in the same order), without its generators."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        v = getattr(node, name, None)
+        if isinstance(v, ast.AST):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, ast.AST))
+    return out
+
+
+_SOURCE_MEMOS = ("_source_text", "_source_ascii_names", "_source_lower")
+
+
+def source_has(nf: NkiFile, *tokens: str, lower: bool = False) -> bool:
+    """Whether one of `tokens` (ASCII letters and `_`) may occur in a name of the file's Python AST (`lower`: in a
+    lower-cased name): False only when none is in the text (lower-cased) and Python's NFKC normalisation of names
+    cannot spell one from the text's other characters. A rule that can only fire on such a name skips the file, as
+    ruff gates its rules on tokens."""
+    text = per_text(nf, "_source_text", lambda f: "\n".join(f.lines))
+    if not per_text(nf, "_source_ascii_names", lambda f: _names_keep_ascii(text)):
+        return True
+    if lower:
+        text = per_text(nf, "_source_lower", lambda f: text.lower())
+    return any(t in text for t in tokens)
+
+
+def _names_keep_ascii(text: str) -> bool:
+    """No character outside ASCII decomposes (NFKD), nor lower-cases, to an ASCII letter or `_`: then the
+    ASCII runs of a normalised (and lower-cased) name are runs of the text (composition only merges characters)."""
+    if text.isascii():
+        return True
+    import unicodedata
+
+    for ch in set(text):
+        if not ch.isascii():
+            for form in (ch, ch.lower()):
+                if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
+                    return False
+    return True

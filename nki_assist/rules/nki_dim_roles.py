@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, emit, kernel_function, walk_nodes
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}
@@ -34,27 +34,67 @@ def _unwrap(node: ast.AST) -> ast.AST:
     return node
 
 
+def _axes_of(target: ast.AST, value: ast.AST, params: set[str]) -> tuple[str, list[str | None]] | None:
+    """(HBM tensor, its axis symbols) an assignment names: `K, M = lhsT.shape` of a parameter, or an HBM
+    allocation `out = nl.ndarray((M, N), ..., buffer=nl.shared_hbm)`."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute) and value.attr == "shape" \
+            and isinstance(value.value, ast.Name) and value.value.id in params:
+        return value.value.id, [e.id if isinstance(e, ast.Name) and e.id != "_" else None for e in target.elts]
+    if isinstance(target, ast.Name) and isinstance(value, ast.Call) \
+            and dotted_name(value.func) in ("nl.ndarray", "nl.zeros") and value.args \
+            and isinstance(value.args[0], ast.Tuple) \
+            and any(kw.arg == "buffer" and dotted_name(kw.value) in _HBM for kw in value.keywords):
+        return target.id, [e.id if isinstance(e, ast.Name) else None for e in value.args[0].elts]
+    return None
+
+
+def _may_have_two_axes(fn: ast.FunctionDef) -> bool:
+    """Whether the kernel can have two axis symbols, read from its statements alone (no walk of its expressions):
+    every symbol `_Roles` keeps is named by one of its assignments (or an alias of one: no more names), and an
+    assignment is a statement, so it sits in a statement list (a block's, a handler's, a case's)."""
+    params = {a.arg for a in fn.args.args}
+    symbols: set[str] = set()
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 \
+                and (axes := _axes_of(st.targets[0], st.value, params)) is not None:
+            symbols.update(s for s in axes[1] if s)
+            if len(symbols) >= 2:
+                return True
+        for part in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(st, part, None)
+            if isinstance(block, list):
+                stack.extend(block)
+    return False
+
+
 class _Roles:
     """Axis symbols of the kernel's HBM tensors and the axis each tile constant is used for."""
 
-    def __init__(self, fn: ast.FunctionDef, nodes: list[ast.AST]):
+    def __init__(self, fn: ast.FunctionDef, assigns: list[ast.Assign], compares: list[ast.Compare]):
+        """The axes from the kernel's `assigns` and `compares` (its nodes of those types, in ast.walk order); the
+        votes come after, from `count` (only a kernel with two axis symbols needs them)."""
         self.axes: dict[str, list[str | None]] = {}  # HBM tensor -> axis symbols
         self.votes: dict[str, Counter] = defaultdict(Counter)
         self.bound: set[str] = set()  # names assigned in the kernel (not axis symbols' aliases)
         self.tiled: set[str] = set()  # axis symbols the kernel divides into tiles (M // TILE_M)
         params = {a.arg for a in fn.args.args}
-        for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        for node in assigns:
+            if len(node.targets) == 1:
                 self._assign(node.targets[0], node.value, params)
         # `assert K == K_`: two names of one axis
         self.alias: dict[str, str] = {}
-        for node in nodes:
-            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
+        for node in compares:
+            if len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) \
                     and isinstance(node.left, ast.Name) and isinstance(node.comparators[0], ast.Name):
                 a, b = sorted((node.left.id, node.comparators[0].id))
                 self.alias[b] = self.alias.get(a, a)
         self.axes = {t: [self.alias.get(s, s) if s else None for s in ax] for t, ax in self.axes.items()}
         self.symbols = {s for ax in self.axes.values() for s in ax if s}
+
+    def count(self, nodes: list[ast.BinOp | ast.Subscript]) -> None:
+        """The votes of the kernel's divisions and HBM subscripts (its nodes of those types, in ast.walk order)."""
         for node in nodes:
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)) \
                     and isinstance(node.left, ast.Name) and self.alias.get(node.left.id, node.left.id) in self.symbols \
@@ -68,15 +108,9 @@ class _Roles:
                         self.votes[c][sym] += 1
 
     def _assign(self, target: ast.AST, value: ast.AST, params: set[str]) -> None:
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute) and value.attr == "shape" \
-                and isinstance(value.value, ast.Name) and value.value.id in params:
-            self.axes[value.value.id] = [e.id if isinstance(e, ast.Name) and e.id != "_" else None
-                                         for e in target.elts]
-        elif isinstance(target, ast.Name) and isinstance(value, ast.Call) \
-                and dotted_name(value.func) in ("nl.ndarray", "nl.zeros") and value.args \
-                and isinstance(value.args[0], ast.Tuple) \
-                and any(kw.arg == "buffer" and dotted_name(kw.value) in _HBM for kw in value.keywords):
-            self.axes[target.id] = [e.id if isinstance(e, ast.Name) else None for e in value.args[0].elts]
+        axes = _axes_of(target, value, params)
+        if axes is not None:
+            self.axes[axes[0]] = axes[1]
         if isinstance(target, ast.Name):
             self.bound.add(target.id)
 
@@ -114,18 +148,22 @@ def tile_constant_axis_role(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        nodes = list(ast.walk(fn))  # walked once: every pass below reads the same nodes in the same order
-        roles = _Roles(fn, nodes)
+        if not _may_have_two_axes(fn):
+            continue  # as `len(roles.symbols) < 2` below, without walking the kernel
+        # one shared walk: every pass below reads the kernel's nodes of its types in ast.walk's order
+        assigns = walk_nodes(nf, fn, ast.Assign)
+        roles = _Roles(fn, assigns, walk_nodes(nf, fn, ast.Compare))
         if len(roles.symbols) < 2:
             continue
+        roles.count(walk_nodes(nf, fn, (ast.BinOp, ast.Subscript)))
         allocs: dict[str, tuple[int, list[ast.AST]]] = {}
-        for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        for node in assigns:
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in ("nl.ndarray", "nl.zeros") \
                     and node.value.args and isinstance(node.value.args[0], ast.Tuple):
                 allocs[node.targets[0].id] = (node.lineno, [_unwrap(e) for e in node.value.args[0].elts])
         seen: set[tuple[int, str]] = set()
-        for node in nodes:
+        for node in walk_nodes(nf, fn, (ast.Subscript, ast.Assign)):
             if isinstance(node, ast.Subscript):
                 for axis, sym, expr in roles.hbm_axes(node):
                     wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)

@@ -13,7 +13,7 @@ from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, module_tree
+from .nki_common import check, emit, module_tree, source_has, walk_nodes
 
 
 def _base(node: ast.AST | None) -> str | None:
@@ -61,12 +61,13 @@ def _targets(st: ast.AST) -> set[str]:
     return set()
 
 
-def _events(fn: ast.AST):
+_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
+
+
+def _events(nf: NkiFile, fn: ast.AST):
     """(line, col, kind, names, call) in source order: exp writes, dropouts, sums."""
     out = []
-    for st in ast.walk(fn):
-        if not isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-            continue
+    for st in walk_nodes(nf, fn, _STATEMENTS):
         call = st.value
         if not isinstance(call, ast.Call):
             continue
@@ -89,15 +90,14 @@ def _events(fn: ast.AST):
 
 @check("NKI215", per_file=True)  # reads the module's Python AST (a dropout helper is a local function)
 def sum_after_dropout(nf: NkiFile, t: Target):
-    tree = module_tree(nf) if nf.kernels else None
+    # no finding without a call named *dropout*
+    tree = module_tree(nf) if nf.kernels and source_has(nf, "dropout", lower=True) else None
     if tree is None:
         return
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for fn in walk_nodes(nf, tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
         exp_lines: dict[str, int] = {}  # name -> line of the exp that wrote it (still the latest)
         dropped: dict[str, tuple[int, int, str]] = {}  # name -> (dropout line, exp line, the exp's name)
-        for line, col, kind, names, call in _events(fn):
+        for line, col, kind, names, call in _events(nf, fn):
             if kind == "exp":
                 for n in names:
                     exp_lines[n] = line

@@ -12,7 +12,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import Call, NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, emit, kernel_function, source_has
 from .nki_kernel_io import _body_nodes, _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -47,14 +47,15 @@ def _generation(nf: NkiFile, node: ast.AST) -> int | None:
 
 @check("NKI521", per_file=True)
 def nc_version_equality(nf: NkiFile, t: Target):
-    if nf.dialect not in ("legacy", "new", "transitional"):
+    # a version test names get_nc_version (in the call, or in the import of the name it calls)
+    if nf.dialect not in ("legacy", "new", "transitional") or not source_has(nf, "get_nc_version"):
         return
     gens = generations(target_version(t))
     for k in nf.kernels:
         fn = kernel_function(nf, k)
         if fn is None or len(gens) < 3:
             continue
-        nodes = list(_body_nodes(fn))
+        nodes = _body_nodes(nf, fn)
         version_names = {n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                          and isinstance(n.targets[0], ast.Name) and _is_version_call(nf, n.value, set())}
         for n in nodes:

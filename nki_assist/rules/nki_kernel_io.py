@@ -12,7 +12,7 @@ from ..hardware import Target
 from ..parse.nki_facts.common import canonical_api
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function, module_tree, per_text
+from .nki_common import check, emit, kernel_function, module_tree, per_text, scope_nodes, walk_nodes
 
 E, W = Severity.ERROR, Severity.WARNING
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
@@ -45,15 +45,9 @@ def _root(node: ast.AST) -> str | None:
             return node.id if isinstance(node, ast.Name) else None
 
 
-def _body_nodes(fn: ast.FunctionDef):
+def _body_nodes(nf: NkiFile, fn: ast.FunctionDef) -> list[ast.AST]:
     """The kernel's own nodes (nested function bodies belong to the nested function)."""
-    stack = list(fn.body)
-    while stack:
-        n = stack.pop()
-        yield n
-        for c in ast.iter_child_nodes(n):
-            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(c)
+    return scope_nodes(nf, fn)
 
 
 def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
@@ -61,7 +55,7 @@ def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
     (first positional in the new dialect), a subscript assignment."""
     out = []
     new = nf.dialect in ("new", "transitional")
-    for n in _body_nodes(fn):
+    for n in _body_nodes(nf, fn):
         if isinstance(n, ast.Call):
             api = _resolve(nf, n.func)
             dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
@@ -78,10 +72,10 @@ def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
     return out
 
 
-def _aliases(fn: ast.FunctionDef, params: set[str]) -> dict[str, str]:
+def _aliases(nf: NkiFile, fn: ast.FunctionDef, params: set[str]) -> dict[str, str]:
     """name -> parameter it views (`out_2d = out.reshape(...)`), to a fixed point."""
     alias = {p: p for p in params}
-    assigns = [n for n in _body_nodes(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    assigns = [n for n in _body_nodes(nf, fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name)]
     changed = True
     while changed:
@@ -110,7 +104,7 @@ def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -
     """Parameters whose data the kernel reads (a source operand, not a write target, a view definition or a
     .shape/.dtype query): a scratch buffer the caller provides, not an output."""
     skip: set[int] = set()
-    for n in _body_nodes(fn):
+    for n in _body_nodes(nf, fn):
         if isinstance(n, ast.Attribute) and n.attr in ("shape", "dtype", "ndim", "size"):
             skip.add(id(n.value))
         elif isinstance(n, ast.Call):
@@ -126,13 +120,13 @@ def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -
                     skip.add(id(r))
             if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and (r := _root_node(n.value)) is not None:
                 skip.add(id(r))  # a view of the parameter: its uses are counted through the alias
-    return {alias[n.id] for n in _body_nodes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    return {alias[n.id] for n in _body_nodes(nf, fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and n.id in alias and id(n) not in skip}
 
 
-def _returned(fn: ast.FunctionDef) -> set[str]:
+def _returned(nf: NkiFile, fn: ast.FunctionDef) -> set[str]:
     names: set[str] = set()
-    for n in _body_nodes(fn):
+    for n in _body_nodes(nf, fn):
         if isinstance(n, ast.Return) and n.value is not None:
             for e in ast.walk(n.value):
                 if isinstance(e, ast.Name):
@@ -150,8 +144,10 @@ def _find_wrapped(nf: NkiFile) -> dict[str, str]:
     tree = module_tree(nf)
     trees = [tree] if tree is not None else _top_level_trees("\n".join(nf.lines))
     out: dict[str, str] = {}
-    for n in (n for tree in trees for n in ast.walk(tree)):
-        if not isinstance(n, ast.Call) or not n.args or not isinstance(n.args[0], ast.Name):
+    calls = walk_nodes(nf, tree, ast.Call) if tree is not None else \
+        (n for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Call))
+    for n in calls:
+        if not n.args or not isinstance(n.args[0], ast.Name):
             continue
         launcher = _resolve(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
         if launcher in LAUNCHERS or launcher in PASS_BY_REFERENCE:
@@ -202,8 +198,8 @@ def output_parameter(nf: NkiFile, t: Target):
         launcher = _launcher(nf, k)
         if launcher is None or launcher in PASS_BY_REFERENCE:
             continue
-        alias = _aliases(fn, set(params))
-        returned = {alias[n] for n in _returned(fn) if n in alias}
+        alias = _aliases(nf, fn, set(params))
+        returned = {alias[n] for n in _returned(nf, fn) if n in alias}
         read = _read_after_write(nf, fn, alias) if nf.dialect != "legacy" else set()
         written: dict[str, list[int]] = {}
         for r, line in writes:

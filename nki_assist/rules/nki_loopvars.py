@@ -13,56 +13,58 @@ import ast
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, child_nodes, emit, kernel_function, walk_nodes
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 
 
 def _old_reads(node: ast.AST, var: str) -> list[ast.Name]:
-    """Loads of `var` in `node` outside any nested loop or comprehension that rebinds it."""
+    """Loads of `var` in `node` outside any nested loop or comprehension that rebinds it, in source order
+    (depth first; a stack, not a recursive closure: that closure was a reference cycle per call)."""
     out: list[ast.Name] = []
-
-    def walk(n: ast.AST) -> None:
+    stack = [node]
+    while stack:
+        n = stack.pop()
         if isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.target, ast.Name) and n.target.id == var:
-            walk(n.iter)
-            return
+            stack.append(n.iter)
+            continue
         if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and any(
                 isinstance(g.target, ast.Name) and g.target.id == var for g in n.generators):
-            walk(n.generators[0].iter)  # the comprehension binds its own `var`
-            return
+            stack.append(n.generators[0].iter)  # the comprehension binds its own `var`
+            continue
         if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load):
             out.append(n)
-        for c in ast.iter_child_nodes(n):
-            walk(c)
-
-    walk(node)
+        stack.extend(reversed(child_nodes(n)))
     return out
 
 
-def _first_is_read(node: ast.AST, var: str, reads: list[ast.Name]) -> bool:
-    """The first occurrence of `var` in `node`, in source order, is one of the stale reads (not an assignment)."""
-    occ = sorted((n.lineno, n.col_offset, id(n)) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == var)
+def _first_is_read(names: list[ast.Name], var: str, reads: list[ast.Name]) -> bool:
+    """The first occurrence of `var` among a statement's `names`, in source order, is one of the stale reads (not
+    an assignment)."""
+    occ = sorted((n.lineno, n.col_offset, id(n)) for n in names if n.id == var)
     ids = {id(r) for r in reads}
     return bool(occ) and occ[0][2] in ids
 
 
-def _after_loops(stmts: list[ast.stmt]):
+def _after_loops(nf: NkiFile, stmts: list[ast.stmt]):
     """(loop, first stale read) for each `for` whose variable a later statement of the same block reads."""
     for i, st in enumerate(stmts):
         if isinstance(st, ast.For) and isinstance(st.target, ast.Name):
             var = st.target.id
             for later in stmts[i + 1:]:
+                names = walk_nodes(nf, later, ast.Name)
+                if not any(n.id == var for n in names):
+                    continue  # neither read nor assigned there
                 reads = _old_reads(later, var)
-                if reads and _first_is_read(later, var, reads):
+                if reads and _first_is_read(names, var, reads):
                     yield st, reads[0]
                     break
-                if any(isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
-                       for n in ast.walk(later)):
+                if any(n.id == var and isinstance(n.ctx, ast.Store) for n in names):
                     break
         for field in ("body", "orelse", "finalbody", "handlers"):
             block = getattr(st, field, None)
             if isinstance(block, list):
-                yield from _after_loops(block)
+                yield from _after_loops(nf, block)
 
 
 @check("NKI212", per_file=True)  # reads the kernel text from the file
@@ -71,7 +73,7 @@ def loop_variable_after_loop(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        for loop, read in _after_loops(fn.body):
+        for loop, read in _after_loops(nf, fn.body):
             kind = dotted_name(loop.iter).rsplit(".", 1)[-1]
             nki = kind in _NKI_RANGES
             line, loop_line = read.lineno, loop.lineno

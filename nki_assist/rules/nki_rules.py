@@ -15,7 +15,7 @@ from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_
 from . import nki_generation, nki_kernel_io  # noqa: F401
 from . import nki_api_forms  # noqa: F401  (NKI517-NKI519)
 from . import nki_partition_broadcast, nki_self_compare, nki_target_gates, nki_tile_rank  # noqa: F401  (NKI112, NKI113, NKI216, NKI523)
-from .nki_common import CHECKS, emit
+from .nki_common import CHECKS, emit, release_walks
 from .runner import Check, crash_message, findings_of
 
 __all__ = ["run_nki_rules", "rule_ids"]
@@ -90,6 +90,7 @@ def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
         found = [f for f in found if f.rule not in ABSENCE_RULES]
     if nki_file.project is not None:
         nki_file.project.module.tree = None  # read by this run's pyflakes only; a kept file must not hold it
+    release_walks(nki_file)  # the rules' shared walks of the tree: this run's only
     return findings + found
 
 

@@ -14,7 +14,7 @@ from pyflakes import messages
 from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, module_tree
+from .nki_common import check, emit, module_tree, walk_nodes
 from .nki_python import pyflakes_messages
 
 
@@ -58,11 +58,12 @@ def _guard_bit_tests(test: ast.AST):
 
 @check("NKI213", per_file=True)  # reads the module's Python AST (guards may sit outside the kernel)
 def bit_test_as_divisibility_guard(nf: NkiFile, t: Target):
-    tree = module_tree(nf) if nf.kernels else None
+    # no `x & C` without a `&` in the text (an operator is never spelled otherwise)
+    tree = module_tree(nf) if nf.kernels and any("&" in line for line in nf.lines) else None
     if tree is None:
         return
-    for st in ast.walk(tree):
-        test = st.test if isinstance(st, (ast.Assert, ast.If, ast.While, ast.IfExp)) else None
+    for st in walk_nodes(nf, tree, (ast.Assert, ast.If, ast.While, ast.IfExp)):
+        test = st.test
         if test is None:
             continue
         for bitand, c, cmp, zero_means_ok in _guard_bit_tests(test):
@@ -124,21 +125,26 @@ def _assigned(block: list[ast.stmt]) -> dict[str, ast.stmt]:
     return out
 
 
-def _chains(fn: ast.AST):
+def _chains(nf: NkiFile, fn: ast.AST):
     """Each if/elif chain head in a function body (elif links are not heads of their own)."""
-    links = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.If) and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
-            links.add(id(node.orelse[0]))
-    for node in ast.walk(fn):
-        if isinstance(node, ast.If) and id(node) not in links:
+    ifs = walk_nodes(nf, fn, ast.If)
+    links = {id(node.orelse[0]) for node in ifs if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)}
+    for node in ifs:
+        if id(node) not in links:
             yield node
 
 
-def _first_read_after(fn: ast.AST, name: str, line: int) -> ast.Name | None:
-    reads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+def _first_read_after(nf: NkiFile, fn: ast.AST, name: str, line: int) -> ast.Name | None:
+    reads = [n for n in walk_nodes(nf, fn, ast.Name) if n.id == name and isinstance(n.ctx, ast.Load)
              and n.lineno > line]
     return min(reads, key=lambda n: (n.lineno, n.col_offset)) if reads else None
+
+
+def _may_fire(nf: NkiFile, tree: ast.AST, lines: set[int]) -> bool:
+    """Whether an `if` block of the file holds an assignment on a line pyflakes calls unused: every block of a
+    chain is the body or the orelse of an `if`, so without one NKI214 has nothing to report."""
+    return any(st.lineno in lines and isinstance(st, (ast.Assign, ast.AnnAssign))
+               for node in walk_nodes(nf, tree, ast.If) for st in (*node.body, *node.orelse))
 
 
 @check("NKI214", per_file=True)  # pyflakes over the module, then the module's AST
@@ -148,12 +154,10 @@ def misspelled_branch_assignment(nf: NkiFile, t: Target):
     unused = {(m.lineno, m.message_args[0]) for m in pyflakes_messages(nf)
               if isinstance(m, messages.UnusedVariable) and m.message_args}
     tree = module_tree(nf) if unused else None
-    if tree is None:
+    if tree is None or not _may_fire(nf, tree, {line for line, _ in unused}):
         return
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for head in _chains(fn):
+    for fn in walk_nodes(nf, tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for head in _chains(nf, fn):
             blocks = _branches(head)
             if sum(bool(b) for b in blocks) < 2:
                 continue
@@ -167,7 +171,7 @@ def misspelled_branch_assignment(nf: NkiFile, t: Target):
                     if len(meant) != 1:
                         continue
                     m = meant[0]
-                    read = _first_read_after(fn, m, head.end_lineno or head.lineno)
+                    read = _first_read_after(nf, fn, m, head.end_lineno or head.lineno)
                     if read is None:
                         continue
                     where = next(other[m].lineno for j, other in enumerate(bound) if j != i and m in other)

@@ -242,8 +242,8 @@ def test_a_check_leaves_no_reference_cycles(dialect):
         # before: 47k objects per cold check (pyflakes' parent links on the file's syntax tree), 2k per edit,
         # and the project index's memo at close; then each kernel's API-usage facts, kept on the kernel, named
         # the kernel (~600 objects per edited kernel; 733k for 20 closed documents: every kernel and the syntax
-        # trees it read); left: 504 (a rule's recursive closures, holding no tree)
-        assert sum(garbage.values()) < 1000, garbage.most_common(5)
+        # trees it read); then 504 (NKI212's recursive closures, holding no tree); now none
+        assert sum(garbage.values()) < 100, garbage.most_common(5)
         assert not [t for t in garbage if t.startswith(("ast.", "pyflakes.", "nki_assist."))], garbage.most_common(5)
 
 
