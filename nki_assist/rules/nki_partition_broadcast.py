@@ -21,8 +21,8 @@ import re
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, kernel_function
-from .nki_kernel_io import _body_nodes, _resolve
+from .nki_common import check, emit, kernel_function, scope_nodes
+from .nki_kernel_io import _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
@@ -142,7 +142,7 @@ def _scan(nf: NkiFile, fn: ast.FunctionDef):
     form) of each elementwise binary op the dialect forbids broadcasting in."""
     legacy = nf.dialect == "legacy"
     statements, sites = [], []
-    for n in _body_nodes(fn):
+    for n in scope_nodes(nf, fn):
         if isinstance(n, (ast.For, ast.Assign)):
             statements.append(n)
         elif legacy and isinstance(n, ast.BinOp) and isinstance(n.op, _OPERATORS):

@@ -20,8 +20,8 @@ import re
 from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, kernel_function
-from .nki_kernel_io import _body_nodes, _resolve
+from .nki_common import check, emit, kernel_function, scope_nodes
+from .nki_kernel_io import _resolve
 
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
 _ON_CHIP = ("sbuf", "psum")
@@ -83,7 +83,7 @@ def tile_rank(nf: NkiFile, t: Target):
         fn = kernel_function(nf, k)
         if fn is None:
             continue
-        nodes = sorted((n for n in _body_nodes(fn) if isinstance(n, (ast.Assign, ast.Assert, ast.Call, ast.Subscript))),
+        nodes = sorted((n for n in scope_nodes(nf, fn) if isinstance(n, (ast.Assign, ast.Assert, ast.Call, ast.Subscript))),
                        key=lambda n: (n.lineno, n.col_offset))
         one_d_hbm = _one_d_params(fn, nodes)  # name -> line that shows it is 1-D
         for n in nodes:
