@@ -176,6 +176,16 @@ def _launcher(nf: NkiFile, k: NkiKernel) -> str | None:
     return _wrapped_names(nf).get(k.name)
 
 
+def _none_defaults(fn: ast.FunctionDef) -> set[str]:
+    """Parameters whose default is `None`."""
+    a = fn.args
+    pos = [*a.posonlyargs, *a.args]
+    out = {p.arg for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults)
+           if isinstance(d, ast.Constant) and d.value is None}
+    return out | {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults)
+                  if isinstance(d, ast.Constant) and d.value is None}
+
+
 def _mutable(arg: ast.arg) -> bool:
     return arg.annotation is not None and "mutable" in ast.unparse(arg.annotation)
 
@@ -192,6 +202,7 @@ def output_parameter(nf: NkiFile, t: Target):
             continue
         args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
         params = {a.arg: a for a in args}
+        optional = _none_defaults(fn)
         writes = _writes(nf, fn)
         if not writes:
             continue
@@ -215,6 +226,14 @@ def output_parameter(nf: NkiFile, t: Target):
                 sev = E if legacy else W
                 why = ("it is annotated nt.mutable_tensor but not returned: a mutable kernel parameter must be "
                        "returned (err_mutable_parameter_not_returned)")
+            elif p in optional:
+                # `output=None`: the kernel itself expects a caller to pass the output in, which only a
+                # pass-by-reference launcher (torch_neuronx.nki_jit, often in another module) does
+                sev = W
+                why = (f"its `{p}=None` default says a caller passes the output in, the pass-by-reference "
+                       "convention of SDK 2.20's framework launchers (torch_neuronx.nki_jit()(kernel), nki_call); "
+                       f"launched through {launcher} itself, parameters are immutable and the store fails "
+                       "(err_cannot_update_immutable_parameter)")
             elif legacy and launcher == "nki.jit":
                 sev = E
                 why = ("since SDK 2.21 (where nki.jit arrived) top-level kernel parameters are immutable and "

@@ -33,6 +33,15 @@ def test_legacy_nki_jit_output_parameters_are_errors_with_their_writes():
     assert stats.evidence["mutable"] is True and "err_mutable_parameter_not_returned" in stats.message
 
 
+def test_optional_output_parameter_is_a_warning_that_names_the_launcher_convention():
+    # optimum-neuron's flash_fwd_large_d: `output=None`, launched by torch_neuronx.nki_jit()(kernel) in another module
+    got = found("NKI520", "NKI520/pos_optional_output.py")
+    assert [(line, sev) for line, sev, _ in got] == [(8, "warning")]
+    f = got[0][2]
+    assert f.evidence["parameter"] == "out" and f.evidence["write_lines"] == [12]
+    assert "`out=None` default" in f.message and "torch_neuronx.nki_jit" in f.message
+
+
 def test_wrapped_baremetal_kernel_is_a_warning():
     got = found("NKI520", "NKI520/pos_wrapped_baremetal.py")
     assert [(line, sev) for line, sev, _ in got] == [(8, "warning")]
