@@ -89,6 +89,7 @@ class PythonMemo:
             else:
                 skeleton.append(st)
         out = flakes(ast.Module(body=skeleton, type_ignores=[]), path)
+        lines = binding_lines(tree)
         for fn in functions:
             key = (self.key_for(fn), fn.lineno, fn.col_offset, names)
             msgs = self.flakes.get(key)
@@ -98,7 +99,7 @@ class PythonMemo:
                 msgs = [m for m in flakes(ast.Module(body=header + [fn], type_ignores=[]), path)
                         if m.lineno >= first]
             self._used_flakes[key] = msgs
-            out.extend(msgs)
+            out.extend(_relined(m, lines) for m in msgs)
         self.flakes, self._used_flakes = self._used_flakes, {}
         return out
 
@@ -149,6 +150,52 @@ def _star_import(tree: ast.Module) -> bool:
             stack += st.body + getattr(st, "orelse", []) + getattr(st, "finalbody", [])
             stack += [s for h in getattr(st, "handlers", []) for s in h.body]
     return False
+
+
+def _relined(message, lines: dict[str, int]):
+    """A per-function message as the whole-module run gives it. "local variable 'x' defined in enclosing scope
+    on line N" names the module's binding of x, which the per-function run only has as a line-1 stand-in (and
+    a kept message may predate an edit that moved it)."""
+    from pyflakes.messages import UndefinedLocal
+
+    if isinstance(message, UndefinedLocal) and message.message_args[0] in lines:
+        message = copy.copy(message)
+        message.message_args = (message.message_args[0], lines[message.message_args[0]])
+    return message
+
+
+def binding_lines(tree: ast.Module) -> dict[str, int]:
+    """name -> line of its last module-level binding in source order: the binding pyflakes' deferred function
+    bodies see (the node it records: the import statement, the stored name, the def or class line)."""
+    out: dict[str, int] = {}
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for d in n.decorator_list:
+                visit(d)
+            out[n.name] = n.lineno
+            return
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out[(a.asname or a.name).split(".")[0]] = n.lineno
+            return
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            out[n.name] = n.lineno
+        if isinstance(n, ast.Assign):  # pyflakes binds the targets after reading the value
+            visit(n.value)
+            for t in n.targets:
+                visit(t)
+            return
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out[n.id] = n.lineno
+        for c in ast.iter_child_nodes(n):
+            visit(c)
+
+    for st in tree.body:
+        visit(st)
+    return out
 
 
 def _bind(name: str) -> ast.stmt:

@@ -104,3 +104,22 @@ def test_an_edit_reanalyses_only_the_edited_function():
 def test_scope_changing_statements_fall_back_to_the_whole_module(src):
     memo = PythonMemo()
     assert _ours(memo.pyflakes(memo.tree(src, "k.py"), "k.py")) == _whole(src)
+
+
+def test_undefined_local_names_the_module_binding_pyflakes_sees_across_edits():
+    # "defined in enclosing scope on line N": N is the module's last binding of the name (here the re-import on
+    # line 8, after the function), and it moves when an edit above moves that binding
+    src = ("import numpy as np\n"
+           "import numpy as nl\n"
+           "\n"
+           "def k(x):\n"
+           "    y = nl.exp(x)\n"
+           "    nl = 3\n"
+           "    return y + nl\n"
+           "import math as nl\n")
+    memo = PythonMemo()
+    first = _ours(memo.pyflakes(memo.tree(src, "k.py"), "k.py"))
+    assert first == _whole(src) and ("UndefinedLocal", 5, 8, ("nl", 8)) in first
+    edited = src.replace("import math as nl\n", "\n\nimport math as nl\n")  # only the last binding moves
+    again = _ours(memo.pyflakes(memo.tree(edited, "k.py"), "k.py"))
+    assert again == _whole(edited) and ("UndefinedLocal", 5, 8, ("nl", 10)) in again
