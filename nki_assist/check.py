@@ -567,7 +567,8 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
 
         with batch_gc():
             if in_project:  # the model is built only when some file must be checked
-                options = replace(options, project=_project_of(nki_sources))
+                languages = {language_of(p) for _, p, _, _ in todo}
+                options = replace(options, project=_project_of(nki_sources, jobs, languages))
                 refreeze()
             for i, path, data, key, entry in stale:
                 if entry["context"] == _context_digest(options.project, path):
@@ -608,12 +609,36 @@ def _context_digest(project, path: str) -> str:
     return context_digest(project.context(path))
 
 
-def _project_of(sources: dict[str, bytes]):
+def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set | frozenset = frozenset()):
+    """The project model of `sources`. With enough bytes and cores the modules are indexed by a pool (their
+    syntax trees stay there: each file's rules parse it again, in parallel) while this process loads the
+    engine for `languages`; else here, keeping the trees for the rules (forked workers inherit them)."""
     # deferred: the project model loads only when files must be checked
-    from .project import Project
+    from .check_pool import MIN_PARALLEL_INDEX_BYTES, run_parallel, usable_cores, worth_a_pool
+    from .project import Project, index_module
 
-    # the trees are kept: each file's rules read its tree instead of parsing it again (forked workers inherit them)
-    return Project.build({path: decode(data)[0] for path, data in sources.items()}, keep_trees=True)
+    jobs = usable_cores() if jobs is None else jobs
+    if not worth_a_pool([len(d) for d in sources.values()], jobs, MIN_PARALLEL_INDEX_BYTES):
+        return Project.build({path: decode(data)[0] for path, data in sources.items()}, keep_trees=True)
+    items = list(sources.items())
+
+    def failed(path: str, exc: BaseException):  # a worker that died: index that file here
+        return index_module(path, decode(sources[path])[0])
+
+    modules = run_parallel(_index_of, items, None, jobs, failed, meanwhile=lambda: _load_engine(languages))
+    return Project(modules)  # in the order of `sources`, as Project.build: the first of two alike names wins
+
+
+def _index_of(item: tuple[str, bytes, Any]):
+    """A pool worker's job: one module's index (plain data; its syntax tree is not sent back)."""
+    path, data, _ = item
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import file_done
+    from .project import index_module
+
+    info = index_module(path, decode(data)[0])
+    file_done()
+    return info
 
 
 def _inferred_version_key(path: str, language: str, options: CheckOptions) -> bytes:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..parse.consts import TILE_SIZE
-from ..parse.pyast import dotted_name
+from ..parse.pyast import child_nodes, dotted_name
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
 
 # decorators (after import resolution) that make a function a kernel
@@ -361,7 +361,9 @@ class _Body:
             handler = handlers.get(kind)
             if handler is not None:
                 handler(self, node)
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+            children = child_nodes(node)
+            children.reverse()
+            stack.extend(children)
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = _dotted(node.func)

@@ -41,7 +41,8 @@ def force_pool(monkeypatch):
     real = pool_mod.run_parallel
 
     def spy(*args, **kwargs):
-        calls.append(len(args[1]))
+        if args[0] is not check_mod._index_of:  # the project model's index pool is counted apart
+            calls.append(len(args[1]))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
@@ -94,6 +95,76 @@ def _dying_entry(item):
     if item[0].endswith("die.py"):
         os._exit(3)
     return _REAL_ENTRY(item)
+
+
+def _two_packages(tmp_path: Path) -> dict[str, bytes]:
+    """Every rule fixture plus two copies of one small package (alike module names: the first one keeps its
+    name, so the order of indexing matters), as check_paths reads them."""
+    sources = {str(p): p.read_bytes() for p in sorted(RULE_FIXTURES.rglob("*.py"))}
+    for copy in ("a", "b"):
+        pkg = tmp_path / copy / "pkg"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("", encoding="utf-8")
+        (pkg / "consts.py").write_text("TILE = 128\n", encoding="utf-8")
+        (pkg / "kern.py").write_text("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+                                     "from .consts import TILE, NOPE\n\n\ndef helper(x, n):\n"
+                                     "    assert n % TILE == 0\n    return nl.load(x)\n\n\n@nki.jit\n"
+                                     "def k(a):\n    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+                                     "    return helper(t, 256)\n", encoding="utf-8")
+        sources.update({str(p): p.read_bytes() for p in sorted(pkg.glob("*.py"))})
+    return sources
+
+
+def test_a_pool_indexes_the_project_this_process_would_build(tmp_path, monkeypatch):
+    """With enough bytes the modules are indexed by the pool (and the engine loads here meanwhile): every
+    file's slice of that project is the one an in-process build gives, ambiguous names included."""
+    from nki_assist.project import context_digest
+
+    sources = _two_packages(tmp_path)
+    runs: list[str] = []
+    real = pool_mod.run_parallel
+
+    def spy(work, items, *args, **kwargs):
+        runs.append(work.__name__)
+        return real(work, items, *args, **kwargs)
+
+    here = check_mod._project_of(sources, jobs=2)
+    assert runs == []  # below MIN_PARALLEL_INDEX_BYTES: built here, with the trees kept
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_INDEX_BYTES", 0)
+    monkeypatch.setattr(pool_mod, "run_parallel", spy)
+    pooled = check_mod._project_of(sources, jobs=2, languages={"nki"})
+    assert runs == ["_index_of"]
+    assert list(pooled.modules) == list(here.modules) and pooled.ambiguous == here.ambiguous
+    assert {"pkg", "pkg.consts", "pkg.kern"} <= here.ambiguous and "pkg.kern@" + str(tmp_path / "b" / "pkg" / "kern.py") \
+        in here.modules
+    assert pooled.roles == here.roles and pooled.callers == here.callers
+    digests = [(context_digest(here.context(p)), context_digest(pooled.context(p))) for p in sources]
+    assert all(a == b for a, b in digests) and len({a for a, _ in digests}) > 50
+    assert all(m.tree is None for m in pooled.modules.values())  # the trees stay in the workers
+    assert sum(m.tree is not None for m in here.modules.values()) > 50
+
+
+def test_a_dying_index_worker_costs_nothing(tmp_path, monkeypatch):
+    """A module whose index worker died is indexed here: the project and the findings are complete."""
+    sources = _two_packages(tmp_path)
+    here = check_mod._project_of(sources, jobs=1)
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_INDEX_BYTES", 0)
+    monkeypatch.setattr(check_mod, "_index_of", _dying_index)
+    pooled = check_mod._project_of(sources, jobs=2)
+    assert list(pooled.modules) == list(here.modules) and pooled.roles == here.roles
+    serial = check_paths([str(tmp_path / "a")], CheckOptions(), jobs=1)
+    parallel = check_paths([str(tmp_path / "a")], CheckOptions(), jobs=2)
+    assert places(parallel) == places(serial) and "NKI003" in {f.rule for f in serial.findings}
+    assert not parallel.incomplete
+
+
+_REAL_INDEX = check_mod._index_of
+
+
+def _dying_index(item):
+    if item[0].endswith("kern.py"):
+        os._exit(3)
+    return _REAL_INDEX(item)
 
 
 # --- the cache ---------------------------------------------------------------------------------------
@@ -392,7 +463,8 @@ def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
 
 def test_each_file_is_parsed_by_python_once(monkeypatch, tmp_path):
     """The project model's tree serves pyflakes, NKI211/212 and the API-usage walker: one `ast.parse` per
-    file in a directory check, where each of them used to parse the file or each kernel again."""
+    file in a directory check, where each of them used to parse the file or each kernel again. (Where a pool
+    indexes a large project, the trees stay in its workers: the worker that checks a file parses it again.)"""
     import ast
 
     for name in ("NKI211", "NKI212", "NKI002"):
