@@ -557,6 +557,10 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         entry = cache.get(key) if cache is not None else None
         if entry is not None and (language != "nki" or entry.get("project") == project_key):
             results[i] = FileResult.from_entry(entry, lazy=lazy)
+        elif entry is not None and in_project and entry.get("context") == _UNREAD:
+            entry["project"] = project_key  # its result read nothing of the project: good in this one too
+            _store(cache, key, entry)
+            results[i] = FileResult.from_entry(entry, lazy=lazy)
         elif entry is not None and in_project and entry.get("context"):
             stale.append((i, path, data, key, entry))
         else:
@@ -595,6 +599,15 @@ def _project_key(sources: dict[str, bytes]) -> str:
     for path in sorted(sources):
         h.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.blake2b(sources[path]).digest())
     return h.hexdigest()
+
+
+# the context an entry records when its file's result read nothing of the project (a file skipped, not checked):
+# good in any project
+_UNREAD = "-"
+
+
+def _entry_context(project, path: str, status: str) -> str:
+    return _context_digest(project, path) if status == "checked" else _UNREAD
 
 
 def _context_digest(project, path: str) -> str:
@@ -682,7 +695,7 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
         result.parsed = None  # a report of many files keeps findings, not every file's syntax model
         if cache is not None:
             _store(cache, key, {**result.to_entry(), "project": project_key,
-                                "context": _context_digest(options.project, path)})
+                                "context": _entry_context(options.project, path, result.status)})
         results[i] = result
         file_done()
 
@@ -717,7 +730,8 @@ def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
         options = replace(options, project=_FORKED_PROJECT[0])
     entry = check_bytes(path, data, options).to_entry()
-    entry["context"] = _context_digest(options.project, path)  # the worker has the project; the parent keys it
+    # the worker has the project; the parent keys it
+    entry["context"] = _entry_context(options.project, path, entry["status"])
     file_done()
     return entry
 

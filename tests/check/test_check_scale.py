@@ -259,6 +259,29 @@ def test_an_edit_rechecks_the_files_that_read_it(tmp_path, monkeypatch, jobs):
     assert run() == ((2, 0), ["NKI101", "NKI202"])
 
 
+def test_a_skipped_files_entry_is_good_in_any_project(tmp_path, monkeypatch):
+    """A file skipped (no NKI import) read nothing of the project: after an edit elsewhere its entry is
+    answered without its slice of the project being computed, or the project built for it."""
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("import os\nTILE = 64\n", encoding="utf-8")
+    (tmp_path / "d.py").write_text(IMPORTER, encoding="utf-8")
+    opts = CheckOptions()
+    check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+    sliced: list[str] = []
+    real = check_mod._context_digest
+    monkeypatch.setattr(check_mod, "_context_digest", lambda project, path: sliced.append(path) or real(project, path))
+    (tmp_path / "a.py").write_text(IMPORTER + "\n# edited\n", encoding="utf-8")
+    cache = CheckCache(tmp_path / ".c", opts)
+    report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
+    assert (cache.hits, cache.misses) == (3, 1) and statuses(report) == statuses(check_paths([str(tmp_path)], opts))
+    assert [r.status for r in report.files] == ["checked", "skipped", "skipped", "checked"]
+    assert sorted(Path(p).name for p in sliced) == ["a.py", "d.py"]  # a.py's new entry; d.py's stale one
+    again = CheckCache(tmp_path / ".c", opts)
+    check_paths([str(tmp_path)], opts, cache=again, jobs=1)
+    assert (again.hits, again.misses) == (4, 0)
+
+
 def test_every_setting_is_part_of_the_key():
     """Changing any field of CheckOptions, including ones added after this test, changes the folder."""
     base = CheckOptions()

@@ -117,8 +117,9 @@ def test_the_untying_checker_reports_what_pyflakes_reports():
 
     texts = [(p.name, p.read_text(encoding="utf-8")) for p in FIXTURES]
     texts += [(f"{s}:{n}", t) for s, n, t in nki_sources(NKI_LIBRARY, SAMPLES_LEGACY)[::3]]
-    texts.append(("futures", '"""doc"""\nfrom __future__ import annotations\nimport os\nfrom __future__ import '
-                             'division\n\ndef f():\n    from __future__ import braces\n    return undefined\n'))
+    late = ('"""doc"""\nfrom __future__ import annotations\nimport os\nfrom __future__ import division\n\n'
+            'def f():\n    from __future__ import braces\n    return undefined\n')
+    texts.append(("futures", late))
     compared = reported = 0
     for name, text in texts:
         if not _compiles(text):
