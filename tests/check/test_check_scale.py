@@ -282,6 +282,58 @@ def test_a_skipped_files_entry_is_good_in_any_project(tmp_path, monkeypatch):
     assert (again.hits, again.misses) == (4, 0)
 
 
+def test_an_edit_reindexes_the_edited_module_only(tmp_path, monkeypatch):
+    """The cache keeps each module's index: a re-run after an edit indexes the edited file, reads the others'
+    (equal to a fresh index), and its findings are a cold run's; a damaged index entry is indexed again."""
+    import nki_assist.project as project_mod
+
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    (tmp_path / "d.py").write_text(IMPORTER.replace("kernel", "other"), encoding="utf-8")
+    opts = CheckOptions()
+    indexed: list[str] = []
+    real = project_mod.index_module
+    monkeypatch.setattr(project_mod, "index_module",
+                        lambda path, *a, **k: indexed.append(Path(path).name) or real(path, *a, **k))
+
+    def run():
+        indexed.clear()
+        report = check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+        done = sorted(indexed)
+        assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+        return done, sorted(f.rule for f in report.findings)
+
+    assert run()[0] == ["a.py", "b.py", "d.py"]
+    (tmp_path / "b.py").write_text("TILE = 256\n", encoding="utf-8")
+    assert run() == (["b.py"], ["NKI101", "NKI101", "NKI202", "NKI202"])  # both importers see the new value
+    for entry in (tmp_path / ".c").rglob("*.json"):
+        if '"index"' in entry.read_text(encoding="utf-8") and "d.py" in entry.read_text(encoding="utf-8"):
+            entry.write_text('{"v": 2, "index": {"name": 1}}', encoding="utf-8")
+    (tmp_path / "a.py").write_text(IMPORTER + "\n# edited\n", encoding="utf-8")
+    assert run()[0] == ["a.py", "d.py"]
+
+
+def test_a_modules_index_survives_its_json_form():
+    """What the cache keeps of a module is the index itself: equal after the JSON round trip, for every rule
+    fixture and the public kernels when present."""
+    from nki_assist.project.index import index_module, module_from_json, module_to_json
+
+    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+    try:
+        from corpora import NKI_LIBRARY, SAMPLES_HEAD, nki_sources
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "conformance"))
+    texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(RULE_FIXTURES.rglob("*.py"))]
+    texts += [(n, t) for _, n, t in nki_sources(NKI_LIBRARY, SAMPLES_HEAD)]
+    functions = 0
+    for path, text in texts + [("bad.py", "X = 1\ndef f(:\n")]:
+        info = index_module(path, text)
+        back = module_from_json(json.loads(json.dumps(module_to_json(info))))
+        assert back == info and list(back.functions) == list(info.functions), path
+        functions += len(info.functions)
+    assert functions > 500
+
+
 def test_every_setting_is_part_of_the_key():
     """Changing any field of CheckOptions, including ones added after this test, changes the folder."""
     base = CheckOptions()
