@@ -728,10 +728,11 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
         shared = options
         if options.project is not None:
             _FORKED_PROJECT[0], shared = options.project, replace(options, project=_SHARED)
+        _KEYED[0] = cache is not None
         try:
             entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], shared, jobs, failed)
         finally:
-            _FORKED_PROJECT[0] = None
+            _FORKED_PROJECT[0], _KEYED[0] = None, True
         for (i, _, _, key), entry in zip(todo, entries):
             entry["project"] = project_key
             _store(cache, key, entry)
@@ -774,6 +775,8 @@ def _load_engine(languages: set[str | None], numpy: bool = False) -> None:
 # The project model handed to forked pool workers by inheritance, not pickled with every file's job.
 _FORKED_PROJECT: list = [None]
 _SHARED = "@forked-project"
+# whether the workers' entries go to a cache (which keys them with the file's slice of the project), likewise
+_KEYED: list = [True]
 
 
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
@@ -785,8 +788,8 @@ def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
         options = replace(options, project=_FORKED_PROJECT[0])
     entry = check_bytes(path, data, options).to_entry()
-    # the worker has the project; the parent keys it
-    entry["context"] = _entry_context(options.project, path, entry["status"])
+    if _KEYED[0]:  # the worker has the project; the parent keys the entry with the file's slice of it
+        entry["context"] = _entry_context(options.project, path, entry["status"])
     file_done()
     return entry
 

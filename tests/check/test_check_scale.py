@@ -88,6 +88,22 @@ def test_a_worker_that_dies_costs_its_file_only_and_the_run_is_incomplete(force_
     assert any(line.startswith(str(tmp_path / "die.py")) for line in report.incomplete)
 
 
+def test_without_a_cache_workers_do_not_digest_project_slices(force_pool, tmp_path, monkeypatch):
+    """A file's slice of the project is digested only to key its cache entry: `--no-cache` workers skip it."""
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+
+    def boom(*args):
+        raise RuntimeError("digested")
+
+    monkeypatch.setattr(check_mod, "_entry_context", boom)
+    plain = check_paths([str(tmp_path)], CheckOptions(), jobs=2)
+    assert force_pool == [2] and plain.files_checked == 1 and not plain.incomplete
+    opts = CheckOptions()
+    cached = check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=2)
+    assert len(cached.incomplete) == 2 and all("digested" in line for line in cached.incomplete)
+
+
 _REAL_ENTRY = check_mod._entry_of
 
 
