@@ -557,6 +557,10 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         entry = cache.get(key) if cache is not None else None
         if entry is not None and (language != "nki" or entry.get("project") == project_key):
             results[i] = FileResult.from_entry(entry, lazy=lazy)
+        elif entry is not None and in_project and entry.get("context") == _UNREAD:
+            entry["project"] = project_key  # its result read nothing of the project: good in this one too
+            _store(cache, key, entry)
+            results[i] = FileResult.from_entry(entry, lazy=lazy)
         elif entry is not None and in_project and entry.get("context"):
             stale.append((i, path, data, key, entry))
         else:
@@ -567,7 +571,8 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
 
         with batch_gc():
             if in_project:  # the model is built only when some file must be checked
-                options = replace(options, project=_project_of(nki_sources))
+                languages = {language_of(p) for _, p, _, _ in todo}
+                options = replace(options, project=_project_of(nki_sources, jobs, languages, cache))
                 refreeze()
             for i, path, data, key, entry in stale:
                 if entry["context"] == _context_digest(options.project, path):
@@ -596,6 +601,15 @@ def _project_key(sources: dict[str, bytes]) -> str:
     return h.hexdigest()
 
 
+# the context an entry records when its file's result read nothing of the project (a file skipped, not checked):
+# good in any project
+_UNREAD = "-"
+
+
+def _entry_context(project, path: str, status: str) -> str:
+    return _context_digest(project, path) if status == "checked" else _UNREAD
+
+
 def _context_digest(project, path: str) -> str:
     """A digest of all the project model tells one file's checks (`Project.context`: its module's facts,
     its functions' roles, callers, call-site facts and guards, imported constants, missing imports); ""
@@ -608,12 +622,86 @@ def _context_digest(project, path: str) -> str:
     return context_digest(project.context(path))
 
 
-def _project_of(sources: dict[str, bytes]):
+def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set | frozenset = frozenset(),
+                cache=None):
+    """The project model of `sources`. Each module's index comes from `cache` when it has it (an edit re-indexes
+    the edited file only); the others are indexed by a pool, with enough bytes and cores (their syntax trees
+    stay there: each file's rules parse it again, in parallel) while this process loads the engine for
+    `languages`, else here, keeping the trees for the rules (forked workers inherit them)."""
     # deferred: the project model loads only when files must be checked
-    from .project import Project
+    from .check_pool import MIN_PARALLEL_INDEX_BYTES, run_parallel, usable_cores, worth_a_pool
+    from .project import Project, index_module
 
-    # the trees are kept: each file's rules read its tree instead of parsing it again (forked workers inherit them)
-    return Project.build({path: decode(data)[0] for path, data in sources.items()}, keep_trees=True)
+    known = _cached_indexes(sources, cache) if cache is not None else {}
+    missing = {path: data for path, data in sources.items() if path not in known}
+    jobs = usable_cores() if jobs is None else jobs
+    if not worth_a_pool([len(d) for d in missing.values()], jobs, MIN_PARALLEL_INDEX_BYTES):
+        for path, data in missing.items():
+            known[path] = index_module(path, decode(data)[0], keep_tree=True)
+            _store_index(cache, path, data, known[path])
+    else:
+        def failed(path: str, exc: BaseException):  # a worker that died: index that file here
+            info = index_module(path, decode(missing[path])[0])
+            _store_index(cache, path, missing[path], info)
+            return info
+
+        numpy = any(b"numpy" in d for d in sources.values())
+        modules = run_parallel(_index_of, list(missing.items()), cache, jobs, failed,
+                               meanwhile=lambda: _load_engine(languages, numpy))
+        known.update(zip(missing, modules))
+    # in the order of `sources`, as Project.build: the first of two alike module names keeps it
+    return Project(known[path] for path in sources)
+
+
+def _index_of(item: tuple[str, bytes, Any]):
+    """A pool worker's job: one module's index (plain data; its syntax tree is not sent back), stored in the
+    cache (the third item) when there is one."""
+    path, data, cache = item
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import file_done
+    from .project import index_module
+
+    info = index_module(path, decode(data)[0])
+    _store_index(cache, path, data, info)
+    file_done()
+    return info
+
+
+def _index_key(cache, path: str, data: bytes) -> str:
+    """A module's index depends on its bytes, its path, the `__init__.py` files above it (its dotted name)
+    and the Python that parses it (its grammar); the tool's code keys the cache folder."""
+    import sys
+
+    # deferred: the project model loads only when files must be checked
+    from .project.index import module_name
+
+    name, package = module_name(path)
+    return cache.key(path, f"index\0{name}\0{package}\0{sys.version}\0".encode("utf-8", "surrogateescape") + data)
+
+
+def _cached_indexes(sources: dict[str, bytes], cache) -> dict:
+    # deferred: the project model loads only when files must be checked
+    from .project.index import module_from_json
+
+    out = {}
+    for path, data in sources.items():
+        entry = cache.read(_index_key(cache, path, data))
+        if entry is not None:
+            try:
+                out[path] = module_from_json(entry["index"])
+            except (KeyError, TypeError, ValueError):  # a damaged entry is a miss
+                continue
+    return out
+
+
+def _store_index(cache, path: str, data: bytes, info) -> None:
+    if cache is None:
+        return
+    # deferred: the project model loads only when files must be checked
+    from .check_cache import ENTRY_VERSION
+    from .project.index import module_to_json
+
+    cache.put(_index_key(cache, path, data), {"v": ENTRY_VERSION, "index": module_to_json(info)})
 
 
 def _inferred_version_key(path: str, language: str, options: CheckOptions) -> bytes:
@@ -635,15 +723,16 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
             return FileResult(path, language_of(path), "error",
                               f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
 
-        _load_engine({language_of(p) for _, p, _, _ in todo})
+        _load_engine({language_of(p) for _, p, _, _ in todo}, any(b"numpy" in d for _, _, d, _ in todo))
         refreeze()  # the engine's modules too: the workers' collections never walk them
         shared = options
         if options.project is not None:
             _FORKED_PROJECT[0], shared = options.project, replace(options, project=_SHARED)
+        _KEYED[0] = cache is not None
         try:
             entries = run_parallel(_entry_of, [(p, d) for _, p, d, _ in todo], shared, jobs, failed)
         finally:
-            _FORKED_PROJECT[0] = None
+            _FORKED_PROJECT[0], _KEYED[0] = None, True
         for (i, _, _, key), entry in zip(todo, entries):
             entry["project"] = project_key
             _store(cache, key, entry)
@@ -657,14 +746,15 @@ def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | No
         result.parsed = None  # a report of many files keeps findings, not every file's syntax model
         if cache is not None:
             _store(cache, key, {**result.to_entry(), "project": project_key,
-                                "context": _context_digest(options.project, path)})
+                                "context": _entry_context(options.project, path, result.status)})
         results[i] = result
         file_done()
 
 
-def _load_engine(languages: set[str | None]) -> None:
+def _load_engine(languages: set[str | None], numpy: bool = False) -> None:
     """Import the front ends and rules once, before the pool forks, so workers start with them loaded
-    instead of each importing them again (CPU time on a shared machine)."""
+    instead of each importing them again (CPU time on a shared machine). `numpy`: some file names NumPy,
+    which NKI518 imports to look its attributes up (~0.1 s in each worker otherwise)."""
     # deferred: only a run with files to check pays for the engine
     from . import autofix, findings, suppress  # noqa: F401
 
@@ -672,6 +762,10 @@ def _load_engine(languages: set[str | None]) -> None:
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from .parse import nki  # noqa: F401
         from .rules import nki_rules  # noqa: F401
+
+        if numpy:
+            # deferred: only for files that name NumPy (NKI518 reads its attributes)
+            import numpy as _numpy  # noqa: F401
     if "cuda" in languages:
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from .parse import cuda  # noqa: F401
@@ -681,6 +775,8 @@ def _load_engine(languages: set[str | None]) -> None:
 # The project model handed to forked pool workers by inheritance, not pickled with every file's job.
 _FORKED_PROJECT: list = [None]
 _SHARED = "@forked-project"
+# whether the workers' entries go to a cache (which keys them with the file's slice of the project), likewise
+_KEYED: list = [True]
 
 
 def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
@@ -692,7 +788,8 @@ def _entry_of(item: tuple[str, bytes, CheckOptions]) -> dict:
     if options.project == _SHARED:  # a spawned (not forked) worker has none: each file alone
         options = replace(options, project=_FORKED_PROJECT[0])
     entry = check_bytes(path, data, options).to_entry()
-    entry["context"] = _context_digest(options.project, path)  # the worker has the project; the parent keys it
+    if _KEYED[0]:  # the worker has the project; the parent keys the entry with the file's slice of it
+        entry["context"] = _entry_context(options.project, path, entry["status"])
     file_done()
     return entry
 

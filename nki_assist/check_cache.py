@@ -88,16 +88,22 @@ class CheckCache:
         return h.hexdigest()
 
     def get(self, key: str) -> dict | None:
+        entry = self.read(key)
+        if entry is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return entry
+
+    def read(self, key: str) -> dict | None:
+        """The entry under `key`, or None; not counted as a hit or miss (the project model's index entries)."""
         try:
             with open(self.folder / f"{key}.json", "rb") as fh:
                 entry = json.loads(fh.read())
         except (OSError, ValueError):
-            self.misses += 1
             return None
         if not isinstance(entry, dict) or entry.get("v") != ENTRY_VERSION:
-            self.misses += 1
             return None
-        self.hits += 1
         return entry
 
     def reject(self) -> None:

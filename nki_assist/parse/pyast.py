@@ -28,3 +28,29 @@ def python_syntax_error(text: str, path: str = "<file>") -> tuple[int, int, str]
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, pathological nesting
         return 1, 1, str(exc) or type(exc).__name__
     return None
+
+
+# fields that hold only operator / context singletons (`Load()`, `Add()`, `Eq()`): nodes without children that no
+# reader of a tree looks for, which `ast.iter_child_nodes` yields anyway
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of `node` in `ast.iter_child_nodes` order, less the operator and context singletons;
+    about three times faster (field names looked up once per node type)."""
+    kind = type(node)
+    names = _CHILD_FIELDS.get(kind)
+    if names is None:
+        names = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    out: list[ast.AST] = []
+    AST = ast.AST
+    for name in names:
+        value = getattr(node, name, None)
+        if isinstance(value, AST):
+            out.append(value)
+        elif type(value) is list:
+            for item in value:
+                if isinstance(item, AST):
+                    out.append(item)
+    return out

@@ -126,9 +126,26 @@ def _untying_checker():
             super().__init__(*args, **kwargs)
 
         def handleNode(self, node, parent):
-            if node is not None:
-                self._visited.append(node)
-            super().handleNode(node, parent)
+            # pyflakes' handleNode (the same in 3.2-3.4, the versions pyproject allows) plus the list `untie`
+            # reads, with its two tests of the future-import rule swapped: the cheap `nodeDepth == 0` first,
+            # not the `futuresAllowed` property (a generator over the scopes) at every node: a quarter of
+            # pyflakes' time. tests/project/test_incremental_python.py compares the messages with pyflakes'.
+            if node is None:
+                return
+            self._visited.append(node)
+            if self.offset and getattr(node, 'lineno', None) is not None:
+                node.lineno += self.offset[0]
+                node.col_offset += self.offset[1]
+            if self.nodeDepth == 0 and self.futuresAllowed and not isinstance(node, ast.ImportFrom) and \
+                    not self.isDocstring(node):
+                self.futuresAllowed = False
+            self.nodeDepth += 1
+            node._pyflakes_depth = self.nodeDepth
+            node._pyflakes_parent = parent
+            try:
+                self.getNodeHandler(node.__class__)(node)
+            finally:
+                self.nodeDepth -= 1
 
         def untie(self) -> None:
             for node in self._visited:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..parse.consts import TILE_SIZE
-from ..parse.pyast import dotted_name
+from ..parse.pyast import child_nodes, dotted_name
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
 
 # decorators (after import resolution) that make a function a kernel
@@ -104,6 +104,41 @@ class ModuleInfo:
         if f is not None:
             return f
         return next((f for f in self.functions.values() if f.name == name), None)
+
+
+# ---- plain JSON form (check's cache keeps each file's index: a re-run after an edit indexes the edited file only)
+
+def module_to_json(m: ModuleInfo) -> dict[str, Any]:
+    """The module's facts as JSON values (not its tree; call sites unresolved: a project resolves them)."""
+    return {"name": m.name, "path": m.path, "package": m.package, "imports": m.imports,
+            "star_imports": m.star_imports, "import_lines": m.import_lines,
+            "functions": [_function_to_json(f) for f in m.functions.values()],
+            "constants": [[k, v] for k, v in m.constants.items()], "defined": sorted(m.defined),
+            "syntax_error": m.syntax_error}
+
+
+def module_from_json(d: dict[str, Any]) -> ModuleInfo:
+    """The ModuleInfo `module_to_json` wrote (equal to the one it was made of, before any project used it)."""
+    m = ModuleInfo(d["name"], d["path"], d["package"], dict(d["imports"]), list(d["star_imports"]),
+                   dict(d["import_lines"]), constants={k: v for k, v in d["constants"]}, defined=set(d["defined"]),
+                   syntax_error=tuple(d["syntax_error"]) if d["syntax_error"] is not None else None)
+    for f in d["functions"]:
+        info = FunctionInfo(f["module"], f["qualname"], f["name"], f["line"], f["end_line"], f["decorators"],
+                            f["params"], [CallSite(c[0], c[1], c[2], c[3]) for c in f["calls"]],
+                            [(left, den) for left, den in f["mod_guards"]], set(f["guarded"]),
+                            {k: TileFact(*t) for k, t in f["tiles"].items()},
+                            [(k, v) for k, v in f["config_values"]], f["wrapped_kernel"], f["nested"], f["in_class"])
+        m.functions[info.qualname] = info
+    return m
+
+
+def _function_to_json(f: FunctionInfo) -> dict[str, Any]:
+    return {"module": f.module, "qualname": f.qualname, "name": f.name, "line": f.line, "end_line": f.end_line,
+            "decorators": f.decorators, "params": f.params,
+            "calls": [[c.callee, c.line, c.args, c.kwargs] for c in f.calls], "mod_guards": f.mod_guards,
+            "guarded": sorted(f.guarded), "tiles": {k: [t.buffer, t.dtype, t.shape] for k, t in f.tiles.items()},
+            "config_values": f.config_values, "wrapped_kernel": f.wrapped_kernel, "nested": f.nested,
+            "in_class": f.in_class}
 
 
 def module_name(path: str) -> tuple[str, str]:
@@ -361,7 +396,9 @@ class _Body:
             handler = handlers.get(kind)
             if handler is not None:
                 handler(self, node)
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+            children = child_nodes(node)
+            children.reverse()
+            stack.extend(children)
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = _dotted(node.func)

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .index import FunctionInfo, ModuleInfo, TileFact, index_module
+from .index import CallSite, FunctionInfo, ModuleInfo, TileFact, index_module
 
 ENTRY, SUB_KERNEL, HELPER, FUNCTION = "entry", "sub-kernel", "helper", "function"
 _MAX_CALLER_DEPTH = 8
@@ -188,9 +188,7 @@ class Project:
         for caller_key in sorted(self.callers.get(f.key, ())):
             caller = self.functions[caller_key]
             upstream = None
-            for c in caller.calls:
-                if c.resolved != f.key:
-                    continue
+            for c in self._calls(caller_key, f.key):
                 bound = dict(zip(params, c.args))
                 bound.update({k: v for k, v in c.kwargs.items() if k in params})
                 for p, base in bound.items():
@@ -209,13 +207,13 @@ class Project:
         chain = [key] + self.callers_of(key)
         # what the function or a caller runs before on the same objects: validators
         # (`check_kernel_compatibility(dims, cfg)`) and the builders of its config objects
-        validators = [c.resolved for k in chain for c in self.functions[k].calls if c.resolved]
-        validators += [c.resolved for k in validators for c in self.functions[k].calls if c.resolved]
+        validators = [r for k in chain for r in self._resolved(k)]
+        validators += [r for k in validators for r in self._resolved(k)]
         for k in dict.fromkeys(chain + validators):
-            f = self.functions[k]
-            for left, den in f.mod_guards:
-                mods[left.rsplit(".", 1)[-1]].add(den)
-            names |= {g.rsplit(".", 1)[-1] for g in f.guarded}
+            leaf_mods, leaf_names = self._leaf_guards(k)
+            for leaf, den in leaf_mods:
+                mods[leaf].add(den)
+            names |= leaf_names
         for leaf, dens in self._validated.items():
             mods[leaf] |= dens
         for leaf, value in self._config_constants.items():
@@ -234,11 +232,8 @@ class Project:
         params = f.params[1:] if f.in_class and f.params[:1] in (["self"], ["cls"]) else f.params
         out: dict[str, set[str]] = defaultdict(set)
         for caller_key in sorted(self.callers.get(key, ())):
-            caller = self.functions[caller_key]
             upstream = self._arg_names(caller_key, depth - 1) if depth > 1 else {}
-            for c in caller.calls:
-                if c.resolved != key:
-                    continue
+            for c in self._calls(caller_key, key):
                 bound = dict(zip(params, c.args))
                 bound.update({k: v for k, v in c.kwargs.items() if k in params})
                 for p, base in bound.items():
@@ -246,6 +241,34 @@ class Project:
                         out[p].add(base)
                         out[p] |= upstream.get(base, set())
         return out
+
+    # every file's slice asks these of the same functions again: each is computed once per project
+    def _calls(self, caller: str, callee: str) -> list[CallSite]:
+        """The calls of `caller` resolved to `callee`, in source order."""
+        index = self.__dict__.get("_calls_between")
+        if index is None:
+            index = self.__dict__["_calls_between"] = defaultdict(list)
+            for f in self.functions.values():
+                for c in f.calls:
+                    if c.resolved:
+                        index[(f.key, c.resolved)].append(c)
+        return index.get((caller, callee), ())
+
+    def _resolved(self, key: str) -> list[str]:
+        """What the calls of `key` resolve to, in source order."""
+        memo = self.__dict__.setdefault("_resolved_calls", {})
+        if key not in memo:
+            memo[key] = [c.resolved for c in self.functions[key].calls if c.resolved]
+        return memo[key]
+
+    def _leaf_guards(self, key: str) -> tuple[list[tuple[str, int | None]], set[str]]:
+        """The guards of `key` by leaf name: (leaf, divisor) of its `X % d` checks, and the leaves they mention."""
+        memo = self.__dict__.setdefault("_leaf_guard_memo", {})
+        if key not in memo:
+            f = self.functions[key]
+            memo[key] = ([(left.rsplit(".", 1)[-1], den) for left, den in f.mod_guards],
+                         {g.rsplit(".", 1)[-1] for g in f.guarded})
+        return memo[key]
 
     def _config_values(self) -> dict[str, int]:
         """Keyword -> gcd of the constants every constructor call in the tree passes for it (`Cfg(I0=128)`);

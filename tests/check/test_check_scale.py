@@ -41,7 +41,8 @@ def force_pool(monkeypatch):
     real = pool_mod.run_parallel
 
     def spy(*args, **kwargs):
-        calls.append(len(args[1]))
+        if args[0] is not check_mod._index_of:  # the project model's index pool is counted apart
+            calls.append(len(args[1]))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
@@ -87,6 +88,22 @@ def test_a_worker_that_dies_costs_its_file_only_and_the_run_is_incomplete(force_
     assert any(line.startswith(str(tmp_path / "die.py")) for line in report.incomplete)
 
 
+def test_without_a_cache_workers_do_not_digest_project_slices(force_pool, tmp_path, monkeypatch):
+    """A file's slice of the project is digested only to key its cache entry: `--no-cache` workers skip it."""
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+
+    def boom(*args):
+        raise RuntimeError("digested")
+
+    monkeypatch.setattr(check_mod, "_entry_context", boom)
+    plain = check_paths([str(tmp_path)], CheckOptions(), jobs=2)
+    assert force_pool == [2] and plain.files_checked == 1 and not plain.incomplete
+    opts = CheckOptions()
+    cached = check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=2)
+    assert len(cached.incomplete) == 2 and all("digested" in line for line in cached.incomplete)
+
+
 _REAL_ENTRY = check_mod._entry_of
 
 
@@ -94,6 +111,76 @@ def _dying_entry(item):
     if item[0].endswith("die.py"):
         os._exit(3)
     return _REAL_ENTRY(item)
+
+
+def _two_packages(tmp_path: Path) -> dict[str, bytes]:
+    """Every rule fixture plus two copies of one small package (alike module names: the first one keeps its
+    name, so the order of indexing matters), as check_paths reads them."""
+    sources = {str(p): p.read_bytes() for p in sorted(RULE_FIXTURES.rglob("*.py"))}
+    for copy in ("a", "b"):
+        pkg = tmp_path / copy / "pkg"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("", encoding="utf-8")
+        (pkg / "consts.py").write_text("TILE = 128\n", encoding="utf-8")
+        (pkg / "kern.py").write_text("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+                                     "from .consts import TILE, NOPE\n\n\ndef helper(x, n):\n"
+                                     "    assert n % TILE == 0\n    return nl.load(x)\n\n\n@nki.jit\n"
+                                     "def k(a):\n    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+                                     "    return helper(t, 256)\n", encoding="utf-8")
+        sources.update({str(p): p.read_bytes() for p in sorted(pkg.glob("*.py"))})
+    return sources
+
+
+def test_a_pool_indexes_the_project_this_process_would_build(tmp_path, monkeypatch):
+    """With enough bytes the modules are indexed by the pool (and the engine loads here meanwhile): every
+    file's slice of that project is the one an in-process build gives, ambiguous names included."""
+    from nki_assist.project import context_digest
+
+    sources = _two_packages(tmp_path)
+    runs: list[str] = []
+    real = pool_mod.run_parallel
+
+    def spy(work, items, *args, **kwargs):
+        runs.append(work.__name__)
+        return real(work, items, *args, **kwargs)
+
+    here = check_mod._project_of(sources, jobs=2)
+    assert runs == []  # below MIN_PARALLEL_INDEX_BYTES: built here, with the trees kept
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_INDEX_BYTES", 0)
+    monkeypatch.setattr(pool_mod, "run_parallel", spy)
+    pooled = check_mod._project_of(sources, jobs=2, languages={"nki"})
+    assert runs == ["_index_of"]
+    assert list(pooled.modules) == list(here.modules) and pooled.ambiguous == here.ambiguous
+    second = "pkg.kern@" + str(tmp_path / "b" / "pkg" / "kern.py")
+    assert {"pkg", "pkg.consts", "pkg.kern"} <= here.ambiguous and second in here.modules
+    assert pooled.roles == here.roles and pooled.callers == here.callers
+    digests = [(context_digest(here.context(p)), context_digest(pooled.context(p))) for p in sources]
+    assert all(a == b for a, b in digests) and len({a for a, _ in digests}) > 50
+    assert all(m.tree is None for m in pooled.modules.values())  # the trees stay in the workers
+    assert sum(m.tree is not None for m in here.modules.values()) > 50
+
+
+def test_a_dying_index_worker_costs_nothing(tmp_path, monkeypatch):
+    """A module whose index worker died is indexed here: the project and the findings are complete."""
+    sources = _two_packages(tmp_path)
+    here = check_mod._project_of(sources, jobs=1)
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_INDEX_BYTES", 0)
+    monkeypatch.setattr(check_mod, "_index_of", _dying_index)
+    pooled = check_mod._project_of(sources, jobs=2)
+    assert list(pooled.modules) == list(here.modules) and pooled.roles == here.roles
+    serial = check_paths([str(tmp_path / "a")], CheckOptions(), jobs=1)
+    parallel = check_paths([str(tmp_path / "a")], CheckOptions(), jobs=2)
+    assert places(parallel) == places(serial) and "NKI003" in {f.rule for f in serial.findings}
+    assert not parallel.incomplete
+
+
+_REAL_INDEX = check_mod._index_of
+
+
+def _dying_index(item):
+    if item[0].endswith("kern.py"):
+        os._exit(3)
+    return _REAL_INDEX(item)
 
 
 # --- the cache ---------------------------------------------------------------------------------------
@@ -186,6 +273,81 @@ def test_an_edit_rechecks_the_files_that_read_it(tmp_path, monkeypatch, jobs):
     (tmp_path / "b.py").write_text("# the tile height\nTILE = 256\n", encoding="utf-8")
     assert run() == ((1, 1), ["NKI101", "NKI202"])  # same slice for a.py: from the cache
     assert run() == ((2, 0), ["NKI101", "NKI202"])
+
+
+def test_a_skipped_files_entry_is_good_in_any_project(tmp_path, monkeypatch):
+    """A file skipped (no NKI import) read nothing of the project: after an edit elsewhere its entry is
+    answered without its slice of the project being computed, or the project built for it."""
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("import os\nTILE = 64\n", encoding="utf-8")
+    (tmp_path / "d.py").write_text(IMPORTER, encoding="utf-8")
+    opts = CheckOptions()
+    check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+    sliced: list[str] = []
+    real = check_mod._context_digest
+    monkeypatch.setattr(check_mod, "_context_digest", lambda project, path: sliced.append(path) or real(project, path))
+    (tmp_path / "a.py").write_text(IMPORTER + "\n# edited\n", encoding="utf-8")
+    cache = CheckCache(tmp_path / ".c", opts)
+    report = check_paths([str(tmp_path)], opts, cache=cache, jobs=1)
+    assert (cache.hits, cache.misses) == (3, 1) and statuses(report) == statuses(check_paths([str(tmp_path)], opts))
+    assert [r.status for r in report.files] == ["checked", "skipped", "skipped", "checked"]
+    assert sorted(Path(p).name for p in sliced) == ["a.py", "d.py"]  # a.py's new entry; d.py's stale one
+    again = CheckCache(tmp_path / ".c", opts)
+    check_paths([str(tmp_path)], opts, cache=again, jobs=1)
+    assert (again.hits, again.misses) == (4, 0)
+
+
+def test_an_edit_reindexes_the_edited_module_only(tmp_path, monkeypatch):
+    """The cache keeps each module's index: a re-run after an edit indexes the edited file, reads the others'
+    (equal to a fresh index), and its findings are a cold run's; a damaged index entry is indexed again."""
+    import nki_assist.project as project_mod
+
+    (tmp_path / "a.py").write_text(IMPORTER, encoding="utf-8")
+    (tmp_path / "b.py").write_text("TILE = 128\n", encoding="utf-8")
+    (tmp_path / "d.py").write_text(IMPORTER.replace("kernel", "other"), encoding="utf-8")
+    opts = CheckOptions()
+    indexed: list[str] = []
+    real = project_mod.index_module
+    monkeypatch.setattr(project_mod, "index_module",
+                        lambda path, *a, **k: indexed.append(Path(path).name) or real(path, *a, **k))
+
+    def run():
+        indexed.clear()
+        report = check_paths([str(tmp_path)], opts, cache=CheckCache(tmp_path / ".c", opts), jobs=1)
+        done = sorted(indexed)
+        assert places(report) == places(check_paths([str(tmp_path)], opts, jobs=1))
+        return done, sorted(f.rule for f in report.findings)
+
+    assert run()[0] == ["a.py", "b.py", "d.py"]
+    (tmp_path / "b.py").write_text("TILE = 256\n", encoding="utf-8")
+    assert run() == (["b.py"], ["NKI101", "NKI101", "NKI202", "NKI202"])  # both importers see the new value
+    for entry in (tmp_path / ".c").rglob("*.json"):
+        if '"index"' in entry.read_text(encoding="utf-8") and "d.py" in entry.read_text(encoding="utf-8"):
+            entry.write_text('{"v": 2, "index": {"name": 1}}', encoding="utf-8")
+    (tmp_path / "a.py").write_text(IMPORTER + "\n# edited\n", encoding="utf-8")
+    assert run()[0] == ["a.py", "d.py"]
+
+
+def test_a_modules_index_survives_its_json_form():
+    """What the cache keeps of a module is the index itself: equal after the JSON round trip, for every rule
+    fixture and the public kernels when present."""
+    from nki_assist.project.index import index_module, module_from_json, module_to_json
+
+    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+    try:
+        from corpora import NKI_LIBRARY, SAMPLES_HEAD, nki_sources
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "conformance"))
+    texts = [(str(p), p.read_text(encoding="utf-8")) for p in sorted(RULE_FIXTURES.rglob("*.py"))]
+    texts += [(n, t) for _, n, t in nki_sources(NKI_LIBRARY, SAMPLES_HEAD)]
+    functions = 0
+    for path, text in texts + [("bad.py", "X = 1\ndef f(:\n")]:
+        info = index_module(path, text)
+        back = module_from_json(json.loads(json.dumps(module_to_json(info))))
+        assert back == info and list(back.functions) == list(info.functions), path
+        functions += len(info.functions)
+    assert functions > 500
 
 
 def test_every_setting_is_part_of_the_key():
@@ -392,7 +554,8 @@ def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
 
 def test_each_file_is_parsed_by_python_once(monkeypatch, tmp_path):
     """The project model's tree serves pyflakes, NKI211/212 and the API-usage walker: one `ast.parse` per
-    file in a directory check, where each of them used to parse the file or each kernel again."""
+    file in a directory check, where each of them used to parse the file or each kernel again. (Where a pool
+    indexes a large project, the trees stay in its workers: the worker that checks a file parses it again.)"""
     import ast
 
     for name in ("NKI211", "NKI212", "NKI002"):

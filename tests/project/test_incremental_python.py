@@ -123,3 +123,44 @@ def test_undefined_local_names_the_module_binding_pyflakes_sees_across_edits():
     edited = src.replace("import math as nl\n", "\n\nimport math as nl\n")  # only the last binding moves
     again = _ours(memo.pyflakes(memo.tree(edited, "k.py"), "k.py"))
     assert again == _whole(edited) and ("UndefinedLocal", 5, 8, ("nl", 10)) in again
+
+
+def _all(msgs) -> list[tuple]:
+    return [(type(m).__name__, m.lineno, getattr(m, "col", 0), m.message_args) for m in msgs]
+
+
+def test_the_untying_checker_reports_what_pyflakes_reports():
+    """`flakes` (pyflakes with its per-node test made cheaper, project/incremental.py) gives pyflakes' own
+    messages, every kind, in its order, on every fixture and every public kernel file, and unties the tree."""
+    from nki_assist.project.incremental import flakes
+
+    texts = [(p.name, p.read_text(encoding="utf-8")) for p in FIXTURES]
+    texts += [(f"{s}:{n}", t) for s, n, t in nki_sources(NKI_LIBRARY, SAMPLES_LEGACY)[::3]]
+    late = ('"""doc"""\nfrom __future__ import annotations\nimport os\nfrom __future__ import division\n\n'
+            'def f():\n    from __future__ import braces\n    return undefined\n')
+    texts.append(("futures", late))
+    compared = reported = 0
+    for name, text in texts:
+        if not _compiles(text):
+            continue
+        want = _all(checker.Checker(ast.parse(text), filename="k.py").messages)
+        tree = ast.parse(text)
+        assert _all(flakes(tree, "k.py")) == want, name
+        # (the operator and context singletons are shared by every tree: the plain Checker above tied them)
+        assert not any(hasattr(n, "_pyflakes_parent") for n in ast.walk(tree) if n._attributes), name
+        compared += 1
+        reported += len(want)
+    assert compared >= 30 and reported >= 30
+    assert "LateFutureImport" in {m[0] for m in want} and "FutureFeatureNotDefined" in {m[0] for m in want}
+
+
+def test_child_nodes_are_the_ast_children_less_the_operator_singletons():
+    from nki_assist.parse.pyast import child_nodes
+
+    singletons = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    nodes = 0
+    for _, text in _texts():
+        for node in ast.walk(ast.parse(text)):
+            assert child_nodes(node) == [c for c in ast.iter_child_nodes(node) if not isinstance(c, singletons)]
+            nodes += 1
+    assert nodes > 10_000
