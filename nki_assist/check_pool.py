@@ -100,12 +100,18 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tupl
     context = multiprocessing.get_context(method)
     order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))  # biggest first: even finish
     out: list = [None] * len(items)
-    helping = helper is not None and method == "fork" and jobs > 1
+    claims = None
+    if helper is not None and method == "fork" and jobs > 1:
+        try:
+            claims = context.Array("b", len(items))  # inherited by the workers, forked at the first submit
+        except OSError:  # no shared memory here: the workers do it all
+            claims = None
+    helping = claims is not None
     workers = min(jobs - 1 if helping else jobs, len(items))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
     try:
         if helping:
-            _CLAIMS[0] = claims = context.Array("b", len(items))  # inherited by the workers, forked at the first submit
+            _CLAIMS[0] = claims
             futures = {i: pool.submit(_claimed, (work, i, (items[i][0], items[i][1], options))) for i in order}
         else:
             futures = {i: pool.submit(work, (items[i][0], items[i][1], options)) for i in order}
@@ -122,8 +128,8 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tupl
             try:
                 result = future.result()
             except Exception as exc:  # a worker that died (killed, out of memory) costs its file only
-                result = _TAKEN if i in taken else on_failure(items[i][0], exc)
-            if result is not _TAKEN and i not in taken:
+                result = None if i in taken else on_failure(items[i][0], exc)
+            if i not in taken:  # (a worker's answer for an item taken here is _TAKEN)
                 out[i] = result
     except BaseException:  # Ctrl-C: drop the queued files; the CLI reports the interrupt
         pool.shutdown(wait=False, cancel_futures=True)
