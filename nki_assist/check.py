@@ -627,7 +627,8 @@ def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set 
     """The project model of `sources`. Each module's index comes from `cache` when it has it (an edit re-indexes
     the edited file only); the others are indexed by a pool, with enough bytes and cores (their syntax trees
     stay there: each file's rules parse it again, in parallel) while this process loads the engine for
-    `languages`, else here, keeping the trees for the rules (forked workers inherit them)."""
+    `languages`, then indexes the modules no worker has started itself, else here: this process keeps the trees
+    of what it indexed for the rules (forked workers inherit them)."""
     # deferred: the project model loads only when files must be checked
     from .check_pool import MIN_PARALLEL_INDEX_BYTES, run_parallel, usable_cores, worth_a_pool
     from .project import Project, index_module
@@ -645,9 +646,15 @@ def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set 
             _store_index(cache, path, missing[path], info)
             return info
 
+        def here(item: tuple[str, bytes]):  # what no worker had started once the engine was loaded: trees kept
+            path, data = item
+            info = index_module(path, decode(data)[0], keep_tree=True)
+            _store_index(cache, path, data, info)
+            return info
+
         numpy = any(b"numpy" in d for d in sources.values())
         modules = run_parallel(_index_of, list(missing.items()), cache, jobs, failed,
-                               meanwhile=lambda: _load_engine(languages, numpy))
+                               meanwhile=lambda: _load_engine(languages, numpy), helper=here)
         known.update(zip(missing, modules))
     # in the order of `sources`, as Project.build: the first of two alike module names keeps it
     return Project(known[path] for path in sources)

@@ -80,33 +80,84 @@ def worth_a_pool(sizes: list[int], jobs: int, min_bytes: int | None = None) -> b
 
 def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tuple[str, bytes]], options: Any,
                  jobs: int, on_failure: Callable[[str, BaseException], Any],
-                 meanwhile: Callable[[], None] | None = None) -> list:
+                 meanwhile: Callable[[], None] | None = None,
+                 helper: Callable[[tuple[str, bytes]], Any] | None = None) -> list:
     """`work((path, data, options))` (a module-level function: it is sent to the workers by name) for
     every `(path, data)` item, in input order, run by `jobs` worker processes. `meanwhile()` runs in this
-    process while the workers work (the parent is otherwise idle)."""
+    process while the workers work (the parent is otherwise idle).
+
+    With a `helper` (and fork), this process is one of the `jobs`: the pool has one worker less, and once
+    `meanwhile()` is done this process claims the items no worker has started, smallest first (workers start
+    with the biggest), and runs `helper(item)` on them: it may keep what only this process can use (the
+    project index keeps those modules' syntax trees for the forked checkers). Items are claimed in shared
+    memory, by whichever side starts them first (a queued job cannot be taken back: 3.11's pool mishandles
+    cancelled jobs when a worker dies)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # fork: workers start in milliseconds and inherit the parent's modules; spawn where there is no fork
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
     order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))  # biggest first: even finish
     out: list = [None] * len(items)
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context(method),
-                               initializer=_ignore_sigint)
+    claims = None
+    if helper is not None and method == "fork" and jobs > 1:
+        try:
+            claims = context.Array("b", len(items))  # inherited by the workers, forked at the first submit
+        except OSError:  # no shared memory here: the workers do it all
+            claims = None
+    helping = claims is not None
+    workers = min(jobs - 1 if helping else jobs, len(items))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
     try:
-        futures = {i: pool.submit(work, (items[i][0], items[i][1], options)) for i in order}
+        if helping:
+            _CLAIMS[0] = claims
+            futures = {i: pool.submit(_claimed, (work, i, (items[i][0], items[i][1], options))) for i in order}
+        else:
+            futures = {i: pool.submit(work, (items[i][0], items[i][1], options)) for i in order}
         if meanwhile is not None:
             meanwhile()
+        taken: set[int] = set()
+        if helping:
+            for i in reversed(order):
+                if not _claim(claims, i):
+                    break  # a worker started it: it started every bigger one before
+                out[i] = helper(items[i])  # type: ignore[misc]
+                taken.add(i)
         for i, future in futures.items():
             try:
-                out[i] = future.result()
+                result = future.result()
             except Exception as exc:  # a worker that died (killed, out of memory) costs its file only
-                out[i] = on_failure(items[i][0], exc)
+                result = None if i in taken else on_failure(items[i][0], exc)
+            if i not in taken:  # (a worker's answer for an item taken here is _TAKEN)
+                out[i] = result
     except BaseException:  # Ctrl-C: drop the queued files; the CLI reports the interrupt
         pool.shutdown(wait=False, cancel_futures=True)
+        _CLAIMS[0] = None
         raise
     pool.shutdown(wait=True)
+    _CLAIMS[0] = None
     return out  # type: ignore[return-value]
+
+
+_CLAIMS: list = [None]  # the shared flags of the run in progress (one byte per item: 1 = started)
+_TAKEN = "@taken"  # a worker's answer for an item this process claimed first
+
+
+def _claim(claims, i: int) -> bool:
+    with claims.get_lock():
+        if claims[i]:
+            return False
+        claims[i] = 1
+        return True
+
+
+def _claimed(job: tuple) -> Any:
+    """A worker's job when this process helps: the item's work, unless this process claimed it first."""
+    work, i, item = job
+    if not _claim(_CLAIMS[0], i):
+        return _TAKEN
+    return work(item)
 
 
 def _ignore_sigint() -> None:

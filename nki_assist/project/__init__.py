@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 from typing import Any
 
 from ..parse.nki_model import NkiFile
@@ -71,28 +72,49 @@ def context_digest(ctx: ModuleContext | None) -> str:
     file's entry with it, so an edit elsewhere re-checks only the files whose slice of the project changed."""
     if ctx is None:
         return ""
-    text = json.dumps(_plain(ctx), sort_keys=True, separators=(",", ":"), default=repr)
+    plain = {name: _plain(getattr(ctx, name)) for name in _fields_of(ModuleContext) if name != "module"}
+    plain["module"] = _module_part(ctx.module)
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _module_part(m: ModuleInfo) -> list:
+    """What the digest needs of the file's own module. Its index follows from its text (which the cache entry's
+    key holds), its dotted name and package (the `__init__.py` files above it) and the Python that parsed it;
+    the project changes only the name of an ambiguous module (and its functions' `module`) and sets each call's
+    resolved callee. Those, not every fact again: the whole module was two thirds of a digest's time."""
+    return [sys.version, m.name, m.package, m.path,
+            [[f.key, [c.resolved for c in f.calls]] for f in m.functions.values()]]
 
 
 _SKIP = {"memo", "tree", "tree_text"}
 _FIELDS: dict[type, tuple[str, ...] | None] = {}  # a dataclass's digested field names; None: not a dataclass
 
 
+def _fields_of(kind: type) -> tuple[str, ...] | None:
+    try:
+        return _FIELDS[kind]
+    except KeyError:
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.name not in _SKIP) \
+            if dataclasses.is_dataclass(kind) else None
+        return names
+
+
+_SCALARS = frozenset((str, int, type(None), bool, float))
+
+
 def _plain(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or value is None or kind is bool or kind is float:
         return value  # most values: decided before the dataclass test (a quarter of a digest's time)
-    try:
-        names = _FIELDS[kind]
-    except KeyError:
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.name not in _SKIP) \
-            if dataclasses.is_dataclass(kind) else None
+    names = _fields_of(kind)
     if names is not None:
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, dict):
         return {repr(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
+        if _SCALARS.issuperset(map(type, value)):  # divisors, names: each is its own plain form
+            return sorted(value, key=repr)
         return sorted((_plain(v) for v in value), key=repr)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]

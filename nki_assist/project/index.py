@@ -391,8 +391,11 @@ class _Body:
         while stack:
             node = stack.pop()
             kind = type(node)
-            if kind in _NESTED:
-                continue  # nested defs are indexed on their own
+            if kind in _NO_WALK:
+                continue  # nested defs are indexed on their own; names and constants have no children
+            if kind in _ONE_CHILD:  # `x.attr`, `key=x`: one child, no handler
+                stack.append(node.value)
+                continue
             handler = handlers.get(kind)
             if handler is not None:
                 handler(self, node)
@@ -475,6 +478,9 @@ class _Body:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# nearly half the nodes of a body are names and constants: no handler, no child node (their `ctx` is a singleton)
+_NO_WALK = frozenset(_NESTED + (ast.Name, ast.Constant))
+_ONE_CHILD = frozenset((ast.Attribute, ast.keyword))
 # class-level, not bound methods on each _Body: a body's handlers then form no reference cycle, so its
 # indexer (and the memo it holds) is freed without a garbage collection (lsp_server/memory.py)
 _BODY_HANDLERS = {ast.Call: _Body.visit_Call, ast.Assert: _Body.visit_Assert, ast.If: _Body.visit_If,

@@ -183,6 +183,14 @@ class Project:
         return _merge_sites(self._sites(f, depth=3))
 
     def _sites(self, f: FunctionInfo, depth: int) -> dict[str, list[TileFact | None]]:
+        # each function's callers' sites are asked again by every function they call: once per project (read only)
+        memo = self.__dict__.setdefault("_sites_memo", {})
+        got = memo.get((f.key, depth))
+        if got is None:
+            got = memo[(f.key, depth)] = self._sites_of(f, depth)
+        return got
+
+    def _sites_of(self, f: FunctionInfo, depth: int) -> dict[str, list[TileFact | None]]:
         params = f.params[1:] if f.in_class and f.params[:1] in (["self"], ["cls"]) else f.params
         out: dict[str, list[TileFact | None]] = defaultdict(list)
         for caller_key in sorted(self.callers.get(f.key, ())):
@@ -227,7 +235,15 @@ class Project:
         return dict(mods), names
 
     def _arg_names(self, key: str, depth: int) -> dict[str, set[str]]:
-        """parameter -> the names callers pass for it, through callers' own parameters (`depth` levels)."""
+        """parameter -> the names callers pass for it, through callers' own parameters (`depth` levels);
+        once per project, like `_sites` (readers never change it)."""
+        memo = self.__dict__.setdefault("_arg_names_memo", {})
+        got = memo.get((key, depth))
+        if got is None:
+            got = memo[(key, depth)] = self._arg_names_of(key, depth)
+        return got
+
+    def _arg_names_of(self, key: str, depth: int) -> dict[str, set[str]]:
         f = self.functions[key]
         params = f.params[1:] if f.in_class and f.params[:1] in (["self"], ["cls"]) else f.params
         out: dict[str, set[str]] = defaultdict(set)

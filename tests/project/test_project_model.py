@@ -183,3 +183,36 @@ def test_copies_of_one_package_make_no_missing_import_claims(tmp_path):
     alone = Project.build({str(tmp_path / rel): files[rel] for rel in ("r1/nki/__init__.py",
                            "r1/nki/language/__init__.py", "r1/nki/isa/__init__.py")})
     assert [m[0] for m in alone.context(str(tmp_path / "r1/nki/isa/__init__.py")).missing_imports] == ["NkiTensor"]
+
+
+def test_a_slice_digest_follows_what_the_project_tells_the_file(tmp_path):
+    """`context_digest` keys check's cache entries with a file's slice: it changes when a call of the file resolves
+    elsewhere, when another module's constant or a caller's guard changes, or the module is renamed; not when an
+    unrelated module changes. (The module's own facts follow from its text, which the entry's key holds.)"""
+    from nki_assist.project import context_digest
+
+    pkg = _package(tmp_path)
+    kernel = str(pkg / "kernel.py")
+    base = context_digest(_project(pkg).context(kernel))
+    assert base == context_digest(_project(pkg).context(kernel))  # the same on every build
+    (pkg / "other.py").write_text("X = 1\n", encoding="utf-8")
+    assert context_digest(_project(pkg).context(kernel)) == base
+    (pkg / "consts.py").write_text(CONSTS.replace("TILE = 128", "TILE = 64"), encoding="utf-8")
+    assert context_digest(_project(pkg).context(kernel)) != base  # an imported constant
+    (pkg / "consts.py").write_text(CONSTS, encoding="utf-8")
+    (pkg / "utils.py").write_text(UTILS.replace("def mm_into(", "def mm_other("), encoding="utf-8")
+    assert context_digest(_project(pkg).context(kernel)) != base  # `utils.mm_into` no longer resolves
+    (pkg / "utils.py").write_text(UTILS, encoding="utf-8")
+    assert context_digest(_project(pkg).context(kernel)) == base
+    (pkg / "__init__.py").unlink()  # no package: other module names, relative imports unresolved
+    assert context_digest(_project(pkg).context(kernel)) != base
+    # a call that resolves elsewhere and changes nothing else of the file's slice
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "__init__.py").write_text("", encoding="utf-8")
+    (other / "a.py").write_text("from . import b\n\n\ndef f(x):\n    return b.g(x)\n", encoding="utf-8")
+    digests = []
+    for text in ("def g(y):\n    return y\n", "def h(y):\n    return y\n"):
+        (other / "b.py").write_text(text, encoding="utf-8")
+        digests.append(context_digest(_project(other).context(str(other / "a.py"))))
+    assert digests[0] != digests[1]
