@@ -12,7 +12,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import Call, NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_function, source_has
+from .nki_common import check, emit, kernel_function, kernel_has, source_has
 from .nki_kernel_io import _body_nodes, _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -51,9 +51,16 @@ def nc_version_equality(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional") or not source_has(nf, "get_nc_version"):
         return
     gens = generations(target_version(t))
+    if len(gens) < 3:
+        return
+    # a kernel compares a version only if it calls get_nc_version, by that name or by an alias imported for it
+    # (`_resolve` keeps the called name's last part, or gives the import's target for a bare alias)
+    names = ("get_nc_version", *(alias for alias, mod in nf.imports.items() if mod.endswith("get_nc_version")))
     for k in nf.kernels:
+        if not kernel_has(nf, k, *names):
+            continue
         fn = kernel_function(nf, k)
-        if fn is None or len(gens) < 3:
+        if fn is None:
             continue
         nodes = _body_nodes(nf, fn)
         version_names = {n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
