@@ -327,8 +327,8 @@ def kernel_has(nf: NkiFile, k: NkiKernel, *tokens: str) -> bool:
     text = per_text(nf, "_source_text", lambda f: "\n".join(f.lines))
     if not per_text(nf, "_source_ascii_names", lambda f: _names_keep_ascii(text)):
         return True
-    body = nf.lines[max(0, k.line - 1):k.end_line]
-    return any(t in line for line in body for t in tokens)
+    body = "\n".join(nf.lines[max(0, k.line - 1):k.end_line])
+    return any(t in body for t in tokens)
 
 
 def _names_keep_ascii(text: str) -> bool:

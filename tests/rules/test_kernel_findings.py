@@ -106,6 +106,8 @@ EDITS = [
     ("a kernel's body", lambda t: t.replace("s = nl.add(t, bias)", "s = nl.add(t, t)", 1)),
     ("the kernel reads the generation", lambda t: t.replace("    return out\n", "    v = nisa.get_nc_version()\n"
                                                             "    return out\n")),
+    ("a generation compared with ==", lambda t: t.replace("    return out\n", "    if nisa.get_nc_version() == "
+                                                          "nisa.nc_version.gen3:\n        out = out\n    return out\n")),
     ("a kernel renamed", lambda t: t.replace("def add_bias(", "def add_bias_2(", 1)),
 ]
 
