@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from typing import Any
 
 from ..findings import Finding, Severity
@@ -292,6 +293,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SOURCE_MEMOS = ("_source_text", "_source_ascii_names", "_source_lower")
 
 
@@ -338,9 +340,8 @@ def _names_keep_ascii(text: str) -> bool:
         return True
     import unicodedata
 
-    for ch in set(text):
-        if not ch.isascii():
-            for form in (ch, ch.lower()):
-                if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
-                    return False
+    for ch in set(_NON_ASCII.findall(text)):  # the distinct characters outside ASCII (set(text) is slower)
+        for form in (ch, ch.lower()):
+            if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
+                return False
     return True
