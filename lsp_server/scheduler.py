@@ -15,9 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-# Adaptive debounce: wait a little more than what a re-check of this document costs, so a pause in
-# typing is enough and a burst is not checked keystroke by keystroke.
-DEBOUNCE_FACTOR = 1.25
+# Adaptive debounce: wait a little more than what a re-check of this document costs (a fixed margin, not a
+# factor: the wait is added to every edit's latency, and keystrokes closer together than the re-check are
+# coalesced either way), so a pause in typing is enough and a burst is not checked keystroke by keystroke.
+DEBOUNCE_MARGIN_S = 0.01
 DEBOUNCE_MIN_S = 0.025
 DEBOUNCE_MAX_S = 0.1
 EWMA = 0.3  # weight of the newest measurement
@@ -45,7 +46,7 @@ class Scheduler:
         cost = self.cost.get(uri)
         if cost is None:
             return DEBOUNCE_MAX_S
-        return min(DEBOUNCE_MAX_S, max(DEBOUNCE_MIN_S, DEBOUNCE_FACTOR * cost))
+        return min(DEBOUNCE_MAX_S, max(DEBOUNCE_MIN_S, cost + DEBOUNCE_MARGIN_S))
 
     def measured(self, uri: str, seconds: float) -> None:
         old = self.cost.get(uri)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from typing import Any
 
 from ..findings import Finding, Severity
@@ -292,6 +293,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SOURCE_MEMOS = ("_source_text", "_source_ascii_names", "_source_lower")
 
 
@@ -308,6 +310,29 @@ def source_has(nf: NkiFile, *tokens: str, lower: bool = False) -> bool:
     return any(t in text for t in tokens)
 
 
+def kernel_findings(nf: NkiFile, k: NkiKernel, rule: str, compute, *key) -> list[Finding]:
+    """`list(compute(nf, k))`: a per-file check's findings for kernel `k`, remembered on `k` (`NkiKernel.memo`) for a check
+    whose findings for a kernel are a function of the kernel's `def` alone (its lines and first line: what
+    `kernel_function` parses) and of the file's path, dialect and imports, plus `key` (what else it reads: the target's
+    name, ...). The language server's parse cache keeps an unedited kernel between versions, so an edit re-runs such a
+    check on the edited kernel only; the key holds the kernel's lines, so a kept kernel whose text moved or changed
+    is computed again (tests/rules/test_kernel_findings.py compares with a cold run)."""
+    memo_key = ("kernel_findings", rule, nf.path, nf.dialect, tuple(sorted(nf.imports.items())), k.line,
+                tuple(nf.lines[max(0, k.line - 1):k.end_line]), *key)
+    return k.memo(memo_key, lambda: list(compute(nf, k)))
+
+
+def kernel_has(nf: NkiFile, k: NkiKernel, *tokens: str) -> bool:
+    """Whether one of `tokens` (ASCII letters and `_`) may occur in a name of the kernel's `def` (its lines, decorators
+    left out as `kernel_function` leaves them out): `source_has` for one kernel, so a rule that can only fire on such a
+    name skips the kernels that lack it (an edit elsewhere re-runs the per-file rules over every kernel)."""
+    text = per_text(nf, "_source_text", lambda f: "\n".join(f.lines))
+    if not per_text(nf, "_source_ascii_names", lambda f: _names_keep_ascii(text)):
+        return True
+    body = "\n".join(nf.lines[max(0, k.line - 1):k.end_line])
+    return any(t in body for t in tokens)
+
+
 def _names_keep_ascii(text: str) -> bool:
     """No character outside ASCII decomposes (NFKD), nor lower-cases, to an ASCII letter or `_`: then the
     ASCII runs of a normalised (and lower-cased) name are runs of the text (composition only merges characters)."""
@@ -315,9 +340,8 @@ def _names_keep_ascii(text: str) -> bool:
         return True
     import unicodedata
 
-    for ch in set(text):
-        if not ch.isascii():
-            for form in (ch, ch.lower()):
-                if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
-                    return False
+    for ch in set(_NON_ASCII.findall(text)):  # the distinct characters outside ASCII (set(text) is slower)
+        for form in (ch, ch.lower()):
+            if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
+                return False
     return True

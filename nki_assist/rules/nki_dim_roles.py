@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function, walk_nodes
+from .nki_common import check, emit, kernel_findings, kernel_function, walk_nodes
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}
@@ -145,39 +145,42 @@ def _slice_extent_consts(expr: ast.AST, roles: _Roles) -> set[str]:
 @check("NKI211", per_file=True)  # reads the kernel text from the file
 def tile_constant_axis_role(nf: NkiFile, t: Target):
     for k in nf.kernels:
-        fn = kernel_function(nf, k)
-        if fn is None:
-            continue
-        if not _may_have_two_axes(fn):
-            continue  # as `len(roles.symbols) < 2` below, without walking the kernel
-        # one shared walk: every pass below reads the kernel's nodes of its types in ast.walk's order
-        assigns = walk_nodes(nf, fn, ast.Assign)
-        roles = _Roles(fn, assigns, walk_nodes(nf, fn, ast.Compare))
-        if len(roles.symbols) < 2:
-            continue
-        roles.count(walk_nodes(nf, fn, (ast.BinOp, ast.Subscript)))
-        allocs: dict[str, tuple[int, list[ast.AST]]] = {}
-        for node in assigns:
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in ("nl.ndarray", "nl.zeros") \
-                    and node.value.args and isinstance(node.value.args[0], ast.Tuple):
-                allocs[node.targets[0].id] = (node.lineno, [_unwrap(e) for e in node.value.args[0].elts])
-        seen: set[tuple[int, str]] = set()
-        for node in walk_nodes(nf, fn, (ast.Subscript, ast.Assign)):
-            if isinstance(node, ast.Subscript):
-                for axis, sym, expr in roles.hbm_axes(node):
-                    wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)
-                             if (r := roles.role(c)) and r != sym and {r, sym} <= roles.tiled]
-                    for c, r in wrong:
-                        line = node.lineno
-                        if (line, c) in seen:
-                            continue
-                        seen.add((line, c))
-                        yield _finding(nf, k, line, node.col_offset, c, r, sym, roles,
-                                       f"`{node.value.id}` axis {axis} is {sym}, but its index is offset by `{c}`")
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
-                    and dotted_name(node.value.func) in _LOADS and node.value.args:
-                yield from _load_into(nf, k, node, roles, allocs, seen)
+        yield from kernel_findings(nf, k, "NKI211", _kernel_roles)
+
+
+def _kernel_roles(nf: NkiFile, k: NkiKernel):
+    """NKI211's findings in one kernel: they read its `def` and the file's path."""
+    fn = kernel_function(nf, k)
+    if fn is None or not _may_have_two_axes(fn):  # as `len(roles.symbols) < 2` below, without walking the kernel
+        return
+    # one shared walk: every pass below reads the kernel's nodes of its types in ast.walk's order
+    assigns = walk_nodes(nf, fn, ast.Assign)
+    roles = _Roles(fn, assigns, walk_nodes(nf, fn, ast.Compare))
+    if len(roles.symbols) < 2:
+        return
+    roles.count(walk_nodes(nf, fn, (ast.BinOp, ast.Subscript)))
+    allocs: dict[str, tuple[int, list[ast.AST]]] = {}
+    for node in assigns:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and dotted_name(node.value.func) in ("nl.ndarray", "nl.zeros") \
+                and node.value.args and isinstance(node.value.args[0], ast.Tuple):
+            allocs[node.targets[0].id] = (node.lineno, [_unwrap(e) for e in node.value.args[0].elts])
+    seen: set[tuple[int, str]] = set()
+    for node in walk_nodes(nf, fn, (ast.Subscript, ast.Assign)):
+        if isinstance(node, ast.Subscript):
+            for axis, sym, expr in roles.hbm_axes(node):
+                wrong = [(c, r) for c in sorted(_names(expr) & roles.constants)
+                         if (r := roles.role(c)) and r != sym and {r, sym} <= roles.tiled]
+                for c, r in wrong:
+                    line = node.lineno
+                    if (line, c) in seen:
+                        continue
+                    seen.add((line, c))
+                    yield _finding(nf, k, line, node.col_offset, c, r, sym, roles,
+                                   f"`{node.value.id}` axis {axis} is {sym}, but its index is offset by `{c}`")
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
+                and dotted_name(node.value.func) in _LOADS and node.value.args:
+            yield from _load_into(nf, k, node, roles, allocs, seen)
 
 
 def _load_into(nf: NkiFile, k: NkiKernel, node: ast.Assign, roles: _Roles, allocs, seen):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import partial
 
 from ..api import table
 from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import Call, NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_function, source_has
+from .nki_common import check, emit, kernel_findings, kernel_function, kernel_has, source_has
 from .nki_kernel_io import _body_nodes, _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -51,10 +52,21 @@ def nc_version_equality(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional") or not source_has(nf, "get_nc_version"):
         return
     gens = generations(target_version(t))
+    if len(gens) < 3:
+        return
+    # a kernel compares a version only if it calls get_nc_version, by that name or by an alias imported for it
+    # (`_resolve` keeps the called name's last part, or gives the import's target for a bare alias)
+    names = ("get_nc_version", *(alias for alias, mod in nf.imports.items() if mod.endswith("get_nc_version")))
     for k in nf.kernels:
-        fn = kernel_function(nf, k)
-        if fn is None or len(gens) < 3:
-            continue
+        if kernel_has(nf, k, *names):
+            yield from kernel_findings(nf, k, "NKI521", partial(_kernel_compares, t=t, gens=gens), t.name,
+                                       target_version(t))
+
+
+def _kernel_compares(nf: NkiFile, k: NkiKernel, t: Target, gens: list[int]):
+    """NKI521's findings in one kernel: they read its `def`, the file's imports and path, and the target."""
+    fn = kernel_function(nf, k)
+    if fn is not None:
         nodes = _body_nodes(nf, fn)
         version_names = {n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                          and isinstance(n.targets[0], ast.Name) and _is_version_call(nf, n.value, set())}

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 
 from ..hardware import Target
-from ..parse.nki_model import NkiFile
+from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, child_nodes, emit, kernel_function, walk_nodes
+from .nki_common import check, child_nodes, emit, kernel_findings, kernel_function, walk_nodes
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 
@@ -70,9 +70,13 @@ def _after_loops(nf: NkiFile, stmts: list[ast.stmt]):
 @check("NKI212", per_file=True)  # reads the kernel text from the file
 def loop_variable_after_loop(nf: NkiFile, t: Target):
     for k in nf.kernels:
-        fn = kernel_function(nf, k)
-        if fn is None:
-            continue
+        yield from kernel_findings(nf, k, "NKI212", _kernel_reads)
+
+
+def _kernel_reads(nf: NkiFile, k: NkiKernel):
+    """NKI212's findings in one kernel: they read its `def` and the file's path."""
+    fn = kernel_function(nf, k)
+    if fn is not None:
         for loop, read in _after_loops(nf, fn.body):
             kind = dotted_name(loop.iter).rsplit(".", 1)[-1]
             nki = kind in _NKI_RANGES

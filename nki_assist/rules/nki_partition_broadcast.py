@@ -20,8 +20,8 @@ import re
 
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
-from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, kernel_function, scope_nodes
+from ..parse.nki_model import NkiFile, NkiKernel
+from .nki_common import check, emit, kernel_findings, kernel_function, scope_nodes
 from .nki_kernel_io import _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -170,47 +170,52 @@ def _scan(nf: NkiFile, fn: ast.FunctionDef):
 def partition_broadcast(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional"):
         return
-    legacy = nf.dialect == "legacy"
     for k in nf.kernels:
-        fn = kernel_function(nf, k)
-        if fn is None:
+        yield from kernel_findings(nf, k, "NKI112", _kernel_sites)
+
+
+def _kernel_sites(nf: NkiFile, k: NkiKernel):
+    """NKI112's findings in one kernel: they read its `def`, the file's dialect, imports and path."""
+    legacy = nf.dialect == "legacy"
+    fn = kernel_function(nf, k)
+    if fn is None:
+        return
+    if not legacy and not _NEW_SITE.search("\n".join(nf.lines[k.line - 1:k.end_line])):
+        return  # no tensor_tensor or nl binary op: nothing to check (new-dialect operators are NKI515's)
+    statements, sites = _scan(nf, fn)
+    tiles = _Tiles(nf, statements) if sites else None
+    reported: set[int] = set()  # one finding per line (`a * b - c * d` is one defect)
+    for node, left, right, how in sites:
+        if node.lineno in reported:
             continue
-        if not legacy and not _NEW_SITE.search("\n".join(nf.lines[k.line - 1:k.end_line])):
-            continue  # no tensor_tensor or nl binary op: nothing to check (new-dialect operators are NKI515's)
-        statements, sites = _scan(nf, fn)
-        tiles = _Tiles(nf, statements) if sites else None
-        reported: set[int] = set()  # one finding per line (`a * b - c * d` is one defect)
-        for node, left, right, how in sites:
-            if node.lineno in reported:
-                continue
-            a, b = tiles.operand(left), tiles.operand(right)
-            if a is None or b is None or a == b:
-                continue
-            if isinstance(a, int) and isinstance(b, int):
-                sev = E
-            elif 1 in (a, b):
-                sev = W
-            else:
-                continue  # a literal > 1 against an expression, or two expressions: may be equal
-            reported.add(node.lineno)
-            one, other = (left, right) if a == 1 else (right, left)
-            other_ext = b if a == 1 else a
-            kind = {"operator": "Python operators do not broadcast across partitions",
-                    "nl": "nki.language binary ops do not broadcast (NKI 0.3+)",
-                    "tensor_tensor": "tensor_tensor needs the same partition count in both inputs"}[how]
-            if sev is E and 1 not in (a, b):
-                msg = (f"`{ast.unparse(node)[:80]}` combines tiles of {a} and {b} partitions: {kind}.")
-            else:
-                when = "" if sev is E else f" whenever `{other_ext}` > 1"
-                msg = (f"`{ast.unparse(one)}` has one partition and `{ast.unparse(other)}` has {other_ext}: "
-                       f"`{ast.unparse(node)[:80]}` needs a partition broadcast{when}, and {kind}.")
-            f = emit("NKI112", nf, node.lineno, node.col_offset + 1, node.end_lineno, (node.end_col_offset or 0) + 1,
-                     msg, {"left_partitions": a, "right_partitions": b, "form": how},
-                     severity=sev, confidence="high" if sev is E else "medium",
-                     fix="Give both operands the same partition count: load or copy the one-partition value into "
-                         "every partition (a broadcast load of the same row into each partition, `.broadcast_to`, "
-                         "or a ones-matmul), or pass it as a `[P, 1]` operand of `nisa.tensor_scalar`.")
-            line = tiles.origin(one)
-            yield f.model_copy(update={"related": [RelatedLocation(
-                file=nf.path or "", line=line, message=f"`{ast.unparse(one)}` gets one partition here")]}) \
-                if line and line != node.lineno else f
+        a, b = tiles.operand(left), tiles.operand(right)
+        if a is None or b is None or a == b:
+            continue
+        if isinstance(a, int) and isinstance(b, int):
+            sev = E
+        elif 1 in (a, b):
+            sev = W
+        else:
+            continue  # a literal > 1 against an expression, or two expressions: may be equal
+        reported.add(node.lineno)
+        one, other = (left, right) if a == 1 else (right, left)
+        other_ext = b if a == 1 else a
+        kind = {"operator": "Python operators do not broadcast across partitions",
+                "nl": "nki.language binary ops do not broadcast (NKI 0.3+)",
+                "tensor_tensor": "tensor_tensor needs the same partition count in both inputs"}[how]
+        if sev is E and 1 not in (a, b):
+            msg = (f"`{ast.unparse(node)[:80]}` combines tiles of {a} and {b} partitions: {kind}.")
+        else:
+            when = "" if sev is E else f" whenever `{other_ext}` > 1"
+            msg = (f"`{ast.unparse(one)}` has one partition and `{ast.unparse(other)}` has {other_ext}: "
+                   f"`{ast.unparse(node)[:80]}` needs a partition broadcast{when}, and {kind}.")
+        f = emit("NKI112", nf, node.lineno, node.col_offset + 1, node.end_lineno, (node.end_col_offset or 0) + 1,
+                 msg, {"left_partitions": a, "right_partitions": b, "form": how},
+                 severity=sev, confidence="high" if sev is E else "medium",
+                 fix="Give both operands the same partition count: load or copy the one-partition value into "
+                     "every partition (a broadcast load of the same row into each partition, `.broadcast_to`, "
+                     "or a ones-matmul), or pass it as a `[P, 1]` operand of `nisa.tensor_scalar`.")
+        line = tiles.origin(one)
+        yield f.model_copy(update={"related": [RelatedLocation(
+            file=nf.path or "", line=line, message=f"`{ast.unparse(one)}` gets one partition here")]}) \
+            if line and line != node.lineno else f

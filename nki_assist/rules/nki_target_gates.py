@@ -18,13 +18,15 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from functools import partial
+from itertools import accumulate
 
 from ..api import table
 from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_function
+from .nki_common import check, emit, kernel_findings, kernel_function
 from .nki_kernel_io import _resolve
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -83,10 +85,7 @@ def _decorator_line(nf: NkiFile, k: NkiKernel) -> int | None:
 
 def _word_lines(nf: NkiFile, text: str) -> set[int]:
     """The 1-based lines holding one of _WORDS (str.find over the whole text, then the line of each hit)."""
-    starts, pos = [], 0
-    for line in nf.lines:
-        starts.append(pos)
-        pos += len(line) + 1
+    starts = [0, *accumulate(len(line) + 1 for line in nf.lines)]  # each line's offset in `text`
     out = set()
     for w in _WORDS:
         i = text.find(w)
@@ -147,15 +146,25 @@ def generation_gated_api(nf: NkiFile, t: Target):
     if nf.dialect not in ("legacy", "new", "transitional") or not any(w in text for w in _WORDS):
         return
     candidates = _word_lines(nf, text)
-    env = _ENV_PIN.search(text)
-    target_gen = _GEN_OF.get(t.name, 3)
+    env = _ENV_PIN.search(text) if "NEURON_PLATFORM_TARGET_OVERRIDE" in text else None
     for k in nf.kernels:
         lines = {n for n in candidates if k.line <= n <= k.end_line}
-        if not lines or _AWARE.search("\n".join(nf.lines[k.line - 1:k.end_line])):
-            continue  # no gated name, or the kernel reasons about the generation itself
-        fn = kernel_function(nf, k)
-        if fn is None:
-            continue
+        if not lines:
+            continue  # no gated name
+        body = "\n".join(nf.lines[k.line - 1:k.end_line])
+        if "nc_version" in body and _AWARE.search(body):
+            continue  # the kernel reasons about the generation itself
+        # besides the kernel's lines: the target, the decorator lines above it and the file's environment pin
+        yield from kernel_findings(nf, k, "NKI523", partial(_kernel_uses, t=t, lines=lines, env=env),
+                                   t.name, target_version(t), k.decorator, env.group(1) if env else None,
+                                   tuple(nf.lines[max(0, k.line - 10):max(0, k.line - 1)]))
+
+
+def _kernel_uses(nf: NkiFile, k: NkiKernel, t: Target, lines: set[int], env):
+    """NKI523's findings in one kernel; `lines` are its lines that spell a gated name."""
+    target_gen = _GEN_OF.get(t.name, 3)
+    fn = kernel_function(nf, k)
+    if fn is not None:
         pin = _PIN.search(_decorator_text(nf, k)) or env
         pinned = _GEN_OF.get(pin.group(1).lower()) if pin else None
         decorator_line = _decorator_line(nf, k)
