@@ -35,6 +35,7 @@ class Scheduler:
     started: dict[str, float] = field(default_factory=dict)  # uri -> when its newest check started
     abandoned: set[asyncio.Task] = field(default_factory=set)  # superseded checks still holding a worker
     cost: dict[str, float] = field(default_factory=dict)  # uri -> smoothed seconds of one check
+    edited: dict[str, float] = field(default_factory=dict)  # uri -> when its last check was requested
     _timer: asyncio.TimerHandle | None = None
     _idle: list[asyncio.Future] = field(default_factory=list)
     on_idle: Callable[[], None] | None = None  # called when the last due document was checked
@@ -48,6 +49,16 @@ class Scheduler:
             return DEBOUNCE_MAX_S
         return min(DEBOUNCE_MAX_S, max(DEBOUNCE_MIN_S, cost + DEBOUNCE_MARGIN_S))
 
+    def edit_delay(self, uri: str, fixed_ms: int | None) -> float:
+        """Seconds this edit of `uri` waits. Adaptive: none for the first edit after a pause (nothing of the
+        document running or due, its last edit older than its debounce), so a typing pause is answered after one
+        re-check, not a debounce and a re-check; the debounce for the edits of a burst, which coalesce."""
+        wait = self.debounce(uri, fixed_ms)
+        if fixed_ms is not None or self.busy(uri):
+            return wait
+        last = self.edited.get(uri)
+        return 0.0 if last is None or asyncio.get_running_loop().time() - last >= wait else wait
+
     def measured(self, uri: str, seconds: float) -> None:
         old = self.cost.get(uri)
         self.cost[uri] = seconds if old is None else (1 - EWMA) * old + EWMA * seconds
@@ -56,12 +67,14 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         now = loop.time()
         self.due[uri] = (now + max(0.0, delay), now)
+        self.edited[uri] = now
         self._dispatch()
 
     def forget(self, uri: str) -> None:
         """The document closed: nothing more is checked for it (a running check ends unpublished)."""
         self.due.pop(uri, None)
         self.cost.pop(uri, None)
+        self.edited.pop(uri, None)
 
     def busy(self, uri: str) -> bool:
         """A check of `uri` is running or due."""

@@ -307,7 +307,7 @@ def did_open(ls: NkiAssistServer, params: types.DidOpenTextDocumentParams) -> No
 
 def did_change(ls: NkiAssistServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.schedule(uri, ls.scheduler.debounce(uri, ls.settings.debounce_ms))
+    ls.schedule(uri, ls.scheduler.edit_delay(uri, ls.settings.debounce_ms))
 
 
 def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> None:

@@ -12,7 +12,7 @@ from ..hardware import Target
 from ..parse.nki_facts.common import canonical_api
 from ..parse.nki_model import NkiFile, NkiKernel
 from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_function, module_tree, per_text, scope_nodes, walk_nodes
+from .nki_common import check, emit, kernel_findings, kernel_function, module_tree, per_text, scope_nodes, walk_nodes
 
 E, W = Severity.ERROR, Severity.WARNING
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
@@ -197,60 +197,66 @@ def output_parameter(nf: NkiFile, t: Target):
     for k in nf.kernels:
         if k.role in ("sub-kernel", "helper") or (k.role is None and k.helper):
             continue  # a sub-kernel's parameters are its caller's tensors: writing them is how it hands results back
-        fn = kernel_function(nf, k)
-        if fn is None:
-            continue
-        args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
-        params = {a.arg: a for a in args}
-        optional = _none_defaults(fn)
-        writes = _writes(nf, fn)
-        if not writes:
-            continue
         launcher = _launcher(nf, k)
         if launcher is None or launcher in PASS_BY_REFERENCE:
             continue
-        alias = _aliases(nf, fn, set(params))
-        returned = {alias[n] for n in _returned(nf, fn) if n in alias}
-        read = _read_after_write(nf, fn, alias) if nf.dialect != "legacy" else set()
-        written: dict[str, list[int]] = {}
-        for r, line in writes:
-            if r in alias:
-                written.setdefault(alias[r], []).append(line)
-        for p, lines in written.items():
-            arg = params[p]
-            mutable = _mutable(arg)
-            if p in returned or (p in read and not mutable):
-                continue  # an in-place update handed back (nt.mutable_tensor), or a caller-provided workspace
-            legacy = nf.dialect == "legacy"
-            if mutable:
-                sev = E if legacy else W
-                why = ("it is annotated nt.mutable_tensor but not returned: a mutable kernel parameter must be "
-                       "returned (err_mutable_parameter_not_returned)")
-            elif p in optional:
-                # `output=None`: the kernel itself expects a caller to pass the output in, which only a
-                # pass-by-reference launcher (torch_neuronx.nki_jit, often in another module) does
-                sev = W
-                why = (f"its `{p}=None` default says a caller passes the output in, the pass-by-reference "
-                       "convention of SDK 2.20's framework launchers (torch_neuronx.nki_jit()(kernel), nki_call); "
-                       f"launched through {launcher} itself, parameters are immutable and the store fails "
-                       "(err_cannot_update_immutable_parameter)")
-            elif legacy and launcher == "nki.jit":
-                sev = E
-                why = ("since SDK 2.21 (where nki.jit arrived) top-level kernel parameters are immutable and "
-                       "outputs are returned; storing into one fails with err_cannot_update_immutable_parameter")
-            elif legacy:
-                sev = W
-                why = ("since SDK 2.21 kernels return their outputs and their parameters are immutable "
-                       f"(err_cannot_update_immutable_parameter); only SDK 2.20's {launcher} took outputs by reference")
-            else:
-                sev = W
-                why = ("new-dialect kernels return their outputs (allocated nl.shared_hbm); a write into an input "
-                       "is not an output the framework receives (under torchxla it stays invisible to XLA)")
-            f = emit("NKI520", nf, arg.lineno, arg.col_offset + 1, arg.lineno, arg.col_offset + 1 + len(p),
-                     f"Kernel `{k.name}` writes its result into parameter `{p}` (line {min(lines)}) and does not "
-                     f"return it; {why}.",
-                     {"kernel": k.name, "parameter": p, "write_lines": sorted(set(lines)), "launcher": launcher,
-                      "dialect": nf.dialect, "mutable": mutable},
-                     severity=sev, confidence="high" if sev == E else "medium")
-            yield f.model_copy(update={"related": [RelatedLocation(file=nf.path, line=n, message=f"write into `{p}`")
-                                                   for n in sorted(set(lines))[:8]]})
+        # per kernel (the language server re-walks only an edited kernel): its def, the launcher
+        yield from kernel_findings(nf, k, "NKI520", lambda nf, k: _kernel_outputs(nf, k, launcher), launcher)
+
+
+def _kernel_outputs(nf: NkiFile, k: NkiKernel, launcher: str):
+    """NKI520's findings in one entry kernel launched by `launcher`."""
+    fn = kernel_function(nf, k)
+    if fn is None:
+        return
+    args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+    params = {a.arg: a for a in args}
+    optional = _none_defaults(fn)
+    writes = _writes(nf, fn)
+    if not writes:
+        return
+    alias = _aliases(nf, fn, set(params))
+    returned = {alias[n] for n in _returned(nf, fn) if n in alias}
+    read = _read_after_write(nf, fn, alias) if nf.dialect != "legacy" else set()
+    written: dict[str, list[int]] = {}
+    for r, line in writes:
+        if r in alias:
+            written.setdefault(alias[r], []).append(line)
+    for p, lines in written.items():
+        arg = params[p]
+        mutable = _mutable(arg)
+        if p in returned or (p in read and not mutable):
+            continue  # an in-place update handed back (nt.mutable_tensor), or a caller-provided workspace
+        legacy = nf.dialect == "legacy"
+        if mutable:
+            sev = E if legacy else W
+            why = ("it is annotated nt.mutable_tensor but not returned: a mutable kernel parameter must be "
+                   "returned (err_mutable_parameter_not_returned)")
+        elif p in optional:
+            # `output=None`: the kernel itself expects a caller to pass the output in, which only a
+            # pass-by-reference launcher (torch_neuronx.nki_jit, often in another module) does
+            sev = W
+            why = (f"its `{p}=None` default says a caller passes the output in, the pass-by-reference "
+                   "convention of SDK 2.20's framework launchers (torch_neuronx.nki_jit()(kernel), nki_call); "
+                   f"launched through {launcher} itself, parameters are immutable and the store fails "
+                   "(err_cannot_update_immutable_parameter)")
+        elif legacy and launcher == "nki.jit":
+            sev = E
+            why = ("since SDK 2.21 (where nki.jit arrived) top-level kernel parameters are immutable and "
+                   "outputs are returned; storing into one fails with err_cannot_update_immutable_parameter")
+        elif legacy:
+            sev = W
+            why = ("since SDK 2.21 kernels return their outputs and their parameters are immutable "
+                   f"(err_cannot_update_immutable_parameter); only SDK 2.20's {launcher} took outputs by reference")
+        else:
+            sev = W
+            why = ("new-dialect kernels return their outputs (allocated nl.shared_hbm); a write into an input "
+                   "is not an output the framework receives (under torchxla it stays invisible to XLA)")
+        f = emit("NKI520", nf, arg.lineno, arg.col_offset + 1, arg.lineno, arg.col_offset + 1 + len(p),
+                 f"Kernel `{k.name}` writes its result into parameter `{p}` (line {min(lines)}) and does not "
+                 f"return it; {why}.",
+                 {"kernel": k.name, "parameter": p, "write_lines": sorted(set(lines)), "launcher": launcher,
+                  "dialect": nf.dialect, "mutable": mutable},
+                 severity=sev, confidence="high" if sev == E else "medium")
+        yield f.model_copy(update={"related": [RelatedLocation(file=nf.path, line=n, message=f"write into `{p}`")
+                                               for n in sorted(set(lines))[:8]]})

@@ -19,8 +19,8 @@ import re
 
 from ..findings import RelatedLocation
 from ..hardware import Target
-from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, kernel_function, scope_nodes
+from ..parse.nki_model import NkiFile, NkiKernel
+from .nki_common import check, emit, kernel_findings, kernel_function, scope_nodes
 from .nki_kernel_io import _resolve
 
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
@@ -78,51 +78,56 @@ def tile_rank(nf: NkiFile, t: Target):
     if nf.dialect != "legacy":
         return  # NKI 0.3+ code (nki-library's own tests) allocates (1,) SBUF tensors: the rule is the legacy docs'
     for k in nf.kernels:
-        if not _HINT.search("\n".join(nf.lines[k.line - 1:k.end_line])):
-            continue
-        fn = kernel_function(nf, k)
-        if fn is None:
-            continue
-        nodes = sorted((n for n in scope_nodes(nf, fn) if isinstance(n, (ast.Assign, ast.Assert, ast.Call, ast.Subscript))),
-                       key=lambda n: (n.lineno, n.col_offset))
-        one_d_hbm = _one_d_params(fn, nodes)  # name -> line that shows it is 1-D
-        for n in nodes:
-            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-                name, value = n.targets[0].id, n.value
-                one_d_hbm.pop(name, None)  # rebound: 1-D again only if the new value is
-                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-                        and value.func.attr == "reshape" and len(value.args) == 1 \
-                        and isinstance(value.args[0], (ast.Tuple, ast.List)) and len(value.args[0].elts) == 1:
-                    one_d_hbm[name] = n.lineno  # a 1-D view
-                elif isinstance(value, ast.Call) and _resolve(nf, value.func) in _ALLOC:
-                    dims, buf = _shape(value), _buffer(value)
-                    if dims is not None and len(dims) == 1 and buf == "hbm":
-                        one_d_hbm[name] = n.lineno
-            if isinstance(n, ast.Call):
-                api = _resolve(nf, n.func)
-                if api in _ALLOC:
-                    dims, buf = _shape(n), _buffer(n)
-                    if dims is not None and len(dims) == 1 and buf in _ON_CHIP:
-                        yield emit("NKI113", nf, n.lineno, n.col_offset + 1, n.end_lineno,
-                                   (n.end_col_offset or 0) + 1,
-                                   f"`{ast.unparse(n)[:80]}` makes a one-dimensional {buf.upper()} tile: on-chip tiles "
-                                   "need a partition dim and a free dim (at least 2-D), or the compiler reports "
-                                   "`Insufficient rank`.",
-                                   {"form": "allocation", "buffer": buf, "shape": ast.unparse(n.args[0]) if n.args else ""},
-                                   fix="Give it a free dim of 1: `(N, 1)` instead of `(N,)`.")
-                elif api == "nl.load" and n.args and isinstance(n.args[0], ast.Subscript):
-                    access = n.args[0]
-                    base = access
-                    while isinstance(base, ast.Subscript):
-                        base = base.value
-                    if isinstance(base, ast.Name) and base.id in one_d_hbm and _index_count(access) == 1:
-                        f = emit("NKI113", nf, n.lineno, n.col_offset + 1, n.end_lineno, (n.end_col_offset or 0) + 1,
-                                 f"`{ast.unparse(n)[:80]}` loads from `{base.id}`, which is 1-D: the tile it makes has "
-                                 "no partition dim (on-chip tiles are at least 2-D; the compiler reports "
-                                 "`Insufficient rank`).",
-                                 {"form": "load", "tensor": base.id, "shown_line": one_d_hbm[base.id]},
-                                 fix=f"View `{base.id}` as 2-D first (`{base.id}.reshape((rows, cols))`, the rows on "
-                                     "the partition dim) and load a `[P, F]` block of it.")
-                        yield f.model_copy(update={"related": [RelatedLocation(
-                            file=nf.path or "", line=one_d_hbm[base.id],
-                            message=f"`{base.id}` is 1-D here")]})
+        if _HINT.search("\n".join(nf.lines[k.line - 1:k.end_line])):
+            # per kernel (the language server re-walks only an edited kernel)
+            yield from kernel_findings(nf, k, "NKI113", _kernel_tiles)
+
+
+def _kernel_tiles(nf: NkiFile, k: NkiKernel):
+    """NKI113's findings in one kernel: they read its `def`, the file's imports and path."""
+    fn = kernel_function(nf, k)
+    if fn is None:
+        return
+    nodes = sorted((n for n in scope_nodes(nf, fn) if isinstance(n, (ast.Assign, ast.Assert, ast.Call, ast.Subscript))),
+                   key=lambda n: (n.lineno, n.col_offset))
+    one_d_hbm = _one_d_params(fn, nodes)  # name -> line that shows it is 1-D
+    for n in nodes:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            name, value = n.targets[0].id, n.value
+            one_d_hbm.pop(name, None)  # rebound: 1-D again only if the new value is
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr == "reshape" and len(value.args) == 1 \
+                    and isinstance(value.args[0], (ast.Tuple, ast.List)) and len(value.args[0].elts) == 1:
+                one_d_hbm[name] = n.lineno  # a 1-D view
+            elif isinstance(value, ast.Call) and _resolve(nf, value.func) in _ALLOC:
+                dims, buf = _shape(value), _buffer(value)
+                if dims is not None and len(dims) == 1 and buf == "hbm":
+                    one_d_hbm[name] = n.lineno
+        if isinstance(n, ast.Call):
+            api = _resolve(nf, n.func)
+            if api in _ALLOC:
+                dims, buf = _shape(n), _buffer(n)
+                if dims is not None and len(dims) == 1 and buf in _ON_CHIP:
+                    yield emit("NKI113", nf, n.lineno, n.col_offset + 1, n.end_lineno,
+                               (n.end_col_offset or 0) + 1,
+                               f"`{ast.unparse(n)[:80]}` makes a one-dimensional {buf.upper()} tile: on-chip tiles "
+                               "need a partition dim and a free dim (at least 2-D), or the compiler reports "
+                               "`Insufficient rank`.",
+                               {"form": "allocation", "buffer": buf, "shape": ast.unparse(n.args[0]) if n.args else ""},
+                               fix="Give it a free dim of 1: `(N, 1)` instead of `(N,)`.")
+            elif api == "nl.load" and n.args and isinstance(n.args[0], ast.Subscript):
+                access = n.args[0]
+                base = access
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in one_d_hbm and _index_count(access) == 1:
+                    f = emit("NKI113", nf, n.lineno, n.col_offset + 1, n.end_lineno, (n.end_col_offset or 0) + 1,
+                             f"`{ast.unparse(n)[:80]}` loads from `{base.id}`, which is 1-D: the tile it makes has "
+                             "no partition dim (on-chip tiles are at least 2-D; the compiler reports "
+                             "`Insufficient rank`).",
+                             {"form": "load", "tensor": base.id, "shown_line": one_d_hbm[base.id]},
+                             fix=f"View `{base.id}` as 2-D first (`{base.id}.reshape((rows, cols))`, the rows on "
+                                 "the partition dim) and load a `[P, F]` block of it.")
+                    yield f.model_copy(update={"related": [RelatedLocation(
+                        file=nf.path or "", line=one_d_hbm[base.id],
+                        message=f"`{base.id}` is 1-D here")]})

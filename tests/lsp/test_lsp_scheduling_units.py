@@ -31,6 +31,30 @@ def test_adaptive_debounce_follows_the_measured_cost():
     assert s.debounce("c", None) == DEBOUNCE_MAX_S  # never more than 100 ms
 
 
+def test_the_first_edit_after_a_pause_waits_for_nothing_and_a_burst_is_debounced():
+    async def scenario():
+        ran: list[float] = []
+
+        async def run(uri):
+            ran.append(asyncio.get_running_loop().time())
+
+        s = Scheduler(run=run)
+        s.measured("a", 0.040)  # adaptive debounce: 50 ms
+        first = s.edit_delay("a", None)
+        s.request("a", first)
+        burst = s.edit_delay("a", None)  # 0 ms later: the same burst (and still due)
+        await asyncio.wait_for(s.idle(), 2)
+        again = s.edit_delay("a", None)  # right after the check: still inside the 50 ms window
+        await asyncio.sleep(0.06)
+        paused = s.edit_delay("a", None)  # a pause longer than the debounce
+        fixed = s.edit_delay("a", 300)  # a fixed setting always waits
+        return first, burst, again, paused, fixed, len(ran)
+
+    first, burst, again, paused, fixed, checks = asyncio.run(scenario())
+    assert (first, paused, fixed) == (0.0, 0.0, 0.3) and checks == 1
+    assert burst == pytest.approx(0.050) and again == pytest.approx(0.050)
+
+
 def test_newest_edit_is_checked_first_and_each_document_once():
     order: list[str] = []
 

@@ -170,3 +170,44 @@ def branchy(x):
     for t in (text, plain):
         found = [f for f in check_text("k.py", t, CheckOptions(target="trn2")).findings if f.rule == "NKI521"]
         assert len(found) == 1, t
+
+
+LEGACY = """from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scale(x, out):
+    t = nl.load(x[0:128, 0:512])
+    nl.store(out[0:128, 0:512], value=nl.multiply(t, 2.0))
+
+
+@nki.jit
+def column(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128,), dtype=nl.float32, buffer=nl.sbuf)
+    nl.store(out[0:128, 0:1], value=acc)
+    return out
+"""
+
+
+def test_legacy_output_parameter_and_tile_rank_are_remembered_per_kernel(monkeypatch):
+    from nki_assist.rules import nki_kernel_io, nki_tile_rank
+
+    calls: dict[str, list[str]] = {"NKI520": [], "NKI113": []}
+    for rule, module, name in (("NKI520", nki_kernel_io, "_kernel_outputs"), ("NKI113", nki_tile_rank, "_kernel_tiles")):
+        original = getattr(module, name)
+
+        def counted(nf, k, *args, _original=original, _rule=rule, **kwargs):
+            calls[_rule].append(k.name)
+            return _original(nf, k, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+    cache = ParseCache()
+    first = check_text("k.py", LEGACY, CheckOptions(), cache=cache)
+    assert {(f.rule, f.line) for f in first.findings} >= {("NKI520", 6), ("NKI113", 14)}
+    assert calls == {"NKI520": ["scale", "column"], "NKI113": ["scale", "column"]}
+    edited = LEGACY.replace("nl.multiply(t, 2.0)", "nl.multiply(t, 3.0)")
+    warm = check_text("k.py", edited, CheckOptions(), cache=cache)
+    assert calls == {"NKI520": ["scale", "column", "scale"], "NKI113": ["scale", "column", "scale"]}  # the edited one
+    assert _dump(warm) == _dump(check_text("k.py", edited, CheckOptions()))
