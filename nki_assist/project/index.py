@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..parse.consts import TILE_SIZE
-from ..parse.pyast import child_nodes, dotted_name
+from ..parse.pyast import branch_nodes, dotted_name
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
 
 # decorators (after import resolution) that make a function a kernel
@@ -399,7 +399,7 @@ class _Body:
             handler = handlers.get(kind)
             if handler is not None:
                 handler(self, node)
-            children = child_nodes(node)
+            children = branch_nodes(node)
             children.reverse()
             stack.extend(children)
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..findings import Finding, Severity
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
+from ..parse.pyast import child_nodes
 from ..parse.source import normalize_newlines
 from .registry import get
 from .runner import CheckSet
@@ -279,18 +280,6 @@ def _walk_memo(nf: NkiFile) -> dict:
     if memo is None:
         memo = tree_memo["walk"] = {"walks": {}, "kids": {}, "typed": {}, "scoped": {}}
     return memo
-
-
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """ast.iter_child_nodes(node) as a list (the same fields in the same order), without its generators."""
-    out: list[ast.AST] = []
-    for name in node._fields:
-        v = getattr(node, name, None)
-        if isinstance(v, ast.AST):
-            out.append(v)
-        elif isinstance(v, list):
-            out.extend(x for x in v if isinstance(x, ast.AST))
-    return out
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")

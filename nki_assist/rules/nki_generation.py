@@ -13,8 +13,8 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import Call, NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, kernel_has, source_has
-from .nki_kernel_io import _body_nodes, _resolve
+from .nki_common import check, emit, kernel_findings, kernel_function, kernel_has, scope_nodes, source_has
+from .nki_kernel_io import _resolve
 
 E, W = Severity.ERROR, Severity.WARNING
 _GEN = re.compile(r"(?:^|\.)nc_version\.gen(\d+)$")
@@ -67,7 +67,7 @@ def _kernel_compares(nf: NkiFile, k: NkiKernel, t: Target, gens: list[int]):
     """NKI521's findings in one kernel: they read its `def`, the file's imports and path, and the target."""
     fn = kernel_function(nf, k)
     if fn is not None:
-        nodes = _body_nodes(nf, fn)
+        nodes = scope_nodes(nf, fn)
         version_names = {n.targets[0].id for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                          and isinstance(n.targets[0], ast.Name) and _is_version_call(nf, n.value, set())}
         for n in nodes:

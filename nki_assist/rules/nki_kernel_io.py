@@ -45,17 +45,12 @@ def _root(node: ast.AST) -> str | None:
             return node.id if isinstance(node, ast.Name) else None
 
 
-def _body_nodes(nf: NkiFile, fn: ast.FunctionDef) -> list[ast.AST]:
-    """The kernel's own nodes (nested function bodies belong to the nested function)."""
-    return scope_nodes(nf, fn)
-
-
 def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
     """(root variable, line) of every write into an HBM tensor expression: nl.store's dst, an ISA call's dst=
     (first positional in the new dialect), a subscript assignment."""
     out = []
     new = nf.dialect in ("new", "transitional")
-    for n in _body_nodes(nf, fn):
+    for n in scope_nodes(nf, fn):
         if isinstance(n, ast.Call):
             api = _resolve(nf, n.func)
             dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
@@ -75,7 +70,7 @@ def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
 def _aliases(nf: NkiFile, fn: ast.FunctionDef, params: set[str]) -> dict[str, str]:
     """name -> parameter it views (`out_2d = out.reshape(...)`), to a fixed point."""
     alias = {p: p for p in params}
-    assigns = [n for n in _body_nodes(nf, fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    assigns = [n for n in scope_nodes(nf, fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name)]
     changed = True
     while changed:
@@ -104,7 +99,7 @@ def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -
     """Parameters whose data the kernel reads (a source operand, not a write target, a view definition or a
     .shape/.dtype query): a scratch buffer the caller provides, not an output."""
     skip: set[int] = set()
-    for n in _body_nodes(nf, fn):
+    for n in scope_nodes(nf, fn):
         if isinstance(n, ast.Attribute) and n.attr in ("shape", "dtype", "ndim", "size"):
             skip.add(id(n.value))
         elif isinstance(n, ast.Call):
@@ -120,13 +115,13 @@ def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -
                     skip.add(id(r))
             if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and (r := _root_node(n.value)) is not None:
                 skip.add(id(r))  # a view of the parameter: its uses are counted through the alias
-    return {alias[n.id] for n in _body_nodes(nf, fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    return {alias[n.id] for n in scope_nodes(nf, fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
             and n.id in alias and id(n) not in skip}
 
 
 def _returned(nf: NkiFile, fn: ast.FunctionDef) -> set[str]:
     names: set[str] = set()
-    for n in _body_nodes(nf, fn):
+    for n in scope_nodes(nf, fn):
         if isinstance(n, ast.Return) and n.value is not None:
             for e in ast.walk(n.value):
                 if isinstance(e, ast.Name):

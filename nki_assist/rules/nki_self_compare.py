@@ -14,7 +14,7 @@ import re
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
-from .nki_common import check, emit, module_tree
+from .nki_common import check, emit, module_tree, walk_nodes
 
 # two-argument comparison functions of numpy, torch, unittest and pytest whose first two arguments are compared
 _COMPARE_FUNCS = frozenset({
@@ -54,9 +54,9 @@ def _compare_call(node: ast.Call) -> tuple[ast.AST, ast.AST] | None:
     return node.args[0], node.args[1]
 
 
-def _self_comparisons(tree: ast.Module, lines: set[int]):
+def _self_comparisons(nf: NkiFile, tree: ast.Module, lines: set[int]):
     """(node, operand text) for every self-comparison on the prefiltered lines."""
-    for node in ast.walk(tree):
+    for node in walk_nodes(nf, tree, (ast.Compare, ast.Call)):  # the shared walk of the module
         if getattr(node, "lineno", None) not in lines:
             continue
         if isinstance(node, ast.Compare) and len(node.ops) == 1 \
@@ -74,7 +74,7 @@ def self_comparison(nf: NkiFile, t: Target):
     tree = module_tree(nf)
     if tree is None:
         return
-    for node, operand in _self_comparisons(tree, lines):
+    for node, operand in _self_comparisons(nf, tree, lines):
         what = ast.unparse(node)
         yield emit("NKI216", nf, node.lineno, node.col_offset + 1, node.end_lineno, (node.end_col_offset or 0) + 1,
                    f"`{what[:100]}` compares `{operand}` with itself: it holds for any value, so this check passes "

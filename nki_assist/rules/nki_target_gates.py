@@ -96,7 +96,7 @@ def _word_lines(nf: NkiFile, text: str) -> set[int]:
 
 
 def _nodes_on(fn: ast.FunctionDef, lines: set[int]):
-    """The kernel's own nodes (as _body_nodes), skipping statements that span none of `lines`."""
+    """The kernel's own nodes (as nki_common.scope_nodes), skipping statements that span none of `lines`."""
     stack = list(fn.body)
     while stack:
         n = stack.pop()

@@ -155,7 +155,7 @@ def test_the_untying_checker_reports_what_pyflakes_reports():
 
 
 def test_child_nodes_are_the_ast_children_less_the_operator_singletons():
-    from nki_assist.parse.pyast import child_nodes
+    from nki_assist.parse.pyast import branch_nodes as child_nodes
 
     singletons = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
     nodes = 0
