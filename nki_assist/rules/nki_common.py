@@ -10,7 +10,8 @@ from typing import Any
 from ..findings import Finding, Severity
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
-from ..parse.pyast import child_nodes
+from ..parse.nki_facts.common import canonical_api
+from ..parse.pyast import child_nodes, dotted_name
 from ..parse.source import normalize_newlines
 from .registry import get
 from .runner import CheckSet
@@ -36,6 +37,16 @@ def emit(rule_id: str, nf: NkiFile, line: int, col: int, end_line: int | None, e
     if fix is not None:
         fields["fix"] = fix
     return get(rule_id).finding(message, severity=severity, **fields)
+
+
+def resolve_api(nf: NkiFile, node: ast.AST) -> str:
+    """The canonical API name an AST callee or attribute spells through the file's imports (`nl.add` -> `nl.add`,
+    `language.add` under `import nki.language as language` too)."""
+    d = dotted_name(node)
+    head, _, rest = d.partition(".")
+    mod = nf.imports.get(head)
+    full = (f"{mod}.{rest}" if rest else mod) if mod else d
+    return canonical_api(full)
 
 
 def shape_str(shape) -> str:

@@ -13,8 +13,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import Call, NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, kernel_has, scope_nodes, source_has
-from .nki_kernel_io import _resolve
+from .nki_common import check, emit, kernel_findings, kernel_function, kernel_has, resolve_api, scope_nodes, source_has
 
 E, W = Severity.ERROR, Severity.WARNING
 _GEN = re.compile(r"(?:^|\.)nc_version\.gen(\d+)$")
@@ -35,14 +34,14 @@ def generations(version: str) -> list[int]:
 
 def _is_version_call(nf: NkiFile, node: ast.AST, names: set[str]) -> bool:
     if isinstance(node, ast.Call):
-        return _resolve(nf, node.func).endswith("get_nc_version")
+        return resolve_api(nf, node.func).endswith("get_nc_version")
     return isinstance(node, ast.Name) and node.id in names
 
 
 def _generation(nf: NkiFile, node: ast.AST) -> int | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
-    m = _GEN.search(_resolve(nf, node)) if isinstance(node, ast.Attribute) else None
+    m = _GEN.search(resolve_api(nf, node)) if isinstance(node, ast.Attribute) else None
     return int(m.group(1)) if m else None
 
 
@@ -55,7 +54,7 @@ def nc_version_equality(nf: NkiFile, t: Target):
     if len(gens) < 3:
         return
     # a kernel compares a version only if it calls get_nc_version, by that name or by an alias imported for it
-    # (`_resolve` keeps the called name's last part, or gives the import's target for a bare alias)
+    # (`resolve_api` keeps the called name's last part, or gives the import's target for a bare alias)
     names = ("get_nc_version", *(alias for alias, mod in nf.imports.items() if mod.endswith("get_nc_version")))
     for k in nf.kernels:
         if kernel_has(nf, k, *names):

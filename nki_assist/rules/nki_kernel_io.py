@@ -9,10 +9,9 @@ import ast
 
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
-from ..parse.nki_facts.common import canonical_api
 from ..parse.nki_model import NkiFile, NkiKernel
-from ..parse.pyast import dotted_name
-from .nki_common import check, emit, kernel_findings, kernel_function, module_tree, per_text, scope_nodes, walk_nodes
+from .nki_common import (check, emit, kernel_findings, kernel_function, module_tree, per_text, resolve_api, scope_nodes,
+                         walk_nodes)
 
 E, W = Severity.ERROR, Severity.WARNING
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
@@ -22,14 +21,6 @@ PASS_BY_REFERENCE = frozenset({"nki_jit", "torch_neuronx.nki_jit", "nki_call", "
 # methods that give a view of the same HBM tensor
 VIEWS = frozenset({"reshape", "ap", "view", "select", "permute", "rearrange", "broadcast", "slice", "bitcast",
                    "indirect", "vector_select", "as_tile", "__getitem__"})
-
-
-def _resolve(nf: NkiFile, node: ast.AST) -> str:
-    d = dotted_name(node)
-    head, _, rest = d.partition(".")
-    mod = nf.imports.get(head)
-    full = (f"{mod}.{rest}" if rest else mod) if mod else d
-    return canonical_api(full)
 
 
 def _root(node: ast.AST) -> str | None:
@@ -52,7 +43,7 @@ def _writes(nf: NkiFile, fn: ast.FunctionDef) -> list[tuple[str, int]]:
     new = nf.dialect in ("new", "transitional")
     for n in scope_nodes(nf, fn):
         if isinstance(n, ast.Call):
-            api = _resolve(nf, n.func)
+            api = resolve_api(nf, n.func)
             dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
             if dst is None and n.args and (api == "nl.store" or (new and api.startswith("nisa."))):
                 dst = n.args[0]
@@ -104,7 +95,7 @@ def _read_after_write(nf: NkiFile, fn: ast.FunctionDef, alias: dict[str, str]) -
             skip.add(id(n.value))
         elif isinstance(n, ast.Call):
             dst = next((kw.value for kw in n.keywords if kw.arg == "dst"), None)
-            api = _resolve(nf, n.func)
+            api = resolve_api(nf, n.func)
             if dst is None and n.args and (api == "nl.store" or (nf.dialect != "legacy" and api.startswith("nisa."))):
                 dst = n.args[0]
             if dst is not None and (r := _root_node(dst)) is not None:
@@ -144,7 +135,7 @@ def _find_wrapped(nf: NkiFile) -> dict[str, str]:
     for n in calls:
         if not n.args or not isinstance(n.args[0], ast.Name):
             continue
-        launcher = _resolve(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
+        launcher = resolve_api(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
         if launcher in LAUNCHERS or launcher in PASS_BY_REFERENCE:
             out.setdefault(n.args[0].id, launcher)
     return out

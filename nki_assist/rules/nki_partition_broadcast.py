@@ -21,8 +21,7 @@ import re
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, scope_nodes
-from .nki_kernel_io import _resolve
+from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
 
 E, W = Severity.ERROR, Severity.WARNING
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
@@ -72,7 +71,7 @@ class _Tiles:
         for n in sorted(statements, key=lambda n: (n.lineno, n.col_offset)):
             if isinstance(n, ast.For):
                 if isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) and \
-                        _resolve(nf, n.iter.func).rsplit(".", 1)[-1] in _LOOPS:
+                        resolve_api(nf, n.iter.func).rsplit(".", 1)[-1] in _LOOPS:
                     self.loop_vars.add(n.target.id)
                 continue
             if len(n.targets) != 1 or not isinstance(n.targets[0], ast.Name):
@@ -95,7 +94,7 @@ class _Tiles:
     def _made(self, value: ast.AST) -> Extent:
         """The partition extent of a tile this expression creates (None when unknown or not a tile)."""
         if isinstance(value, ast.Call):
-            api = _resolve(self.nf, value.func)
+            api = resolve_api(self.nf, value.func)
             if api == "nl.load" and value.args:
                 access = value.args[0]
                 if isinstance(access, ast.Subscript):
@@ -153,7 +152,7 @@ def _scan(nf: NkiFile, fn: ast.FunctionDef):
             last = n.func.attr
             if last != "tensor_tensor" and (legacy or last not in _NL_BINARY):
                 continue
-            api = _resolve(nf, n.func)
+            api = resolve_api(nf, n.func)
             if api == "nisa.tensor_tensor":
                 kw = {k.arg: k.value for k in n.keywords}
                 pos = n.args[1:] if not legacy else n.args

@@ -26,8 +26,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function
-from .nki_kernel_io import _resolve
+from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # API -> (oldest NeuronCore generation, the doc's wording); from the SDK's API stubs (2.27-2.32 nki/api)
@@ -114,7 +113,7 @@ def _uses(nf: NkiFile, fn: ast.FunctionDef, lines: set[int]):
     for n in _nodes_on(fn, lines):
         if not isinstance(n, ast.Call):
             continue
-        api = _resolve(nf, n.func)
+        api = resolve_api(nf, n.func)
         if api in _GATED_CALLS and (nf.dialect != "legacy" or api in _LEGACY_GATES):
             gen, doc = _GATED_CALLS[api]
             yield n, f"`{api}`", gen, doc

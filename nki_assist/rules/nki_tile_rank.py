@@ -20,8 +20,7 @@ import re
 from ..findings import RelatedLocation
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, scope_nodes
-from .nki_kernel_io import _resolve
+from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
 
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
 _ON_CHIP = ("sbuf", "psum")
@@ -99,12 +98,12 @@ def _kernel_tiles(nf: NkiFile, k: NkiKernel):
                     and value.func.attr == "reshape" and len(value.args) == 1 \
                     and isinstance(value.args[0], (ast.Tuple, ast.List)) and len(value.args[0].elts) == 1:
                 one_d_hbm[name] = n.lineno  # a 1-D view
-            elif isinstance(value, ast.Call) and _resolve(nf, value.func) in _ALLOC:
+            elif isinstance(value, ast.Call) and resolve_api(nf, value.func) in _ALLOC:
                 dims, buf = _shape(value), _buffer(value)
                 if dims is not None and len(dims) == 1 and buf == "hbm":
                     one_d_hbm[name] = n.lineno
         if isinstance(n, ast.Call):
-            api = _resolve(nf, n.func)
+            api = resolve_api(nf, n.func)
             if api in _ALLOC:
                 dims, buf = _shape(n), _buffer(n)
                 if dims is not None and len(dims) == 1 and buf in _ON_CHIP:
