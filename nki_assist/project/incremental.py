@@ -15,6 +15,8 @@ import copy
 from functools import cache
 from typing import Any
 
+from ..parse.pyast import child_nodes
+
 
 class PythonMemo:
     """One document's reusable Python-level work (kept on its `ParseCache.extra`). It holds results keyed by
@@ -77,7 +79,8 @@ class PythonMemo:
         `global`), else over the whole module."""
         if not self.exact or not self._keys:  # a `*` import or a `global`: analyse the whole module
             return flakes(tree, path)
-        names = frozenset(module_names(tree))
+        lines = binding_lines(tree)  # every module-level name, with the line of the binding pyflakes sees
+        names = frozenset(lines)
         skeleton, functions = [], []
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.body:
@@ -89,7 +92,6 @@ class PythonMemo:
             else:
                 skeleton.append(st)
         out = flakes(ast.Module(body=skeleton, type_ignores=[]), path)
-        lines = binding_lines(tree)
         for fn in functions:
             key = (self.key_for(fn), fn.lineno, fn.col_offset, names)
             msgs = self.flakes.get(key)
@@ -182,36 +184,32 @@ def _relined(message, lines: dict[str, int]):
 
 
 def binding_lines(tree: ast.Module) -> dict[str, int]:
-    """name -> line of its last module-level binding in source order: the binding pyflakes' deferred function
-    bodies see (the node it records: the import statement, the stored name, the def or class line)."""
+    """Every name bound at module level (under if/try/with/for too) -> the line of its last binding in source
+    order: the binding pyflakes' deferred function bodies see (the node it records: the import statement, the
+    stored name, the def or class line). A stack, not recursion: a module-level expression may nest deeply."""
     out: dict[str, int] = {}
-
-    def visit(n: ast.AST) -> None:
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for d in n.decorator_list:
-                visit(d)
-            out[n.name] = n.lineno
-            return
-        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
+    stack: list[ast.AST | tuple[str, int]] = list(reversed(tree.body))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, tuple):  # a def's or class's name, bound after its decorators are read
+            out[n[0]] = n[1]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.append((n.name, n.lineno))  # its body is its own scope
+            stack.extend(reversed(n.decorator_list))
+        elif isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
             for a in n.names:
                 out[(a.asname or a.name).split(".")[0]] = n.lineno
-            return
-        if isinstance(n, ast.ExceptHandler) and n.name:
-            out[n.name] = n.lineno
-        if isinstance(n, ast.Assign):  # pyflakes binds the targets after reading the value
-            visit(n.value)
-            for t in n.targets:
-                visit(t)
-            return
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out[n.id] = n.lineno
-        for c in ast.iter_child_nodes(n):
-            visit(c)
-
-    for st in tree.body:
-        visit(st)
+        elif isinstance(n, ast.Assign):  # pyflakes binds the targets after reading the value
+            stack.extend(reversed(n.targets))
+            stack.append(n.value)
+        else:
+            if isinstance(n, ast.ExceptHandler) and n.name:
+                out[n.name] = n.lineno
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out[n.id] = n.lineno
+            stack.extend(reversed(child_nodes(n)))
     return out
 
 
@@ -221,28 +219,3 @@ def _bind(name: str) -> ast.stmt:
                                         end_col_offset=len(name))],
                       value=ast.Constant(value=None, lineno=1, col_offset=0, end_lineno=1, end_col_offset=4),
                       lineno=1, col_offset=0, end_lineno=1, end_col_offset=4)
-
-
-def module_names(tree: ast.Module) -> set[str]:
-    """Every name bound at module level (under if/try/with/for too)."""
-    out: set[str] = set()
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)  # its body is its own scope
-            stack.extend(getattr(n, "decorator_list", []))
-            continue
-        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            continue
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
-        elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-        stack.extend(ast.iter_child_nodes(n))
-    return out
