@@ -49,6 +49,18 @@ def resolve_api(nf: NkiFile, node: ast.AST) -> str:
     return canonical_api(full)
 
 
+def decorator_text(nf: NkiFile, k: NkiKernel) -> str:
+    """The decorator lines right above the kernel's `def` (the kernel's own lines start at the def): the
+    contiguous non-blank lines there, from the first that starts with `@`, joined by spaces."""
+    above: list[str] = []
+    for i in range(k.line - 2, max(-1, k.line - 10), -1):
+        if i >= len(nf.lines) or not nf.lines[i].strip():
+            break
+        above.insert(0, nf.lines[i].strip())
+    first = next((j for j, x in enumerate(above) if x.startswith("@")), len(above))
+    return " ".join(above[first:])
+
+
 def shape_str(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]" if shape is not None else "[?]"
 

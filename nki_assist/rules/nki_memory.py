@@ -11,7 +11,7 @@ from ..findings import Severity
 from ..hardware import DTYPE_BYTES, Target
 from ..parse.nki import kernel_resources, psum_banks_of
 from ..parse.nki_model import DMA_APIS, NkiFile
-from .nki_common import check, emit, loop_label, shape_str
+from .nki_common import check, decorator_text, emit, loop_label, shape_str
 
 HBM = ("hbm", "shared_hbm", "private_hbm")
 KIB = 1024
@@ -389,25 +389,13 @@ def output_buffer(nf: NkiFile, t: Target):
 _MODE_KW = re.compile(r"\bjit\s*\((?:[^()]*,)?\s*mode\s*=")
 
 
-def _decorator_text(nf: NkiFile, k) -> str:
-    """The decorator lines right above the kernel's `def` (the kernel's own lines start at the def): the
-    contiguous non-blank lines there, from the first that starts with `@`."""
-    above: list[str] = []
-    for i in range(k.line - 2, max(-1, k.line - 10), -1):
-        if i >= len(nf.lines) or not nf.lines[i].strip():
-            break
-        above.insert(0, nf.lines[i].strip())
-    first = next((j for j, x in enumerate(above) if x.startswith("@")), len(above))
-    return " ".join(above[first:])
-
-
 def _hbm_output_severity(nf: NkiFile, k, version: str) -> tuple[Severity, str]:
     """An nl.hbm output compiles up to NKI 0.2; NKI 0.3 made shared_hbm outputs a breaking change (release
     notes). A kernel whose nki.jit passes mode= (the 0.2 framework switch, deprecated and ignored from 0.3)
     was written for 0.2: a warning about the upgrade, not an error."""
     if table.vkey(version) < (0, 3):
         return Severity.INFO, f"; at the target NKI {version} nl.hbm outputs still compile"
-    if _MODE_KW.search(_decorator_text(nf, k)):
+    if _MODE_KW.search(decorator_text(nf, k)):
         return Severity.WARNING, (f"; the kernel's nki.jit(mode=...) is the NKI 0.2 form, where nl.hbm outputs "
                                   f"compile: upgrading to the target NKI {version} makes this a compile error")
     return Severity.ERROR, ""

@@ -26,7 +26,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api
+from .nki_common import check, decorator_text, emit, kernel_findings, kernel_function, resolve_api
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # API -> (oldest NeuronCore generation, the doc's wording); from the SDK's API stubs (2.27-2.32 nki/api)
@@ -62,17 +62,6 @@ _NAME_OF = {2: "trn1 (NeuronCore-v2)", 3: "trn2 (NeuronCore-v3)", 4: "trn3 (Neur
 _PIN = re.compile(r"platform_target\s*=\s*['\"](\w+)['\"]")
 _ENV_PIN = re.compile(r"NEURON_PLATFORM_TARGET_OVERRIDE['\"]\s*\]?\s*[=,]\s*['\"](\w+)['\"]")
 _AWARE = re.compile(r"\b(?:get_nc_version|nc_version)\b")
-
-
-def _decorator_text(nf: NkiFile, k: NkiKernel) -> str:
-    """The decorator lines right above the kernel's `def`."""
-    above: list[str] = []
-    for i in range(k.line - 2, max(-1, k.line - 10), -1):
-        if i >= len(nf.lines) or not nf.lines[i].strip():
-            break
-        above.insert(0, nf.lines[i].strip())
-    first = next((j for j, x in enumerate(above) if x.startswith("@")), len(above))
-    return " ".join(above[first:])
 
 
 def _decorator_line(nf: NkiFile, k: NkiKernel) -> int | None:
@@ -164,7 +153,7 @@ def _kernel_uses(nf: NkiFile, k: NkiKernel, t: Target, lines: set[int], env):
     target_gen = _GEN_OF.get(t.name, 3)
     fn = kernel_function(nf, k)
     if fn is not None:
-        pin = _PIN.search(_decorator_text(nf, k)) or env
+        pin = _PIN.search(decorator_text(nf, k)) or env
         pinned = _GEN_OF.get(pin.group(1).lower()) if pin else None
         decorator_line = _decorator_line(nf, k)
         for node, feature, gen, doc in _uses(nf, fn, lines):
