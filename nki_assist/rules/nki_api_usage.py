@@ -58,7 +58,7 @@ class Usage:
     legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
     # for the idiom checks (rules/nki_api_idioms.py), each with its innermost kernel/helper:
     assigns: list[tuple[object, ast.Assign]] = field(default_factory=list)
-    arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign nodes
+    arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign / `-name` nodes
     affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
     legacy: bool = False  # a legacy-dialect file: `aliases` maps its neuronxcc.nki modules to the same names
@@ -280,6 +280,14 @@ class _Walker(ast.NodeVisitor):
         self.generic_visit(node)
 
     visit_BinOp = visit_AugAssign = _arith
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        # `-t` on a name or slice (NKI515); `-1` and other constants are not collected
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, (ast.Name, ast.Subscript)):
+            k = self._in_kernel(node.lineno)
+            if k is not None:
+                self.u.arith.append((k, node))
+        self.generic_visit(node)
 
     def visit_For(self, node: ast.For):
         if isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) == "nl.affine_range":
