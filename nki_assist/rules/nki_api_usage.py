@@ -60,6 +60,7 @@ class Usage:
     assigns: list[tuple[object, ast.Assign]] = field(default_factory=list)
     arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign / `-name` nodes
     affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`
+    comprehensions: list[tuple[object, ast.AST]] = field(default_factory=list)  # list/set/dict comps, genexps (NKI526)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
     legacy: bool = False  # a legacy-dialect file: `aliases` maps its neuronxcc.nki modules to the same names
 
@@ -122,7 +123,7 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     return part
 
 
-_BY_KERNEL = ("assigns", "arith", "affine_loops")  # (innermost kernel, node) facts
+_BY_KERNEL = ("assigns", "arith", "affine_loops", "comprehensions")  # (innermost kernel, node) facts
 
 
 def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
@@ -288,6 +289,14 @@ class _Walker(ast.NodeVisitor):
             if k is not None:
                 self.u.arith.append((k, node))
         self.generic_visit(node)
+
+    def _comprehension(self, node):
+        k = self._in_kernel(node.lineno)
+        if k is not None:
+            self.u.comprehensions.append((k, node))
+        self.generic_visit(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
     def visit_For(self, node: ast.For):
         if isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) == "nl.affine_range":

@@ -26,8 +26,9 @@ _MATMULS = frozenset({"nisa.nc_matmul", "nl.matmul"})
 
 
 def _gate(nf: NkiFile, t: Target) -> str | None:
-    """The target NKI version when the file is new-dialect NKI 0.3+, else None."""
-    if nf.dialect not in ("new", "transitional"):
+    """The target NKI version when the file's kernels use the new `nki` namespace at 0.3+, else None."""
+    if nf.dialect not in ("new", "transitional") or (u := usage(nf)) is None or u.legacy \
+            or not set(u.aliases.values()) & {"nki", "nki.language", "nki.isa"}:
         return None
     v = target_version(t)
     if v == table.legacy_version() or table.vkey(v) < (0, 3):

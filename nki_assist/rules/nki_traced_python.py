@@ -13,7 +13,6 @@ traced code. Hence warnings, never errors."""
 from __future__ import annotations
 
 import ast
-import re
 
 from ..api import table
 from ..api.version import target_version
@@ -25,11 +24,16 @@ from .nki_common import check, emit, kernel_function, scope_nodes
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _COMP_WORD = {ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
               ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression"}
-_HINT = re.compile(r"\bfor\b|\bdef\b|\]\s*,|,\s*\w+\[")  # text a finding needs, per traced function
+def _has_nested_def(lines: list[str]) -> bool:
+    """A `def` below a function's first line: the text NKI514's helper check needs, so most are never walked."""
+    return any(x.lstrip().startswith(("def ", "async def ")) for x in lines[1:])
 
 
 def _version(nf: NkiFile, t: Target) -> str | None:
-    if nf.dialect not in ("new", "transitional"):
+    """The target NKI version when the kernels use the new `nki` namespace at 0.3+ (a transitional file whose `nl`
+    is still `neuronxcc.nki.language` is legacy code: Neuron-team legacy kernels use comprehensions)."""
+    if nf.dialect not in ("new", "transitional") or (u := usage(nf)) is None or u.legacy \
+            or not set(u.aliases.values()) & {"nki", "nki.language", "nki.isa"}:
         return None
     v = target_version(t)
     return None if v == table.legacy_version() or table.vkey(v) < (0, 3) else v
@@ -69,7 +73,7 @@ def helper_nested_def(nf: NkiFile, t: Target):
     if (v := _version(nf, t)) is None:
         return
     for k, root in traced(nf):
-        if k.decorator is not None or not _HINT.search("\n".join(nf.lines[k.line:k.end_line])):
+        if k.decorator is not None or not _has_nested_def(nf.lines[k.line - 1:k.end_line]):
             continue  # a kernel's own nested defs: rules/nki_api_surface.py
         nodes = _own_nodes(nf, k)
         defs = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -89,34 +93,35 @@ def helper_nested_def(nf: NkiFile, t: Target):
 
 @check("NKI526", per_file=True)
 def untraceable_python(nf: NkiFile, t: Target):
-    if (v := _version(nf, t)) is None:
+    if (v := _version(nf, t)) is None or (u := usage(nf)) is None:
         return
-    for k, root in traced(nf):
-        if not _HINT.search("\n".join(nf.lines[k.line:k.end_line])):
-            continue
+    roots = {k.name: root for k, root in traced(nf)}
+    found = [(k, n) for k, n in u.comprehensions if k.name in roots]
+    found += [(k, n) for k, n in u.assigns if k.name in roots and any(
+        isinstance(tg, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Subscript) for e in tg.elts)
+        for tg in n.targets)]
+    for k, n in sorted(found, key=lambda x: (x[1].lineno, x[1].col_offset)):
+        root = roots[k.name]
         where = f"the @nki.jit kernel `{k.name}`" if k.name == root else \
             f"`{k.name}`, a helper the @nki.jit kernel `{root}` calls"
-        for n in sorted((n for n in _own_nodes(nf, k) if isinstance(n, _COMPS + (ast.Assign,))),
-                        key=lambda n: (n.lineno, n.col_offset)):
-            if isinstance(n, _COMPS):
-                word = _COMP_WORD[type(n)]
-                yield emit("NKI526", nf, n.lineno, n.col_offset + 1, n.end_lineno or n.lineno,
-                           (n.end_col_offset or n.col_offset) + 1,
-                           f"A {word} in {where}: NKI {v}'s compiler reports \"unsupported expression\" for "
-                           "comprehensions in traced code (the CPU simulator accepts them).",
-                           {"construct": word, "function": k.name, "kernel": root, "nki_version": v},
-                           confidence="medium",
-                           fix="Write the elements out (`[f(x[0]), f(x[1]), ...]`) or build the list with a "
-                               "plain `for` loop and `.append`.")
-                continue
-            subs = [e for tg in n.targets if isinstance(tg, (ast.Tuple, ast.List)) for e in tg.elts
-                    if isinstance(e, ast.Subscript)]
-            if subs:
-                yield emit("NKI526", nf, n.lineno, n.col_offset + 1, n.lineno, (subs[-1].end_col_offset or 0) + 1,
-                           f"`{ast.unparse(subs[0])}` is a subscript among the targets of a tuple assignment in "
-                           f"{where}: NKI {v}'s compiler rejects it (\"expecting pattern\"); it accepts plain names "
-                           "there.",
-                           {"construct": "subscript tuple target", "target": ast.unparse(subs[0]),
-                            "function": k.name, "kernel": root, "nki_version": v},
-                           confidence="medium",
-                           fix="Unpack into plain names (`x0, x1 = f(...)`) and use those names.")
+        if isinstance(n, _COMPS):
+            word = _COMP_WORD[type(n)]
+            yield emit("NKI526", nf, n.lineno, n.col_offset + 1, n.end_lineno or n.lineno,
+                       (n.end_col_offset or n.col_offset) + 1,
+                       f"A {word} in {where}: NKI {v}'s compiler reports \"unsupported expression\" for "
+                       "comprehensions in traced code (the CPU simulator accepts them).",
+                       {"construct": word, "function": k.name, "kernel": root, "nki_version": v},
+                       confidence="medium",
+                       fix="Write the elements out (`[f(x[0]), f(x[1]), ...]`) or build the list with a "
+                           "plain `for` loop and `.append`.")
+            continue
+        subs = [e for tg in n.targets if isinstance(tg, (ast.Tuple, ast.List)) for e in tg.elts
+                if isinstance(e, ast.Subscript)]
+        yield emit("NKI526", nf, n.lineno, n.col_offset + 1, n.lineno, (subs[-1].end_col_offset or 0) + 1,
+                   f"`{ast.unparse(subs[0])}` is a subscript among the targets of a tuple assignment in "
+                   f"{where}: NKI {v}'s compiler rejects it (\"expecting pattern\"); it accepts plain names "
+                   "there.",
+                   {"construct": "subscript tuple target", "target": ast.unparse(subs[0]),
+                    "function": k.name, "kernel": root, "nki_version": v},
+                   confidence="medium",
+                   fix="Unpack into plain names (`x0, x1 = f(...)`) and use those names.")
