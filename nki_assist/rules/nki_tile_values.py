@@ -158,7 +158,7 @@ class _Ranks:
                 return None
             if isinstance(keep, ast.Constant) and keep.value is True:
                 return r
-            return r - len(set(a % r for a in axes)) if keep is None or (
+            return r - len({a % r for a in axes}) if keep is None or (
                 isinstance(keep, ast.Constant) and keep.value is False) else None
         if not api.startswith("nl."):
             return None

@@ -24,6 +24,8 @@ from .nki_common import check, emit, kernel_function, scope_nodes
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _COMP_WORD = {ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
               ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression"}
+
+
 def _has_nested_def(lines: list[str]) -> bool:
     """A `def` below a function's first line: the text NKI514's helper check needs, so most are never walked."""
     return any(x.lstrip().startswith(("def ", "async def ")) for x in lines[1:])
