@@ -51,6 +51,9 @@ def _tiles(u, v: str) -> dict[tuple, set[str]]:
     return {kid: names - other.get(kid, set()) for kid, names in tile.items()}
 
 
+tile_names = _tiles  # also read by NKI524 (rules/nki_tile_values.py)
+
+
 def _is_tile(node: ast.AST, tiles: set[str]) -> str | None:
     if isinstance(node, ast.Subscript):
         node = node.value
@@ -61,21 +64,26 @@ def _operators_certain(v: str) -> bool:
     """The version's stub lists NkiTensor's dunder methods (so an absent __add__ means none)."""
     e = table.lookup("nl.NkiTensor", v)
     methods = set(e.methods) if e else set()
-    return "__getitem__" in methods and not methods & {"__add__", "__mul__", "__sub__"}
+    return "__getitem__" in methods and not methods & {"__add__", "__mul__", "__sub__", "__neg__"}
 
 
 @check("NKI515", per_file=True)
 def tile_arithmetic(nf: NkiFile, t: Target):
-    if not _new(nf) or (u := usage(nf)) is None:
+    if (u := usage(nf)) is None:
         return
-    v = target_version(t)
-    if v == table.legacy_version():
+    # legacy tiles overload the binary operators but not unary minus ("-tile" raises TypeError in neuronxcc
+    # 2.24, trnsolver's fix; trnfft uses nl.negative): only `-t` is read there, as a warning
+    legacy = nf.dialect == "legacy" and u.legacy
+    if not (_new(nf) or legacy):
         return
-    certain = _operators_certain(v)
+    v = table.legacy_version() if legacy else target_version(t)
+    if v == table.legacy_version() and not legacy:
+        return
+    certain = not legacy and _operators_certain(v)
     by_kernel = _tiles(u, v)
     for k, node in u.arith:
         tiles = by_kernel.get((k.name, k.line))
-        if not tiles:
+        if not tiles or (legacy and not isinstance(node, ast.UnaryOp)):
             continue
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             name = _is_tile(node.left, tiles) or _is_tile(node.right, tiles)
@@ -83,21 +91,27 @@ def tile_arithmetic(nf: NkiFile, t: Target):
         elif isinstance(node, ast.AugAssign) and type(node.op) in _OPS:
             name = _is_tile(node.target, tiles) or _is_tile(node.value, tiles)
             op = node.op
+        elif isinstance(node, ast.UnaryOp):  # `-t`: NkiTensor has no __neg__ either
+            name, op = _is_tile(node.operand, tiles), node.op
         else:
             continue
         if name is None:
             continue
-        sym = _OPS[type(op)]
-        repl = _NL_FOR.get(type(op))
+        sym = _OPS.get(type(op), "unary -")
+        repl = _NL_FOR.get(type(op), "nl.negative")
         yield emit("NKI515", nf, node.lineno, node.col_offset + 1, node.end_lineno or node.lineno,
                    (node.end_col_offset or node.col_offset) + 1,
-                   f"Python `{sym}` on tile `{name}`: new NKI tiles (NkiTensor) have no arithmetic operators "
-                   f"at NKI {v}; the kernel fails when it is traced.",
+                   (f"Python unary minus on tile `{name}`: legacy NKI tiles overload binary operators but not "
+                    "`-tile` (a TypeError when the kernel is traced)." if legacy else
+                    f"Python `{sym}` on tile `{name}`: new NKI tiles (NkiTensor) have no arithmetic operators "
+                    f"at NKI {v}; the kernel fails when it is traced."),
                    {"tile": name, "operator": sym, "nki_version": v, "kernel": k.name,
                     "replacement": repl},
                    severity=Severity.ERROR if certain else Severity.WARNING,
                    confidence="high" if certain else "medium",
-                   fix=(f"Compute it with an instruction: nisa.tensor_tensor(dst=..., data1=..., data2=..., "
+                   fix=(f"Negate it with an instruction: {repl}(t), or nisa.tensor_scalar(dst=..., data=t, "
+                        "op0=nl.multiply, operand0=-1.0)." if isinstance(op, ast.USub) else
+                        f"Compute it with an instruction: nisa.tensor_tensor(dst=..., data1=..., data2=..., "
                         f"op={repl}) (or nisa.tensor_scalar for a scalar operand)." if repl else
                         "Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile."))
 

@@ -58,8 +58,9 @@ class Usage:
     legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
     # for the idiom checks (rules/nki_api_idioms.py), each with its innermost kernel/helper:
     assigns: list[tuple[object, ast.Assign]] = field(default_factory=list)
-    arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign nodes
+    arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign / `-name` nodes
     affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`
+    comprehensions: list[tuple[object, ast.AST]] = field(default_factory=list)  # list/set/dict comps, genexps (NKI526)
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> nki module
     legacy: bool = False  # a legacy-dialect file: `aliases` maps its neuronxcc.nki modules to the same names
 
@@ -122,7 +123,7 @@ def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     return part
 
 
-_BY_KERNEL = ("assigns", "arith", "affine_loops")  # (innermost kernel, node) facts
+_BY_KERNEL = ("assigns", "arith", "affine_loops", "comprehensions")  # (innermost kernel, node) facts
 
 
 def _module_level_legacy_uses(nf: NkiFile, u: Usage) -> None:
@@ -280,6 +281,22 @@ class _Walker(ast.NodeVisitor):
         self.generic_visit(node)
 
     visit_BinOp = visit_AugAssign = _arith
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        # `-t` on a name or slice (NKI515); `-1` and other constants are not collected
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, (ast.Name, ast.Subscript)):
+            k = self._in_kernel(node.lineno)
+            if k is not None:
+                self.u.arith.append((k, node))
+        self.generic_visit(node)
+
+    def _comprehension(self, node):
+        k = self._in_kernel(node.lineno)
+        if k is not None:
+            self.u.comprehensions.append((k, node))
+        self.generic_visit(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
     def visit_For(self, node: ast.For):
         if isinstance(node.iter, ast.Call) and self._dotted(node.iter.func) == "nl.affine_range":

@@ -15,6 +15,7 @@ from . import (nki_api_idioms, nki_api_surface, nki_dialect, nki_dim_roles, nki_
 from . import nki_generation, nki_kernel_io  # noqa: F401
 from . import nki_api_forms  # noqa: F401  (NKI517-NKI519)
 from . import nki_partition_broadcast, nki_self_compare, nki_target_gates, nki_tile_rank  # noqa: F401  (NKI112, NKI113, NKI216, NKI523)
+from . import nki_int_shift, nki_tile_values, nki_traced_python  # noqa: F401  (NKI524-NKI527; NKI106/NKI514 widened)
 from .nki_common import CHECKS, emit, release_walks
 from .runner import Check, crash_message, findings_of
 

@@ -88,12 +88,14 @@ def test_there_are_per_kernel_and_per_file_checks():
     # once (rules/nki_api_usage.py) to resolve import aliases; NKI211/NKI212 read the kernel text, NKI213-NKI215 the
     # module's AST; the Python-level checks (NKI002-NKI004) read the whole module; NKI110 reads the decorator line
     # above the kernel (mode=), NKI520/NKI521 the kernel's Python AST and the file's launcher calls; NKI112/NKI113 the
-    # kernels' Python AST, NKI216 the module's, NKI523 the decorator lines and the file's target override
+    # kernels' Python AST, NKI216 the module's, NKI523 the decorator lines and the file's target override; NKI524-NKI527
+    # and the widened NKI106 (nl.transpose operands) / NKI514 (helpers' nested defs) the file's API usage and the
+    # kernels' call tree
     assert sorted(c.rules for c in nki_common.CHECKS.checks if not c.per_kernel) == \
-        [("NKI002", "NKI004"), ("NKI003",), ("NKI110",), ("NKI112",), ("NKI113",), ("NKI211",), ("NKI212",), ("NKI213",),
-         ("NKI214",), ("NKI215",), ("NKI216",), ("NKI504",), ("NKI510",), ("NKI511",), ("NKI512",), ("NKI513",),
-         ("NKI514",), ("NKI515",), ("NKI516",), ("NKI517",), ("NKI518",), ("NKI519",), ("NKI520",), ("NKI521",),
-         ("NKI523",)]
+        [("NKI002", "NKI004"), ("NKI003",), ("NKI106",), ("NKI110",), ("NKI112",), ("NKI113",), ("NKI211",), ("NKI212",),
+         ("NKI213",), ("NKI214",), ("NKI215",), ("NKI216",), ("NKI504",), ("NKI510",), ("NKI511",), ("NKI512",),
+         ("NKI513",), ("NKI514",), ("NKI514",), ("NKI515",), ("NKI516",), ("NKI517",), ("NKI518",), ("NKI519",),
+         ("NKI520",), ("NKI521",), ("NKI523",), ("NKI524",), ("NKI525",), ("NKI526",), ("NKI527",)]
 
 
 @pytest.mark.parametrize("check", PER_KERNEL, ids=lambda c: c.name)

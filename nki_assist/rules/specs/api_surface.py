@@ -98,14 +98,15 @@ nl.exp(x)                                                    # result discarded
 Use the `dst` tile after an ISA call; bind the tile an `nl` function returns.
 """),
     RuleSpec("NKI514", "nested-def-in-nki-kernel", "unsupported-construct", W,
-             "A function is defined inside a @nki.jit kernel body (NKI 0.3+ does not compile it).",
+             "A function is defined inside a @nki.jit kernel body, or inside a helper the kernel calls (NKI 0.3+ "
+             "does not compile it).",
              fix="Move the function to module level and call it from the kernel.",
              doc="""\
 ## What it finds
-A `def` nested inside a `@nki.jit` kernel, when the target NKI version is 0.3 or newer. Bodies passed to `nl.fori_loop` / `nl.while_loop` (0.6) are nested by design and are not reported.
+A `def` nested inside a `@nki.jit` kernel, or inside an undecorated function of the same file that a kernel calls (directly or through other helpers), when the target NKI version is 0.3 or newer. Bodies passed to `nl.fori_loop` / `nl.while_loop` (0.6) are nested by design and are not reported.
 """ + _VERSION + """
 
-Severity: `warning`. The rejection is documented by public projects' NKI 0.3 migrations (trnfft moved its helpers to module level), not by the API stubs, so the table cannot make it certain.
+Severity: `warning`. The rejection is documented by public projects' NKI 0.3 migrations (trnfft moved its helpers to module level; trnrand's hardware build of a helper its kernels call failed with "NKI does not support inner function definitions"), not by the API stubs, so the table cannot make it certain.
 
 ## Why it matters on Trainium
 The NKI 0.3 compiler traces the kernel's own body and module-level functions; a closure defined in the body fails to compile, and kernel caching assumes kernels are pure functions of their arguments (closures over state are undefined behaviour, RN 0.3.0).
@@ -126,10 +127,10 @@ Define the helper at module level and pass it what it needs as arguments.
              fix="Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile.",
              doc="""\
 ## What it finds
-In a new-dialect kernel: a Python arithmetic operator (`+`, `-`, `*`, `/`, `//`, `%`, `**`, `@`, or the augmented `+=`...) with an operand that is a tile: a name every assignment of which in the kernel is an allocation (`nl.ndarray`, `nl.zeros`, ...) or the tile an `nl` function returns, or a slice of one. Shape and index arithmetic (`t.shape[0] * 2`, `i * 128`) is not reported.
+In a new-dialect kernel: a Python arithmetic operator (`+`, `-`, `*`, `/`, `//`, `%`, `**`, `@`, or the augmented `+=`...), or a unary minus (`-t`), with an operand that is a tile: a name every assignment of which in the kernel is an allocation (`nl.ndarray`, `nl.zeros`, ...) or the tile an `nl` function returns, or a slice of one. Shape and index arithmetic (`t.shape[0] * 2`, `i * 128`) is not reported. In legacy `neuronxcc.nki` kernels, whose tiles overload the binary operators, only the unary minus is reported (a warning: neuronxcc 2.24 raised a TypeError on `-s_tile` in trnsolver's Jacobi kernel, fixed with `nl.negative`, the form trnfft uses).
 """ + _VERSION + """
 
-Severity: `error` where the target version's stub lists `NkiTensor`'s special methods (0.6: `__getitem__`/`__setitem__`, no arithmetic), `warning` for versions whose stub does not list them.
+Severity: `error` where the target version's stub lists `NkiTensor`'s special methods (0.6: `__getitem__`/`__setitem__`, no arithmetic, no `__neg__`), `warning` for versions whose stub does not list them.
 
 ## Why it matters on Trainium
 Legacy NKI overloaded operators on tiles and lowered them to engine instructions. New NKI tiles (`NkiTensor`) are views of storage: every computation is an instruction with a destination. `a * b` on two tiles fails when the kernel is traced (trnfft's NKI 0.3 migration replaced these with ISA calls).
@@ -137,10 +138,11 @@ Legacy NKI overloaded operators on tiles and lowered them to engine instructions
 ## Example
 ```python
 c = a_tile * b_tile          # NKI515
+d = nl.multiply(x, -s_tile)  # NKI515: unary minus (trnsolver's Jacobi rotation, fixed with nl.negative)
 ```
 
 ## Fix
-`nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar.
+`nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar; `nl.negative(t)` for `-t`.
 """),
     RuleSpec("NKI516", "min-bound-in-affine-range", "unsupported-construct", W,
              "A slice bound inside nl.affine_range is clamped with min()/max() of the loop index; not a constant size.",
