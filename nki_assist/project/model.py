@@ -126,14 +126,7 @@ class Project:
             target = m.imports.get(head)
             if target is None:
                 return None
-            found = self.lookup(target)
-            if found is None:
-                return None
-            fm, name = found
-            hit = fm.functions.get(name)
-            if hit is None and name in fm.imports:  # re-exported by a package __init__
-                again = self.lookup(fm.imports[name])
-                hit = again[0].functions.get(again[1]) if again else None
+            hit = self._function_at(target)
             return hit.key if hit else None
         target = m.imports.get(head)
         if target is None:
@@ -143,6 +136,18 @@ class Project:
             return None
         hit = found[0].functions.get(found[1])
         return hit.key if hit else None
+
+    def _function_at(self, target: str) -> FunctionInfo | None:
+        """The function `pkg.mod.name` names, also when a package `__init__` re-exports it."""
+        found = self.lookup(target)
+        if found is None:
+            return None
+        fm, name = found
+        hit = fm.functions.get(name)
+        if hit is None and name in fm.imports:  # re-exported by a package __init__
+            again = self.lookup(fm.imports[name])
+            hit = again[0].functions.get(again[1]) if again else None
+        return hit
 
     # ---- roles ------------------------------------------------------------------------------------
     def _roles(self) -> dict[str, str]:
@@ -335,14 +340,7 @@ class Project:
                 if hit is not None:
                     return hit.key
             return None
-        found = self.lookup(passed)
-        if found is None:
-            return None
-        fm, name = found
-        hit = fm.functions.get(name)
-        if hit is None and name in fm.imports:
-            again = self.lookup(fm.imports[name])
-            hit = again[0].functions.get(again[1]) if again else None
+        hit = self._function_at(passed)
         return hit.key if hit else None
 
     # ---- one file's slice ---------------------------------------------------------------------------
