@@ -208,8 +208,8 @@ def output_parameter(nf: NkiFile, t: Target):
         sites = _by_reference(nf, k)
         direct = bool(sites) and k.decorator is not None and k.context is not None and bool(k.context.callers)
         # per kernel (the language server re-walks only an edited kernel): its def, the launchers
-        yield from kernel_findings(nf, k, "NKI520", lambda nf, k: _kernel_outputs(nf, k, launcher, sites, direct),
-                                   launcher, sites, direct)
+        yield from kernel_findings(nf, k, "NKI520", lambda nf, k, w=launcher, s=sites, d=direct:
+                                   _kernel_outputs(nf, k, w, s, d), launcher, sites, direct)
 
 
 def _site_text(nf: NkiFile, path: str, line: int) -> str:

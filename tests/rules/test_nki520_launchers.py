@@ -12,7 +12,7 @@ import pytest
 
 from nki_assist.check import CheckOptions, check_paths, check_source
 from nki_assist.project import Project, context_digest
-from nki_assist.project.index import index_module, legacy_launches, module_from_json, module_to_json
+from nki_assist.project.index import index_module, module_from_json, module_to_json
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules" / "NKI520"
 PKG = FIX / "cross_module"
