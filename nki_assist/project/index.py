@@ -25,6 +25,9 @@ KERNEL_DECORATORS = frozenset({
     "nki.benchmark", "neuronxcc.nki.benchmark", "nki.profile", "neuronxcc.nki.profile",
     "nki.simulate_kernel", "neuronxcc.nki.simulate_kernel", "jax_neuronx.nki_call",
 })
+# the SDK 2.20-era framework launchers (outputs passed in by reference): `nki_jit()(f)`, `nki_jit(f)`, `nki_call(f, ...)`
+LEGACY_LAUNCHERS = frozenset({"torch_neuronx.nki_jit", "torch_neuronx.xla_impl.ops.nki_jit", "jax_neuronx.nki_call"})
+_LEGACY_LEAVES = ("nki_jit", "nki_call")  # a file without either word launches nothing (the walk is skipped)
 # a call whose name says it asserts (`kernel_assert(cond, msg)`, `assert_shape(...)`): a guard like `assert`
 ASSERT_HELPER = re.compile(r"(?:^|_)assert(?:_|$)|^check_|^validate_|^_validate", re.I)
 _BUFFERS = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm", "shared_hbm": "shared_hbm",
@@ -93,6 +96,9 @@ class ModuleInfo:
     constants: dict[str, Any] = field(default_factory=dict)  # NAME -> int | float | str | bool
     defined: set[str] = field(default_factory=set)  # top-level (and if/try-level) defs, classes, assignments
     syntax_error: tuple[int, int, str] | None = None  # (line, column, message) as Python reports it
+    # (enclosing qualname or "", function passed as written or absolute when imported, launcher, line) of each
+    # legacy launcher call (LEGACY_LAUNCHERS) given a function: `k = nki_jit()(mod.f)`
+    launches: list[tuple[str, str, str, int]] = field(default_factory=list)
     # the module's ast when the builder keeps it (a one-file project; `check` of many files): the rules read
     # it instead of parsing the file again (rules/nki_common.module_tree)
     tree: Any = field(default=None, repr=False, compare=False)
@@ -114,14 +120,15 @@ def module_to_json(m: ModuleInfo) -> dict[str, Any]:
             "star_imports": m.star_imports, "import_lines": m.import_lines,
             "functions": [_function_to_json(f) for f in m.functions.values()],
             "constants": [[k, v] for k, v in m.constants.items()], "defined": sorted(m.defined),
-            "syntax_error": m.syntax_error}
+            "syntax_error": m.syntax_error, "launches": m.launches}
 
 
 def module_from_json(d: dict[str, Any]) -> ModuleInfo:
     """The ModuleInfo `module_to_json` wrote (equal to the one it was made of, before any project used it)."""
     m = ModuleInfo(d["name"], d["path"], d["package"], dict(d["imports"]), list(d["star_imports"]),
                    dict(d["import_lines"]), constants={k: v for k, v in d["constants"]}, defined=set(d["defined"]),
-                   syntax_error=tuple(d["syntax_error"]) if d["syntax_error"] is not None else None)
+                   syntax_error=tuple(d["syntax_error"]) if d["syntax_error"] is not None else None,
+                   launches=[tuple(x) for x in d["launches"]])  # an entry written before launches: a miss
     for f in d["functions"]:
         info = FunctionInfo(f["module"], f["qualname"], f["name"], f["line"], f["end_line"], f["decorators"],
                             f["params"], [CallSite(c[0], c[1], c[2], c[3]) for c in f["calls"]],
@@ -173,6 +180,8 @@ def index_module(path: str, text: str, name: str | None = None, keep_tree: bool 
         tree = None
     if tree is not None:
         _Indexer(info, memo).module(tree)
+        if any(w in text for w in _LEGACY_LEAVES):
+            info.launches = legacy_launches(tree, info)
         if keep_tree and info.syntax_error is None:
             info.tree, info.tree_text = tree, text
     if memo is not None:
@@ -197,6 +206,87 @@ def _salvage(text: str, bad_line: int, tries: int = 5) -> ast.Module | None:
         except (ValueError, RecursionError, MemoryError):
             return None
     return None
+
+
+def _from_base(st: ast.ImportFrom, package: str) -> str:
+    """The absolute module `from <module> import ...` names, a relative one resolved against `package`."""
+    base = st.module or ""
+    if st.level:
+        pkg = package.split(".") if package else []
+        up = st.level - 1
+        pkg = pkg[: len(pkg) - up] if up else pkg
+        base = ".".join(pkg + ([base] if base else []))
+    return base
+
+
+def legacy_launches(tree: ast.Module, info: ModuleInfo) -> list[tuple[str, str, str, int]]:
+    """`ModuleInfo.launches`: each call of a legacy launcher given a function (`nki_jit()(f)`, `nki_jit(f)`,
+    `nki_jit(func=f)`, `torch_neuronx.nki_jit()(mod.f)`, `nki_call(f, ...)`), anywhere in the module. Names resolve
+    through the module's imports and those of the enclosing functions (`from x import nki_jit` in a test); a bare
+    `nki_jit` / `nki_call` bound nowhere in the module counts too (imported where the index cannot see)."""
+    out: list[tuple[str, str, str, int]] = []
+    stack: list[tuple[ast.AST, str, dict[str, str]]] = [(tree, "", {})]
+    while stack:
+        node, scope, local = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner, own = f"{scope}.{node.name}" if scope else node.name, dict(local)  # its imports are its own
+            children = [(d, scope, local) for d in node.decorator_list] + [(c, inner, own) for c in node.body]
+            stack.extend(reversed(children))  # source order: a function's import comes before its use
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and scope:
+            for a in node.names:
+                if isinstance(node, ast.ImportFrom) and a.name != "*":
+                    base = _from_base(node, info.package)
+                    local[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+                elif isinstance(node, ast.Import):
+                    local[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.Call):
+            found = _launch(node, info, local)
+            if found is not None:
+                out.append((scope, found[0], found[1], node.lineno))
+        stack.extend(reversed([(child, scope, local) for child in ast.iter_child_nodes(node)]))
+    out.sort(key=lambda x: (x[3], x[1]))
+    return out
+
+
+def _launch(call: ast.Call, info: ModuleInfo, local: dict[str, str]) -> tuple[str, str] | None:
+    """(function passed, launcher) when `call` hands a function to a legacy launcher."""
+    func = call.func
+    if isinstance(func, ast.Call):  # nki_jit()(f); not nki_jit(f)(x, out), the inner call's own launch
+        if func.args or any(k.arg in ("func", "kernel") for k in func.keywords):
+            return None
+        launcher, passed = _legacy_name(func.func, info, local), call.args[0] if call.args else None
+    else:  # nki_jit(f), nki_jit(func=f), nki_call(f, *args)
+        launcher = _legacy_name(func, info, local)
+        passed = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("func", "kernel")),
+                                                      None)
+    if launcher is None or passed is None:
+        return None
+    if isinstance(passed, ast.Call) and (_dotted(passed.func) or "").endswith("partial") and passed.args:
+        passed = passed.args[0]  # nki_call(partial(f, pool_size=2), x, out_shape=...)
+    name = _dotted(passed)
+    return (_absolute(name, info, local), launcher) if name else None
+
+
+def _legacy_name(node: ast.AST, info: ModuleInfo, local: dict[str, str]) -> str | None:
+    d = _dotted(node)
+    if not d:
+        return None
+    head = d.partition(".")[0]
+    if head not in local and head not in info.imports:
+        # unbound here: imported where the index cannot see (a function's import elsewhere); bound in the
+        # module (`nki_jit = nki.trace`): not the framework launcher
+        return d if d in _LEGACY_LEAVES and head not in info.defined else None
+    full = _absolute(d, info, local)
+    return full if full in LEGACY_LAUNCHERS else None
+
+
+def _absolute(dotted: str, info: ModuleInfo, local: dict[str, str]) -> str:
+    head, _, rest = dotted.partition(".")
+    target = local.get(head) or info.imports.get(head)
+    if target is None:
+        return dotted
+    return f"{target}.{rest}" if rest else target
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -289,12 +379,7 @@ class _Indexer:
                     self.info.imports.setdefault(head, head)
                     self.info.import_lines.setdefault(head, st.lineno)
             return
-        base = st.module or ""
-        if st.level:
-            pkg = self.info.package.split(".") if self.info.package else []
-            up = st.level - 1
-            pkg = pkg[: len(pkg) - up] if up else pkg
-            base = ".".join(pkg + ([base] if base else []))
+        base = _from_base(st, self.info.package)
         for a in st.names:
             if a.name == "*":
                 self.info.star_imports.append(base)

@@ -46,6 +46,8 @@ class ModuleContext:
     functions: dict[str, FunctionContext] = field(default_factory=dict)  # by simple name (NkiKernel.name)
     imported_constants: dict[str, Any] = field(default_factory=dict)  # alias -> value from another module
     missing_imports: list[tuple[str, int, str]] = field(default_factory=list)  # (alias, line, target module)
+    # simple name -> (path, line, launcher) of each legacy launcher call in the project given the function
+    launched_by: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     memo: Any = field(default=None, repr=False, compare=False)  # incremental.PythonMemo of an edited document
 
     def role(self, name: str) -> str | None:
@@ -124,14 +126,7 @@ class Project:
             target = m.imports.get(head)
             if target is None:
                 return None
-            found = self.lookup(target)
-            if found is None:
-                return None
-            fm, name = found
-            hit = fm.functions.get(name)
-            if hit is None and name in fm.imports:  # re-exported by a package __init__
-                again = self.lookup(fm.imports[name])
-                hit = again[0].functions.get(again[1]) if again else None
+            hit = self._function_at(target)
             return hit.key if hit else None
         target = m.imports.get(head)
         if target is None:
@@ -141,6 +136,18 @@ class Project:
             return None
         hit = found[0].functions.get(found[1])
         return hit.key if hit else None
+
+    def _function_at(self, target: str) -> FunctionInfo | None:
+        """The function `pkg.mod.name` names, also when a package `__init__` re-exports it."""
+        found = self.lookup(target)
+        if found is None:
+            return None
+        fm, name = found
+        hit = fm.functions.get(name)
+        if hit is None and name in fm.imports:  # re-exported by a package __init__
+            again = self.lookup(fm.imports[name])
+            hit = again[0].functions.get(again[1]) if again else None
+        return hit
 
     # ---- roles ------------------------------------------------------------------------------------
     def _roles(self) -> dict[str, str]:
@@ -310,6 +317,32 @@ class Project:
                     out[left.rsplit(".", 1)[-1]].add(den)
         return dict(out)
 
+    # ---- legacy launchers ---------------------------------------------------------------------------
+    def _launch_sites(self) -> dict[str, list[tuple[str, int, str]]]:
+        """Function key -> (path, line, launcher) of each `ModuleInfo.launches` entry that names it; once per project."""
+        got = self.__dict__.get("_launches")
+        if got is None:
+            got = self.__dict__["_launches"] = defaultdict(list)
+            for m in self.modules.values():
+                for scope, passed, launcher, line in m.launches:
+                    key = self._launched(m, scope, passed)
+                    if key is not None:
+                        got[key].append((m.path, line, launcher))
+        return got
+
+    def _launched(self, m: ModuleInfo, scope: str, passed: str) -> str | None:
+        """The function a launch passes: a bare name from its scope outwards, else an absolute dotted path (the
+        index resolved the imports), through a package `__init__`'s re-export."""
+        if "." not in passed:
+            parts = scope.split(".") if scope else []
+            for i in range(len(parts), -1, -1):
+                hit = m.functions.get(".".join(parts[:i] + [passed]))
+                if hit is not None:
+                    return hit.key
+            return None
+        hit = self._function_at(passed)
+        return hit.key if hit else None
+
     # ---- one file's slice ---------------------------------------------------------------------------
     def context(self, path: str) -> ModuleContext | None:
         """The file's slice, computed once (readers never change it)."""
@@ -330,6 +363,8 @@ class Project:
             mods, names = self.guards(key)
             ctx.functions[f.name] = FunctionContext(self.roles[key], tuple(sorted(self.callers.get(key, ()))),
                                                     self.param_facts(key), mods, frozenset(names))
+            if key in self._launch_sites():
+                ctx.launched_by[f.name] = self._launch_sites()[key]
         for alias, target in m.imports.items():
             found = self.lookup(target)
             if found is None:

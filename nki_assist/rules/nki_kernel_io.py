@@ -1,23 +1,26 @@
 """NKI520: an entry kernel that writes its result into a parameter instead of returning an output it allocated
 (the pre-SDK-2.21 pass-by-reference convention). Read from the kernel's Python AST (nki_common.kernel_function);
 whether an undecorated function is launched as a kernel (`nki.baremetal()(fn)` anywhere in the file) from the
-file's AST."""
+file's AST; whether a pass-by-reference launcher is given the kernel (`nki_jit()(kernel)`, in any file of the
+project) from the project model (`ModuleContext.launched_by`)."""
 
 from __future__ import annotations
 
 import ast
+import os
 
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import (check, emit, kernel_findings, kernel_function, module_tree, per_text, resolve_api, scope_nodes,
-                         walk_nodes)
+from ..project.index import LEGACY_LAUNCHERS
+from .nki_common import (check, decorator_text, emit, kernel_findings, kernel_function, module_tree, per_text,
+                         resolve_api, scope_nodes, walk_nodes)
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)
 LAUNCHERS = frozenset({"nki.jit", "nki.baremetal", "nki.benchmark", "nki.profile", "nki.simulate_kernel"})
 # the 2.20-era framework launchers: pass-by-reference was their convention
-PASS_BY_REFERENCE = frozenset({"nki_jit", "torch_neuronx.nki_jit", "nki_call", "jax_neuronx.nki_call"})
+PASS_BY_REFERENCE = LEGACY_LAUNCHERS | {"nki_jit", "nki_call"}
 # methods that give a view of the same HBM tensor
 VIEWS = frozenset({"reshape", "ap", "view", "select", "permute", "rearrange", "broadcast", "slice", "bitcast",
                    "indirect", "vector_select", "as_tile", "__getitem__"})
@@ -120,16 +123,17 @@ def _returned(nf: NkiFile, fn: ast.FunctionDef) -> set[str]:
     return names
 
 
-def _wrapped_names(nf: NkiFile) -> dict[str, str]:
+def _wrapped_names(nf: NkiFile) -> dict[str, list[tuple[str, int]]]:
     """Functions launched by a wrapper call anywhere in the file: `nki.baremetal()(fn)`, `nki.jit(fn)`,
-    `nki.simulate_kernel(fn, ...)` -> {fn: launcher}. Once per file text (every kernel asks)."""
+    `nki.simulate_kernel(fn, ...)`, `nki_jit()(fn)` -> {fn: [(launcher, line)]}. Once per file text (every kernel
+    asks)."""
     return per_text(nf, "_wrapped_names", _find_wrapped)
 
 
-def _find_wrapped(nf: NkiFile) -> dict[str, str]:
+def _find_wrapped(nf: NkiFile) -> dict[str, list[tuple[str, int]]]:
     tree = module_tree(nf)
     trees = [tree] if tree is not None else _top_level_trees("\n".join(nf.lines))
-    out: dict[str, str] = {}
+    out: dict[str, list[tuple[str, int]]] = {}
     calls = walk_nodes(nf, tree, ast.Call) if tree is not None else \
         (n for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Call))
     for n in calls:
@@ -137,7 +141,7 @@ def _find_wrapped(nf: NkiFile) -> dict[str, str]:
             continue
         launcher = resolve_api(nf, n.func.func if isinstance(n.func, ast.Call) else n.func)
         if launcher in LAUNCHERS or launcher in PASS_BY_REFERENCE:
-            out.setdefault(n.args[0].id, launcher)
+            out.setdefault(n.args[0].id, []).append((launcher, n.lineno))
     return out
 
 
@@ -157,9 +161,24 @@ def _top_level_trees(text: str):
 
 
 def _launcher(nf: NkiFile, k: NkiKernel) -> str | None:
-    if k.decorator is not None:
-        return k.decorator
-    return _wrapped_names(nf).get(k.name)
+    """The decorator, else the file's first wrapper that returns outputs, else its first pass-by-reference one."""
+    wrapped = _wrapped_names(nf).get(k.name, ())
+    if k.decorator is not None and (not wrapped or decorator_text(nf, k)):
+        return k.decorator  # (the parser gives a def wrapped by `k = torch_neuronx.nki_jit(f)` nki.jit's decorator)
+    return next((w for w, _ in wrapped if w not in PASS_BY_REFERENCE), wrapped[0][0] if wrapped else None)
+
+
+def _by_reference(nf: NkiFile, k: NkiKernel) -> tuple[tuple[str, int, str], ...]:
+    """(path, line, launcher) of every pass-by-reference launcher given the kernel, in this file or another of the
+    project, from the project model (`attention_base.py`: `_call = nki_jit()(flash_fwd_large_d)`; the index tells
+    a module's own `nki_jit = nki.trace` from the framework's), else from this file's wrapper calls."""
+    ctx = nf.project
+    if ctx is not None:
+        sites = {(nf.path if path == ctx.module.path else path, line, w)
+                 for path, line, w in ctx.launched_by.get(k.name, ())}
+    else:
+        sites = {(nf.path, line, w) for w, line in _wrapped_names(nf).get(k.name, ()) if w in PASS_BY_REFERENCE}
+    return tuple(sorted(sites, key=lambda s: (s[0] != nf.path, s[0], s[1])))
 
 
 def _none_defaults(fn: ast.FunctionDef) -> set[str]:
@@ -186,12 +205,24 @@ def output_parameter(nf: NkiFile, t: Target):
         launcher = _launcher(nf, k)
         if launcher is None or launcher in PASS_BY_REFERENCE:
             continue
-        # per kernel (the language server re-walks only an edited kernel): its def, the launcher
-        yield from kernel_findings(nf, k, "NKI520", lambda nf, k: _kernel_outputs(nf, k, launcher), launcher)
+        sites = _by_reference(nf, k)
+        direct = bool(sites) and k.decorator is not None and k.context is not None and bool(k.context.callers)
+        # per kernel (the language server re-walks only an edited kernel): its def, the launchers
+        yield from kernel_findings(nf, k, "NKI520", lambda nf, k, w=launcher, s=sites, d=direct:
+                                   _kernel_outputs(nf, k, w, s, d), launcher, sites, direct)
 
 
-def _kernel_outputs(nf: NkiFile, k: NkiKernel, launcher: str):
-    """NKI520's findings in one entry kernel launched by `launcher`."""
+def _site_text(nf: NkiFile, path: str, line: int) -> str:
+    """`line 12` in the kernel's own file, else `attention_base.py:53` (relative to the kernel's folder when below it)."""
+    if path == nf.path:
+        return f"line {line}"
+    rel = os.path.relpath(path, os.path.dirname(nf.path) or ".") if os.path.isabs(path) == os.path.isabs(nf.path) \
+        else path
+    return f"{path if rel.startswith('..') else rel}:{line}"
+
+
+def _kernel_outputs(nf: NkiFile, k: NkiKernel, launcher: str, sites: tuple = (), direct: bool = False):
+    """NKI520's findings in one entry kernel launched by `launcher` (and by the pass-by-reference `sites`)."""
     fn = kernel_function(nf, k)
     if fn is None:
         return
@@ -214,7 +245,19 @@ def _kernel_outputs(nf: NkiFile, k: NkiKernel, launcher: str):
         if p in returned or (p in read and not mutable):
             continue  # an in-place update handed back (nt.mutable_tensor), or a caller-provided workspace
         legacy = nf.dialect == "legacy"
-        if mutable:
+        fails = (legacy and launcher == "nki.jit") or p in optional
+        if sites and not mutable and not direct:
+            # the framework launcher the project uses passes the output in: the write reaches that caller
+            sev = I
+            first = sites[0]
+            more = f" (and {len(sites) - 1} more)" if len(sites) > 1 else ""
+            why = (f"it is launched through {first[2]} at {_site_text(nf, first[0], first[1])}{more}, SDK 2.20's "
+                   "pass-by-reference convention, so that caller receives the write. "
+                   + (f"Launched through {launcher} itself the store would fail "
+                      "(err_cannot_update_immutable_parameter), and the" if fails else "The")
+                   + " framework launchers are gone from current SDKs (torch_neuronx.nki_jit is unsupported "
+                   "from SDK 2.24): to migrate, return the output and call the kernel directly")
+        elif mutable:
             sev = E if legacy else W
             why = ("it is annotated nt.mutable_tensor but not returned: a mutable kernel parameter must be "
                    "returned (err_mutable_parameter_not_returned)")
@@ -238,11 +281,17 @@ def _kernel_outputs(nf: NkiFile, k: NkiKernel, launcher: str):
             sev = W
             why = ("new-dialect kernels return their outputs (allocated nl.shared_hbm); a write into an input "
                    "is not an output the framework receives (under torchxla it stays invisible to XLA)")
+        if sites and direct and not mutable:
+            why += (f"; it is also launched through {sites[0][2]} at {_site_text(nf, sites[0][0], sites[0][1])}, "
+                    f"which passes outputs in, but {k.context.callers[0]} calls it directly")
         f = emit("NKI520", nf, arg.lineno, arg.col_offset + 1, arg.lineno, arg.col_offset + 1 + len(p),
                  f"Kernel `{k.name}` writes its result into parameter `{p}` (line {min(lines)}) and does not "
                  f"return it; {why}.",
                  {"kernel": k.name, "parameter": p, "write_lines": sorted(set(lines)), "launcher": launcher,
-                  "dialect": nf.dialect, "mutable": mutable},
+                  "dialect": nf.dialect, "mutable": mutable,
+                  "launched_by_reference": [f"{_site_text(nf, path, line)} ({w})" for path, line, w in sites]},
                  severity=sev, confidence="high" if sev == E else "medium")
-        yield f.model_copy(update={"related": [RelatedLocation(file=nf.path, line=n, message=f"write into `{p}`")
-                                               for n in sorted(set(lines))[:8]]})
+        related = [RelatedLocation(file=nf.path, line=n, message=f"write into `{p}`") for n in sorted(set(lines))[:8]]
+        related += [RelatedLocation(file=path, line=line, message=f"launched through {w}, outputs by reference")
+                    for path, line, w in sites[:4]]
+        yield f.model_copy(update={"related": related})

@@ -348,7 +348,7 @@ def test_an_edit_reindexes_the_edited_module_only(tmp_path, monkeypatch):
     assert run() == (["b.py"], ["NKI101", "NKI101", "NKI202", "NKI202"])  # both importers see the new value
     for entry in (tmp_path / ".c").rglob("*.json"):
         if '"index"' in entry.read_text(encoding="utf-8") and "d.py" in entry.read_text(encoding="utf-8"):
-            entry.write_text('{"v": 2, "index": {"name": 1}}', encoding="utf-8")
+            entry.write_text(f'{{"v": {cache_mod.ENTRY_VERSION}, "index": {{"name": 1}}}}', encoding="utf-8")
     (tmp_path / "a.py").write_text(IMPORTER + "\n# edited\n", encoding="utf-8")
     assert run()[0] == ["a.py", "d.py"]
 
