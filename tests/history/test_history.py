@@ -270,7 +270,14 @@ def test_held2_optional_output_parameter_is_not_an_error(held2_outcomes):
 # -- held-out set 3 (mined blind 2026-12-05, still blind): no floor for found; no new error on a fixed version --------
 # Errors on the fixed versions of held-out set 3, measured on first run (docs/evals.md, "Held-out set 3", reads each
 # one). A new one fails the test; one that goes away does not.
-KNOWN_HELD3_FIXED_ERRORS: set[tuple[str, str]] = set()
+KNOWN_HELD3_FIXED_ERRORS = {
+    # false in context: autocomp's harnesses are templates; its evaluator pastes the candidate `def test(...)` at
+    # the `# SUBSTITUTE HERE` line (autocomp/backend/trn/trn_eval.py), so `test` is defined when the file runs
+    ("held3-autocomp-rmsnorm-nki-not-imported", "NKI002@115"),
+    ("held3-autocomp-rmsnorm-nki-not-imported", "NKI002@121"),
+    ("held3-autocomp-layernorm-ref-not-jitted", "NKI002@137"),
+    ("held3-autocomp-layernorm-ref-not-jitted", "NKI002@142"),
+}
 
 
 @pytest.fixture(scope="module")
