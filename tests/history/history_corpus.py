@@ -20,18 +20,22 @@ pair whose parent is this fix is a true error, listed apart).
     python tests/history/history_corpus.py --summary   # per-class counts and the summary line, per set
     python tests/history/history_corpus.py trnfft      # only pairs whose id or repo contains "trnfft"
 
-Three sets, each reported as its own section:
+Four sets, each reported as its own section:
   tuned           pairs.toml, ids without a held prefix: the rules were written with these in view
   held-out set 1  pairs.toml, ids "held-*": mined after the rules were written, analysed 2026-12-05; rules may be
                   tuned on it from then on
   held-out set 2  pairs_held2.toml, ids "held2-*": mined 2026-12-05 blind to the rules (defect lines recorded
                   before `check` ran on them; measured blind: 5 of 14), analysed 2026-12-05; rules may be tuned
                   on it from then on
+  held-out set 3  pairs_held3.toml, ids "held3-*": mined 2026-12-05 blind to the rules (defect lines recorded and
+                  committed before `check` ran on them); no rule may be tuned on it until it is declared analysed
 
 Snapshots (`<NKI_HISTORY_MIRRORS>/<owner>+<name>/repo`, a bare git directory or a clone's .git; get them with
 the fetch tool or `git clone --mirror https://github.com/<owner>/<name> <owner>+<name>/repo`):
   pairs.toml         aws-neuron+nki-samples, trnsci+trnfft, aws-neuron+neuronx-distributed-inference
   pairs_held2.toml   trnsci+trnsparse, trnsci+trnrand, trnsci+trnsolver, trnsci+trntensor, huggingface+optimum-neuron
+  pairs_held3.toml   aws-neuron+aws-neuron-sdk, aws-neuron+nkipy, awslabs+nki-autotune, xaviergonzalez+asst4-trainium2,
+                     ucb-bar+autocomp, varuntej07+aws-nki
 A pair whose snapshot is absent is reported "no snapshot" and not counted; test_history.py skips the measured
 tests of a file whose snapshots are not all present (CI has none: only the pair files' shape is tested there).
 """
@@ -51,6 +55,7 @@ from pathlib import Path
 DEFAULT_MIRRORS = "/work/.mirror"
 PAIRS_FILE = Path(__file__).with_name("pairs.toml")
 HELD2_FILE = Path(__file__).with_name("pairs_held2.toml")  # held-out set 2 (mined blind; analysed 2026-12-05)
+HELD3_FILE = Path(__file__).with_name("pairs_held3.toml")  # held-out set 3 (mined blind 2026-12-05; blind)
 FIELDS = ("id", "repo", "fix", "parent", "path", "lines", "class", "rules", "description")
 
 # Defect classes and the taxonomy category a finding of that class carries (None: no category counts).
@@ -73,6 +78,9 @@ HELD_OUT_PREFIX = "held-"
 HELD2_PREFIX = "held2-"
 HELD1_LABEL = "held-out set 1, analysed 2026-12-05 (rules may be tuned on it)"
 HELD2_LABEL = "held-out set 2, analysed 2026-12-05 (rules may be tuned on it)"
+# Held-out set 3 (pairs_held3.toml): mined blind to the rules; no rule may be tuned on it while this label stands.
+HELD3_PREFIX = "held3-"
+HELD3_LABEL = "held-out set 3, mined 2026-12-05 blind to the rules"
 
 
 @dataclass
@@ -108,8 +116,8 @@ def load_pairs(path: Path = PAIRS_FILE) -> list[Pair]:
 
 
 def load_all_pairs() -> list[Pair]:
-    """pairs.toml, then held-out set 2 (pairs_held2.toml) when that file is present."""
-    return load_pairs(PAIRS_FILE) + (load_pairs(HELD2_FILE) if HELD2_FILE.is_file() else [])
+    """pairs.toml, then held-out sets 2 and 3 (pairs_held2.toml, pairs_held3.toml) when those files are present."""
+    return load_pairs(PAIRS_FILE) + [p for f in (HELD2_FILE, HELD3_FILE) if f.is_file() for p in load_pairs(f)]
 
 
 def is_held_out(pair: Pair) -> bool:
@@ -120,15 +128,24 @@ def is_held2(pair: Pair) -> bool:
     return pair.id.startswith(HELD2_PREFIX)
 
 
+def is_held3(pair: Pair) -> bool:
+    return pair.id.startswith(HELD3_PREFIX)
+
+
 def split_held_out(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
-    """(pairs the rules were written with, held-out set 1); held-out set 2 is in neither (split_held2)."""
-    return ([o for o in outcomes if not is_held_out(o.pair) and not is_held2(o.pair)],
+    """(pairs the rules were written with, held-out set 1); held-out sets 2 and 3 are in neither (split_held2/3)."""
+    return ([o for o in outcomes if not (is_held_out(o.pair) or is_held2(o.pair) or is_held3(o.pair))],
             [o for o in outcomes if is_held_out(o.pair)])
 
 
 def split_held2(outcomes: list[Outcome]) -> list[Outcome]:
     """Held-out set 2."""
     return [o for o in outcomes if is_held2(o.pair)]
+
+
+def split_held3(outcomes: list[Outcome]) -> list[Outcome]:
+    """Held-out set 3."""
+    return [o for o in outcomes if is_held3(o.pair)]
 
 
 def mirrors_root() -> str:
@@ -254,8 +271,8 @@ def set_later_fixed(outcomes: list[Outcome], pairs: list[Pair], blob=None) -> No
 
 def run_all(select: list[str] | None = None, root: str | None = None,
             pairs: list[Pair] | None = None) -> list[Outcome]:
-    """Outcomes of `pairs` (default: every pair of both files), filtered by `select`; a fixed version's error at a
-    later pair's defect line is judged against every pair of both files."""
+    """Outcomes of `pairs` (default: every pair of every file), filtered by `select`; a fixed version's error at a
+    later pair's defect line is judged against every pair of every file."""
     every = load_all_pairs()
     pairs = [p for p in (every if pairs is None else pairs)
              if not select or any(s in p.id or s in p.repo for s in select)]
@@ -303,6 +320,8 @@ def summary_lines(outcomes: list[Outcome]) -> str:
         lines.append(f"{HELD1_LABEL}: " + summary_line(held))
     if held2:
         lines.append(f"{HELD2_LABEL}: " + summary_line(held2))
+    if held3 := split_held3(outcomes):
+        lines.append(f"{HELD3_LABEL}: " + summary_line(held3))
     return "\n".join(lines)
 
 
@@ -331,7 +350,7 @@ def summary(outcomes: list[Outcome]) -> str:
     tuned, held = split_held_out(outcomes)
     held2 = split_held2(outcomes)
     parts = [class_table(tuned) + "\n\n" + summary_line(tuned)] if tuned else []
-    for label, group in ((HELD1_LABEL, held), (HELD2_LABEL, held2)):
+    for label, group in ((HELD1_LABEL, held), (HELD2_LABEL, held2), (HELD3_LABEL, split_held3(outcomes))):
         if group:
             parts.append(f"{label}:\n\n" + class_table(group) + "\n\n" + summary_line(group) + "\n"
                          + upper_bound_line(group))
