@@ -302,7 +302,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
     known = {}
     if cache is not None and hasattr(check, "_cached_indexes"):
         try:
-            known = check._cached_indexes(sources, cache)  # noqa: SLF001 - check's index cache, read as it does
+            known = check._cached_indexes(sources, cache)  # check's index cache, read as check reads it
         except Exception:  # noqa: BLE001 - a cache problem only costs time
             known = {}
     out = {}
@@ -312,7 +312,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
             info = index_module(path, check.decode(data)[0])
             if cache is not None and hasattr(check, "_store_index"):
                 try:
-                    check._store_index(cache, path, data, info)  # noqa: SLF001
+                    check._store_index(cache, path, data, info)
                 except Exception:  # noqa: BLE001
                     pass
         out[path] = (info, stamps[path])

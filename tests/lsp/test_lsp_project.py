@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_helpers import REAL_SERVER, FAST, open_doc, replace_all, server_env, vscode_capabilities, wait_diagnostics
+from lsp_helpers import FAST, REAL_SERVER, open_doc, replace_all, server_env, vscode_capabilities, wait_diagnostics
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 pytest.importorskip("nki_assist.check")
 pytest.importorskip("nki_assist.project")
-from nki_assist.check import CheckOptions, check_paths, check_source  # noqa: E402
+from nki_assist.check import CheckOptions, check_paths, check_source  # noqa: E402 - after the skips
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
