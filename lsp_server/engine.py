@@ -208,6 +208,13 @@ def _project(model, path: str, text: str, cache, reuse: bool):
         return model.project_for(path, text, cache)
 
 
+def _index_only(model, path: str, text: str) -> bool:
+    try:
+        return model.project_for(path, text) is not None
+    except Exception:  # noqa: BLE001 - an index that fails leaves the last one
+        return False
+
+
 def analyze(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
             settings: Settings, reuse: bool = True, model=None) -> Analysis:
     """Check one document version. Never raises: failures land in `Analysis.error`. `reuse` keeps the
@@ -217,6 +224,9 @@ def analyze(uri: str, path: str | None, language_id: str | None, version: int | 
     language = language_of(path, language_id, text)
     result = Analysis(uri=uri, version=version, language=language)
     if language is None:
+        if model is not None and reuse and path and model.contains(path):
+            # a module without NKI (constants, helpers) still tells the others' checks what it defines
+            result.in_project = _index_only(model, path, text)
         return result
     try:
         config = load_file_config(path)
