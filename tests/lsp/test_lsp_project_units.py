@@ -97,3 +97,31 @@ def test_changed_contexts_are_reported_and_a_close_goes_back_to_disk(tmp_path):
     (pkg / "extra.py").write_text(HEAD + "from .pieces import fill\n", encoding="utf-8")
     model.refresh()
     assert str(pkg / "extra.py") in model.order
+
+
+NKI_LIBRARY = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "nki-library@d2ad3a5"
+
+
+@pytest.mark.skipif(not NKI_LIBRARY.is_dir(), reason="the nki-library corpus is absent (<repo>/../shared/corpora)")
+def test_every_nki_library_file_gets_what_check_of_the_folder_gives_it():
+    from nki_assist.check import CheckOptions, check_paths
+
+    from lsp_server import engine
+    from lsp_server.settings import Settings
+
+    model = WorkspaceModel()
+    model.build([str(NKI_LIBRARY)])
+    assert len(model.order) == 173 and model.problem is None
+    report = check_paths([str(NKI_LIBRARY)], CheckOptions())
+    folder = {r.path: sorted((f.rule, f.line, f.column, f.message) for f in r.findings) for r in report.files}
+    differ, checked, in_project = [], 0, 0
+    for path in model.order:
+        text = Path(path).read_text(encoding="utf-8")
+        analysis = engine.analyze("file://" + path, path, "python", 1, text, Settings(), reuse=False, model=model)
+        if analysis.language != "nki":
+            continue
+        checked += 1
+        in_project += analysis.in_project
+        if sorted((f.rule, f.line, f.column, f.message) for f in analysis.findings) != folder.get(path, []):
+            differ.append(path)
+    assert differ == [] and checked == in_project > 100
