@@ -104,10 +104,9 @@ NKI_LIBRARY = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" 
 
 @pytest.mark.skipif(not NKI_LIBRARY.is_dir(), reason="the nki-library corpus is absent (<repo>/../shared/corpora)")
 def test_every_nki_library_file_gets_what_check_of_the_folder_gives_it():
-    from nki_assist.check import CheckOptions, check_paths
-
     from lsp_server import engine
     from lsp_server.settings import Settings
+    from nki_assist.check import CheckOptions, check_paths
 
     model = WorkspaceModel()
     model.build([str(NKI_LIBRARY)])
