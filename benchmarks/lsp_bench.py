@@ -84,17 +84,26 @@ class _Client:
                 self.counts[params.version] = len(params.diagnostics)
                 self.arrived.set()
 
+        self.model_ready = asyncio.Event()  # the server logs when its workspace project model is built
+        self.started_at = self.model_ready_at = 0.0
+
         @client.feature(types.WINDOW_LOG_MESSAGE)
         def log(params):
-            return None
+            if "project model ready" in params.message:
+                self.model_ready_at = time.perf_counter()
+                self.model_ready.set()
 
-    async def start(self) -> int:
+    async def start(self, root: Path | None = None) -> int:
+        """Start the server; with `root`, that folder is the workspace (the server models its project)."""
         await self.client.start_io(sys.executable, "-m", "nki_assist", "lsp")
         caps = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
             configuration=True, did_change_configuration=types.DidChangeConfigurationClientCapabilities(
                 dynamic_registration=True),
             code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
-        await self.client.initialize_async(types.InitializeParams(capabilities=caps, process_id=None))
+        folders = [types.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root else None
+        await self.client.initialize_async(types.InitializeParams(
+            capabilities=caps, process_id=None, root_uri=root.as_uri() if root else None, workspace_folders=folders))
+        self.started_at = time.perf_counter()
         self.client.initialized(types.InitializedParams())
         await asyncio.sleep(0.3)  # settings round trip
         return self.client._server.pid  # noqa: SLF001 - the subprocess pygls started
@@ -218,26 +227,39 @@ async def _module_session(text: str) -> dict:
     }
 
 
-async def _public_session(text: str, config: dict, label: str) -> dict:
+async def _public_session(text: str, config: dict, label: str, workspace: bool = False) -> dict:
     """Edits inside `_compute_qk_matmul` of the public file (a trailing comment added and removed: the
-    function's text changes, so its facts are extracted again), each after the previous settled."""
+    function's text changes, so its facts are extracted again), each after the previous settled. With
+    `workspace`, nki-library is the workspace folder: the file is checked in the server's project model of
+    its 173 modules (as `check <folder>`), and the edits start once the model is ready."""
     c = _Client(config)
-    await c.start()
-    uri = "file:///bench/attention_tkg.py"
+    root = PUBLIC_FILE.parents[5] if workspace else None
+    pid = await c.start(root)
+    uri = PUBLIC_FILE.as_uri().replace("%40", "@") if workspace else "file:///bench/attention_tkg.py"
     started = time.perf_counter()
     c.open(uri, text)
     first = (await c.wait_version(1, timeout=120)) - started
+    extra = {}
+    if workspace:
+        await asyncio.wait_for(c.model_ready.wait(), 120)
+        extra["public_workspace_model_ready_s"] = round(c.model_ready_at - c.started_at, 2)
+        await asyncio.sleep(1.0)  # the re-check of the open file in the project, if its context changed
     await c.settle()
     lines = text.splitlines()
     line = CB.edit_line(lines, "def _compute_qk_matmul(", "fa_tile_offset = ")
     variants = (lines[line] + "  # edited", lines[line])
+    rss_open = CB.rss_kib(pid).get("VmRSS", 0)
     latencies, version, _ = await _edits(c, uri, lines, line, variants, PUBLIC_EDITS, 1)
+    rss_edits = CB.rss_kib(pid).get("VmRSS", 0)
     await c.stop()
     return {
         "public_file_lines": len(lines),
+        f"public_file_{label}_rss_open_mib": round(rss_open / 1024, 1),
+        f"public_file_{label}_rss_after_edits_mib": round(rss_edits / 1024, 1),
         "public_file_first_diagnostics_ms": round(first * 1000, 1),
         f"public_file_edit_{label}_median_ms": round(statistics.median(latencies), 1),
         f"public_file_edit_{label}_p95_ms": round(CB.p95(latencies), 1),
+        **extra,
     }
 
 
@@ -248,6 +270,7 @@ def run() -> dict:
         text = PUBLIC_FILE.read_text(encoding="utf-8")
         out.update(asyncio.run(_public_session(text, {}, "default_debounce")))
         out.update(asyncio.run(_public_session(text, {"diagnostics": {"debounceMs": 100}}, "100ms_debounce")))
+        out.update(asyncio.run(_public_session(text, {}, "in_workspace_default_debounce", workspace=True)))
     return out
 
 
@@ -255,7 +278,8 @@ def run_public() -> dict:
     """Only the public-file rows (`python benchmarks/lsp_bench.py --public`)."""
     text = PUBLIC_FILE.read_text(encoding="utf-8")
     return {**asyncio.run(_public_session(text, {}, "default_debounce")),
-            **asyncio.run(_public_session(text, {"diagnostics": {"debounceMs": 100}}, "100ms_debounce"))}
+            **asyncio.run(_public_session(text, {"diagnostics": {"debounceMs": 100}}, "100ms_debounce")),
+            **asyncio.run(_public_session(text, {}, "in_workspace_default_debounce", workspace=True))}
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)  # shown in the log, e.g. "file too large"
     error: str | None = None  # the engine failed; previous diagnostics are kept
     seconds: float = 0.0
+    in_project: bool = False  # checked with the workspace's project model (else as a one-file project)
+    context_digest: str | None = None  # of the context the check read (project_sync.py fills it when needed)
 
 
 def _inject_fault(text: str) -> None:
@@ -172,7 +174,7 @@ def forget(uri: str) -> None:
         _CACHES.pop(uri, None)
 
 
-def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = True) -> None:
+def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = True, model=None) -> None:
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
     from nki_assist import check
 
@@ -180,7 +182,12 @@ def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = Tr
     if not hasattr(check, "check_text"):  # the minimal engine API
         result.findings = list(check.check_source(path, text, options))
         return
-    outcome = check.check_text(path, text, options, cache=_cache_for(result.uri) if reuse else None)
+    cache = _cache_for(result.uri) if reuse else None
+    if model is not None and result.language == "nki":
+        # the file's slice of the workspace's project, as `check <folder>` gives it; None: checked alone
+        options.project = _project(model, path, text, cache, reuse)
+        result.in_project = options.project is not None
+    outcome = check.check_text(path, text, options, cache=cache)
     result.findings = list(outcome.findings)
     if result.language == "nki":
         result.nki_file = getattr(outcome, "parsed", None)  # reused for hover and lens: no second parse
@@ -190,14 +197,36 @@ def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = Tr
         result.notes.append(outcome.reason)
 
 
+def _project(model, path: str, text: str, cache, reuse: bool):
+    """The project a check of `path` reads: the open document indexed from its text (`reuse`), a file on disk
+    as the model indexed it; None outside the model."""
+    if not reuse:
+        return model.project_of(path)
+    if cache is None:
+        return model.project_for(path, text)
+    with cache.lock:  # the index reuses the document's Python-level memo, as its check does
+        return model.project_for(path, text, cache)
+
+
+def _index_only(model, path: str, text: str) -> bool:
+    try:
+        return model.project_for(path, text) is not None
+    except Exception:  # noqa: BLE001 - an index that fails leaves the last one
+        return False
+
+
 def analyze(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
-            settings: Settings, reuse: bool = True) -> Analysis:
+            settings: Settings, reuse: bool = True, model=None) -> Analysis:
     """Check one document version. Never raises: failures land in `Analysis.error`. `reuse` keeps the
-    parse work an edit of this open document can reuse (until `forget`); a file checked on disk keeps none."""
+    parse work an edit of this open document can reuse (until `forget`); a file checked on disk keeps none.
+    With `model` (project_model.WorkspaceModel), a file it holds is checked with its slice of the project."""
     started = time.perf_counter()
     language = language_of(path, language_id, text)
     result = Analysis(uri=uri, version=version, language=language)
     if language is None:
+        if model is not None and reuse and path and model.contains(path):
+            # a module without NKI (constants, helpers) still tells the others' checks what it defines
+            result.in_project = _index_only(model, path, text)
         return result
     try:
         config = load_file_config(path)
@@ -210,7 +239,7 @@ def analyze(uri: str, path: str | None, language_id: str | None, version: int | 
         options = check_options(settings, config)
         result.target = options.target
         engine_path = check_path(path, uri, language)
-        _run_check(engine_path, text, options, result, reuse)
+        _run_check(engine_path, text, options, result, reuse, model if path else None)
     except Exception as exc:  # noqa: BLE001 - one bad check never takes the server down
         result.error = f"{type(exc).__name__}: {exc}"
     finally:

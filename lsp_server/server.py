@@ -31,6 +31,7 @@ from .lens import REVIEW_COMMAND, code_lenses
 from .memory import freeze_survivors, release_closed, release_memory, trim
 from .navigation import Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions, tile_references
 from .positions import from_lsp_position, to_lsp_range
+from .project_sync import ProjectSync
 from .protocol import AnsweringProtocol
 from .review import (
     ReviewCancelled,
@@ -75,6 +76,8 @@ class NkiAssistServer(LanguageServer):
         self._checks_since_collect = 0
         self._places: dict[str, tuple[int | None, dict[str, list[Place]]]] = {}  # uri -> (version, names)
         self.disk = WorkspaceChecker()
+        self.project = ProjectSync(self)  # the workspace's project model: findings as `check <folder>` gives them
+        self.disk.model = self.project.model
 
     def start_io(self, stdin=None, stdout=None) -> None:
         serve_stdio(self, stdin, stdout)
@@ -102,7 +105,8 @@ class NkiAssistServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             analysis, diagnostics = await loop.run_in_executor(
-                self.executor, _analyze_and_convert, uri, path, doc.language_id, version, text, settings, codec)
+                self.executor, _analyze_and_convert, uri, path, doc.language_id, version, text, settings, codec,
+                self.project.model)
         except RuntimeError:  # the pool is shut down: the server is exiting
             return
         self.scheduler.measured(uri, analysis.seconds)
@@ -113,6 +117,7 @@ class NkiAssistServer(LanguageServer):
         if doc is None or doc.version != version or settings is not self.settings:
             return  # superseded: the edit (or settings change) that made it stale marked the document due
         self._publish(uri, analysis, diagnostics)
+        self.project.checked(analysis)
         if analysis.nki_file is not None:
             if self._lens_refresh:
                 self.workspace_code_lens_refresh(None)
@@ -211,10 +216,10 @@ class NkiAssistServer(LanguageServer):
 
 
 def _analyze_and_convert(uri: str, path: str | None, language_id: str | None, version: int | None, text: str,
-                         settings: Settings, codec) -> tuple[engine.Analysis, list[types.Diagnostic]]:
+                         settings: Settings, codec, model=None) -> tuple[engine.Analysis, list[types.Diagnostic]]:
     """In a worker: check, compute the editor's per-kernel resources and convert the findings, so the
     event loop only stores the result (it stays free for hovers and code actions)."""
-    analysis = engine.analyze(uri, path, language_id, version, text, settings)
+    analysis = engine.analyze(uri, path, language_id, version, text, settings, model=model)
     if analysis.language == "nki":
         engine.parse_for_editor(analysis, path, text)
     if analysis.error:
@@ -243,6 +248,8 @@ def create_server() -> NkiAssistServer:
     ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
     ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
     ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(types.TEXT_DOCUMENT_DID_SAVE)(did_save)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
     ls.feature(types.TEXT_DOCUMENT_HOVER)(hover)
     ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                types.CodeActionOptions(code_action_kinds=ACTION_KINDS))(code_action)
@@ -284,6 +291,8 @@ async def initialized(ls: NkiAssistServer, params: types.InitializedParams) -> N
         ls.executor.submit(engine.warm_up)  # imports the engine while the client is still opening files
     except RuntimeError:  # the pool is shut down: the server is exiting
         pass
+    asyncio.ensure_future(ls.project.start())  # the project model, in its own worker
+    await ls.project.register_watch()
     caps = ls.client_capabilities.workspace
     if caps and caps.did_change_configuration and caps.did_change_configuration.dynamic_registration:
         try:
@@ -310,8 +319,17 @@ def did_change(ls: NkiAssistServer, params: types.DidChangeTextDocumentParams) -
     ls.schedule(uri, ls.scheduler.edit_delay(uri, ls.settings.debounce_ms))
 
 
+def did_save(ls: NkiAssistServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.project.files_changed()
+
+
+def did_change_watched_files(ls: NkiAssistServer, params: types.DidChangeWatchedFilesParams) -> None:
+    ls.project.files_changed()
+
+
 def did_close(ls: NkiAssistServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.project.closed(uris.to_fs_path(uri) if uri.startswith("file:") else None)
     ls.scheduler.forget(uri)
     ls.store.clear(uri)
     ls._places.pop(uri, None)
@@ -611,5 +629,6 @@ def _remember_performance(ls: NkiAssistServer, outcome) -> None:
 def shutdown(ls: NkiAssistServer, params: Any) -> None:
     engine.STOP.set()
     ls.scheduler.cancel_all()
+    ls.project.shutdown()
     ls.executor.shutdown(wait=False, cancel_futures=True)
     ls.review_executor.shutdown(wait=False, cancel_futures=True)

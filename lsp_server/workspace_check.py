@@ -24,7 +24,7 @@ MAX_FILES = 2000  # a workspace pull never walks into an unbounded tree
 
 @dataclass
 class DiskResult:
-    key: tuple[int, int]  # (mtime_ns, size)
+    key: tuple  # (mtime_ns, size, context digest in the workspace's project model or None)
     result_id: str
     diagnostics: list[types.Diagnostic]
 
@@ -33,6 +33,7 @@ class DiskResult:
 class WorkspaceChecker:
     results: dict[str, DiskResult] = field(default_factory=dict)  # path -> result
     settings: Settings | None = None
+    model: Any = None  # project_model.WorkspaceModel: files are checked with their slice of the project
     _counter: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,7 +61,7 @@ class WorkspaceChecker:
                     st = os.stat(path)
                 except OSError:
                     continue
-                key = (st.st_mtime_ns, st.st_size)
+                key = (st.st_mtime_ns, st.st_size, self.model.digest(path) if self.model is not None else None)
                 result = self.results.get(real)
                 if result is None or result.key != key:
                     result = self._check_one(path, key, settings, codec)
@@ -70,7 +71,7 @@ class WorkspaceChecker:
                 out.append((uris.from_fs_path(path) or path, result))
             return out
 
-    def _check_one(self, path: str, key: tuple[int, int], settings: Settings, codec=None) -> DiskResult | None:
+    def _check_one(self, path: str, key: tuple, settings: Settings, codec=None) -> DiskResult | None:
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
@@ -78,7 +79,8 @@ class WorkspaceChecker:
             return None
         text = data.decode("utf-8", errors="replace")
         # reuse=False: a file that is not open keeps no parse cache (it was kept until the server exited)
-        analysis = engine.analyze(uris.from_fs_path(path) or path, path, None, None, text, settings, reuse=False)
+        analysis = engine.analyze(uris.from_fs_path(path) or path, path, None, None, text, settings, reuse=False,
+                                  model=self.model)
         if analysis.language is None:
             return None
         if analysis.error or analysis.notes:
