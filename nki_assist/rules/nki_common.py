@@ -11,7 +11,7 @@ from ..findings import Finding, Severity
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from ..parse.nki_facts.common import canonical_api
-from ..parse.pyast import child_nodes, dotted_name
+from ..parse.pyast import branch_nodes, child_nodes, dotted_name
 from ..parse.source import normalize_newlines
 from .registry import get
 from .runner import CheckSet
@@ -224,22 +224,25 @@ def _parse_function(lines: list[str], start: int, end: int) -> ast.FunctionDef |
 # each node's children are listed once per file text here, and each walk once. The memo sits beside the module
 # tree (it goes when the file gets new lines) and run_nki_rules drops it after the checks (release_walks), so a
 # kept file holds no index. Its entries hold the nodes they are keyed by, so an `id` is never reused while its
-# entry lives. Readers must not change the lists.
+# entry lives. Readers must not change the lists. The walks leave out the operator and context singletons
+# (`Load()`, `Add()`, `Eq()`: a third of ast.walk's nodes, which no rule looks for; it reads `n.ctx`, `n.op`).
 def children(nf: NkiFile):
-    """A function of a node giving `list(ast.iter_child_nodes(node))`, once per node and file text."""
+    """A function of a node giving `list(ast.iter_child_nodes(node))` less the operator and context singletons
+    (`parse.pyast.branch_nodes`), once per node and file text."""
     kids = _walk_memo(nf)["kids"]
 
     def of(node: ast.AST) -> list[ast.AST]:
         hit = kids.get(id(node))
         if hit is None or hit[0] is not node:
-            hit = kids[id(node)] = (node, child_nodes(node))
+            hit = kids[id(node)] = (node, branch_nodes(node))
         return hit[1]
 
     return of
 
 
 def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
-    """`list(ast.walk(node))`: the same nodes in the same order (breadth first), once per node and file text."""
+    """`list(ast.walk(node))` less the operator and context singletons: the same nodes in the same order (breadth
+    first), once per node and file text."""
     memo = _walk_memo(nf)
     walks, kids = memo["walks"], memo["kids"]
     hit = walks.get(id(node))
@@ -251,7 +254,7 @@ def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
         i += 1
         ch = kids.get(id(n))
         if ch is None or ch[0] is not n:
-            ch = kids[id(n)] = (n, child_nodes(n))
+            ch = kids[id(n)] = (n, branch_nodes(n))
         out.extend(ch[1])
     walks[id(node)] = out  # out[0] is node: the entry holds its key
     return out
@@ -272,7 +275,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """A def's own nodes, depth first from its last statement (a nested function's, lambda's or class's nodes belong
-    to it, not to `fn`); once per def and file text."""
+    to it, not to `fn`; no operator or context singletons); once per def and file text."""
     memo = _walk_memo(nf)["scoped"]
     hit = memo.get(id(fn))
     if hit is not None and hit[0] is fn:

@@ -1,5 +1,6 @@
 """The rules' shared walks of a file's tree (nki_common.walk, walk_nodes, scope_nodes) give exactly what each rule
-computed on its own before (ast.walk's nodes in ast.walk's order), live only while the checks run, and the token
+computed on its own before (ast.walk's nodes in ast.walk's order, less the operator and context singletons no rule
+looks for), live only while the checks run, and the token
 prefilters that let a rule skip a file never skip one the rule reports on, Python's NFKC-normalised names included."""
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ SAMPLES = [FIX / "NKI215" / "pos_legacy.py", FIX / "NKI521" / "pos_equality.py",
            *sorted((FIX / "NKI520").glob("*.py"))]
 
 
+_SINGLETONS = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _ast_walk(node):
+    return [n for n in ast.walk(node) if not isinstance(n, _SINGLETONS)]
+
+
 def _own_nodes(fn):
-    """The depth-first walk NKI520 made of a def's own nodes before the walks were shared."""
+    """The depth-first walk NKI520 made of a def's own nodes before the walks were shared (less the singletons)."""
     stack = list(fn.body)
     while stack:
         n = stack.pop()
+        if isinstance(n, _SINGLETONS):
+            continue
         yield n
         for c in ast.iter_child_nodes(n):
             if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -45,7 +55,7 @@ def test_shared_walks_are_ast_walk_node_for_node(path):
         assert child_nodes(node) == list(ast.iter_child_nodes(node))
     subjects = [tree] + [n for n in everything if isinstance(n, (ast.FunctionDef, ast.stmt))]
     for node in subjects:
-        got, want = walk(nf, node), list(ast.walk(node))
+        got, want = walk(nf, node), _ast_walk(node)
         assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
         assert walk(nf, node) is got  # once per node
         typed = walk_nodes(nf, node, (ast.Name, ast.Call))
@@ -56,7 +66,7 @@ def test_shared_walks_are_ast_walk_node_for_node(path):
     # a node that is not in the file's tree (a def's copy without decorators, a synthetic wrapper) walks too
     for fn in (n for n in everything if isinstance(n, ast.FunctionDef) and n.decorator_list):
         bare = ast.FunctionDef(name=fn.name, args=fn.args, body=fn.body, decorator_list=[], returns=None)
-        assert walk(nf, bare) == list(ast.walk(bare)) and len(walk(nf, bare)) < len(walk(nf, fn))
+        assert walk(nf, bare) == _ast_walk(bare) and len(walk(nf, bare)) < len(walk(nf, fn))
 
 
 def test_the_walks_live_only_while_the_checks_run():
