@@ -10,7 +10,8 @@ import ast
 from dataclasses import dataclass, field
 
 from ..parse.nki_model import NkiFile
-from .nki_common import child_nodes, children, kernel_function, module_tree, per_text, walk
+from ..parse.pyast import child_nodes
+from .nki_common import children, kernel_function, module_tree, per_text, walk
 
 _MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
             "nki.typing": "nt"}

@@ -12,8 +12,8 @@ import ast
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from ..parse.pyast import dotted_name
-from .nki_common import check, child_nodes, emit, kernel_findings, kernel_function, walk_nodes
+from ..parse.pyast import child_nodes, dotted_name
+from .nki_common import check, emit, kernel_findings, kernel_function, walk_nodes
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 

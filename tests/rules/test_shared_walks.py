@@ -13,8 +13,9 @@ import pytest
 
 from nki_assist.hardware import get_target
 from nki_assist.parse.nki import parse_nki
+from nki_assist.parse.pyast import child_nodes
 from nki_assist.rules import nki_common
-from nki_assist.rules.nki_common import child_nodes, module_tree, scope_nodes, source_has, walk, walk_nodes
+from nki_assist.rules.nki_common import module_tree, scope_nodes, source_has, walk, walk_nodes
 from nki_assist.rules.nki_rules import run_nki_rules
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
