@@ -178,3 +178,22 @@ def test_nki211_statement_gate_never_skips_a_kernel_with_two_axes():
                 skipped += 1
                 assert len(roles.symbols) < 2, (path, k.name, roles.symbols)
     assert kept > 5 and skipped > 5
+
+
+def test_child_lists_of_hand_built_nodes_are_ast_iter_child_nodes():
+    """The per-type child listers (parse/pyast.py) read fields directly; nodes built by hand (missing list fields,
+    None where a node belongs, `**` keys of a dict) list what ast.iter_child_nodes lists, less the singletons for
+    branch_nodes."""
+    from nki_assist.parse.pyast import branch_nodes
+
+    name = ast.Name(id="a", ctx=ast.Load())
+    nodes = [ast.arguments(), ast.FunctionDef(name="f", args=ast.arguments(), body=[ast.Pass()], decorator_list=[]),
+             ast.Dict(keys=[None, name], values=[ast.Name(id="b", ctx=ast.Load()), ast.Constant(1)]),
+             ast.Assign(targets=[ast.Name(id="x", ctx=ast.Store())], value=None),
+             ast.BinOp(left=ast.Constant(1), op=ast.Add(), right=name), ast.Compare(left=name, ops=[ast.Eq()]),
+             ast.Call(func=name, args=[ast.Starred(value=name, ctx=ast.Load())], keywords=[]), ast.Module()]
+    for node in nodes:
+        want = list(ast.iter_child_nodes(node))
+        assert child_nodes(node) == want, ast.dump(node)
+        assert branch_nodes(node) == [c for c in want if not isinstance(c, _SINGLETONS)], ast.dump(node)
+    assert child_nodes(nodes[2]) == [name, nodes[2].values[0], nodes[2].values[1]]
