@@ -262,12 +262,50 @@ def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
 
 def walk_nodes(nf: NkiFile, node: ast.AST, types: type | tuple[type, ...]) -> list[ast.AST]:
     """The nodes of `walk(nf, node)` that are instances of `types`, in walk order; once per node and `types`."""
-    memo = _walk_memo(nf)["typed"]
+    memo = _walk_memo(nf)
     key = (id(node), types)
-    hit = memo.get(key)
+    hit = memo["typed"].get(key)
     if hit is None or hit[0] is not node:
-        hit = memo[key] = (node, [n for n in walk(nf, node) if isinstance(n, types)])
+        whole = memo["walks"].get(id(node))
+        if (whole is None or whole[0] is not node) and _statement_types(types):
+            nodes = _statement_walk(node)  # no walk of the expressions for statements
+        else:
+            nodes = walk(nf, node)
+        hit = memo["typed"][key] = (node, [n for n in nodes if isinstance(n, types)])
     return hit[1]
+
+
+_STATEMENT_TYPES: dict[Any, bool] = {}
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # the fields that hold statements
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _statement_types(types: type | tuple[type, ...]) -> bool:
+    known = _STATEMENT_TYPES.get(types)
+    if known is None:
+        known = _STATEMENT_TYPES[types] = all(issubclass(t, ast.stmt)
+                                              for t in (types if isinstance(types, tuple) else (types,)))
+    return known
+
+
+def _statement_walk(node: ast.AST) -> list[ast.AST]:
+    """`node` and the statements under it (with the except handlers and match cases between), breadth first: each
+    at the depth it has in `walk`, in the same order, so the statements of `walk(nf, node)` in walk order. A
+    statement sits only in a block (a body, orelse, finalbody; a handler's or case's body), never in an
+    expression."""
+    out, i = [node], 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        kind = type(n)
+        fields = _BLOCK_FIELDS.get(kind)
+        if fields is None:
+            fields = _BLOCK_FIELDS[kind] = tuple(f for f in kind._fields if f in _BLOCKS)
+        for f in fields:
+            sub = getattr(n, f, None)
+            if type(sub) is list:
+                out.extend(sub)
+    return out
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

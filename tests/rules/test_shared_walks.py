@@ -197,3 +197,58 @@ def test_child_lists_of_hand_built_nodes_are_ast_iter_child_nodes():
         assert child_nodes(node) == want, ast.dump(node)
         assert branch_nodes(node) == [c for c in want if not isinstance(c, _SINGLETONS)], ast.dump(node)
     assert child_nodes(nodes[2]) == [name, nodes[2].values[0], nodes[2].values[1]]
+
+
+_BLOCKY = '''import neuronxcc.nki.language as nl
+
+
+def kernel(a, b):
+    x = 1
+    try:
+        y = a
+        if y:
+            z = [w for w in b if w]
+    except ValueError as e:
+        z = 2
+        for i in nl.affine_range(4):
+            x += i
+    except (KeyError, TypeError):
+        pass
+    else:
+        with open(a) as f:
+            z = f
+    finally:
+        x = 0
+    match b:
+        case [1, *rest] if rest:
+            z = rest
+        case {"k": v}:
+            while v:
+                v = v - 1
+        case _:
+            class Inner:
+                q = 1
+
+                def m(self):
+                    return self.q
+    return lambda t: t if x else z
+'''
+
+
+@pytest.mark.parametrize("path", SAMPLES[:3] + [None], ids=lambda p: "blocky" if p is None else p.name)
+def test_statement_walks_are_the_statements_of_the_whole_walk(path):
+    """walk_nodes for statement types reads the blocks only (no walk of the expressions) when the whole walk is not
+    at hand: the same statements in the same order, try/except/else/finally, match cases and nested scopes
+    included."""
+    text = _BLOCKY if path is None else path.read_text()
+    types = [ast.If, ast.Assign, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr), ast.stmt,
+             (ast.FunctionDef, ast.AsyncFunctionDef), (ast.For, ast.While, ast.Pass, ast.Return, ast.ClassDef)]
+    nf = parse_nki(text, "blocky.py")
+    tree = module_tree(nf)
+    subjects = [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    for node in subjects:
+        for t in types:
+            got = walk_nodes(nf, node, t)
+            assert got == [n for n in ast.walk(node) if isinstance(n, t)], (ast.dump(node)[:80], t)
+    assert not nf.__dict__["_module_tree"]["walk"]["walks"]  # no whole walk was made
+    assert len(walk_nodes(nf, tree, ast.stmt)) > 10
