@@ -252,3 +252,20 @@ def test_statement_walks_are_the_statements_of_the_whole_walk(path):
             assert got == [n for n in ast.walk(node) if isinstance(n, t)], (ast.dump(node)[:80], t)
     assert not nf.__dict__["_module_tree"]["walk"]["walks"]  # no whole walk was made
     assert len(walk_nodes(nf, tree, ast.stmt)) > 10
+
+
+def test_nki212_text_gate_keeps_nfkc_spelled_reads():
+    """NKI212 walks a later statement only when its text names the loop variable: a read spelled with a fullwidth
+    letter (`ｉ`, the name `i` to Python) is still reported, and a statement that never names it is not walked."""
+    target = get_target("trn2")
+    text = (FIX / "NKI212" / "pos_new.py").read_text()
+    ascii_found = [(f.line, f.column) for f in run_nki_rules(_nf(text), target) if f.rule == "NKI212"]
+    assert ascii_found == [(15, 35)]
+    wide = text.replace("src=x[i * 128:(i + 1)", "src=x[\uff49 * 128:(\uff49 + 1)")
+    assert "x[i" not in wide.split("\n")[14]
+    assert [(f.line, f.column) for f in run_nki_rules(_nf(wide), target) if f.rule == "NKI212"] == [(15, 35)]
+    from nki_assist.rules.nki_loopvars import _mentions
+
+    nf = _nf(text)
+    body = nki_common.kernel_function(nf, nf.kernels[0]).body
+    assert [_mentions(nf, st, "i") for st in body] == [False, False, True, False, True, False]
