@@ -314,17 +314,23 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """A def's own nodes, depth first from its last statement (a nested function's, lambda's or class's nodes belong
     to it, not to `fn`; no operator or context singletons); once per def and file text."""
-    memo = _walk_memo(nf)["scoped"]
+    walks = _walk_memo(nf)
+    memo, kids = walks["scoped"], walks["kids"]
     hit = memo.get(id(fn))
     if hit is not None and hit[0] is fn:
         return hit[1]
     out: list[ast.AST] = []
     stack = list(fn.body)
-    kids = children(nf)
+    push = stack.append
     while stack:
         n = stack.pop()
         out.append(n)
-        stack.extend(c for c in kids(n) if not isinstance(c, _SCOPES))
+        ch = kids.get(id(n))  # children(nf)(n), inlined: a call less per node
+        if ch is None or ch[0] is not n:
+            ch = kids[id(n)] = (n, branch_nodes(n))
+        for c in ch[1]:
+            if not isinstance(c, _SCOPES):
+                push(c)
     memo[id(fn)] = (fn, out)
     return out
 
