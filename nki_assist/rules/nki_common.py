@@ -335,6 +335,17 @@ def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list
     return out
 
 
+def scope_nodes_of(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                   types: type | tuple[type, ...]) -> list[ast.AST]:
+    """The nodes of `scope_nodes(nf, fn)` that are instances of `types`, in its order; once per def and `types`."""
+    memo = _walk_memo(nf)["typed"]
+    key = ("scoped", id(fn), types)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not fn:
+        hit = memo[key] = (fn, [n for n in scope_nodes(nf, fn) if isinstance(n, types)])
+    return hit[1]
+
+
 def release_walks(nf: NkiFile) -> None:
     """Drop the walk memo and the prefilters' copies of the text (after the checks: a kept file must not hold an
     index of its tree, nor its text twice more)."""
