@@ -15,7 +15,7 @@ from nki_assist.hardware import get_target
 from nki_assist.parse.nki import parse_nki
 from nki_assist.parse.pyast import child_nodes
 from nki_assist.rules import nki_common
-from nki_assist.rules.nki_common import module_tree, scope_nodes, source_has, walk, walk_nodes
+from nki_assist.rules.nki_common import module_tree, scope_nodes, scope_nodes_of, source_has, walk, walk_nodes
 from nki_assist.rules.nki_rules import run_nki_rules
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
@@ -64,6 +64,9 @@ def test_shared_walks_are_ast_walk_node_for_node(path):
     for fn in (n for n in everything if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         got, want = scope_nodes(nf, fn), list(_own_nodes(fn))
         assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+        typed = scope_nodes_of(nf, fn, (ast.Call, ast.Assign))
+        assert typed == [n for n in want if isinstance(n, (ast.Call, ast.Assign))]
+        assert scope_nodes_of(nf, fn, (ast.Call, ast.Assign)) is typed  # once per def and types
     # a node that is not in the file's tree (a def's copy without decorators, a synthetic wrapper) walks too
     for fn in (n for n in everything if isinstance(n, ast.FunctionDef) and n.decorator_list):
         bare = ast.FunctionDef(name=fn.name, args=fn.args, body=fn.body, decorator_list=[], returns=None)
