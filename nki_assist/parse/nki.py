@@ -402,23 +402,20 @@ def proves_divisible(kernel: NkiKernel, num: Any, den: int) -> bool:
 def _last_uses(kernel: NkiKernel) -> dict[str, list[tuple[int, tuple]]]:
     """Every statement that names each tile: (line, enclosing loops), from call operands and assignments."""
     uses: dict[str, list[tuple[int, tuple]]] = {}
-
-    def see(name: str | None, line: int, loops) -> None:
-        if name:
-            uses.setdefault(name, []).append((line, tuple(loops)))
-
-    for c in kernel.calls:
-        for o in c.operands:
-            see(o.name, c.end_line or c.line, c.loops)
-        for n in c.names:
-            see(n, c.end_line or c.line, c.loops)
+    for c in kernel.calls:  # (one use tuple per statement, shared by the names it holds)
+        use = (c.end_line or c.line, tuple(c.loops))
+        for name in [o.name for o in c.operands] + list(c.names):
+            if name:
+                uses.setdefault(name, []).append(use)
     for w in kernel.assignments:
-        see(w.name, w.end_line or w.line, w.loops)
-        for n in w.reads:
-            see(n, w.end_line or w.line, w.loops)
+        use = (w.end_line or w.line, tuple(w.loops))
+        for name in [w.name, *w.reads]:
+            if name:
+                uses.setdefault(name, []).append(use)
     for r in kernel.returns:
-        for n in getattr(r, "names", ()) or ():
-            see(n, r.line, ())
+        for name in getattr(r, "names", ()) or ():
+            if name:
+                uses.setdefault(name, []).append((r.line, ()))
     return uses
 
 

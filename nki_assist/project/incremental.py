@@ -120,12 +120,32 @@ def flakes(tree: ast.Module, path: str) -> list:
 
 @cache
 def _untying_checker():
-    from pyflakes.checker import Checker  # deferred: only the Python-level pass needs pyflakes
+    from pyflakes.checker import Checker, _FieldsOrder  # deferred: only the Python-level pass needs pyflakes
+
+    field_order = _FieldsOrder()  # pyflakes' order of a node's fields (iter before target, ...)
 
     class UntyingChecker(Checker):
-        def __init__(self, *args, **kwargs):
+        def __init__(self, tree, *args, **kwargs):
             self._visited: list[ast.AST] = []
-            super().__init__(*args, **kwargs)
+            self._typing = _typing_names(tree)
+            super().__init__(tree, *args, **kwargs)
+
+        def CALL(self, node):
+            # pyflakes' CALL tests the callee against typing's cast/TypeVar/TypedDict/NamedTuple (a walk up the
+            # scopes each, at every call) and a `"...".format` call. The tests can hold only for a name some
+            # import of typing binds (`cast`, `typing.cast`); for any other callee CALL is handleChildren.
+            func = node.func
+            cls = func.__class__
+            if cls is ast.Name:
+                typed = func.id in self._typing
+            elif cls is ast.Attribute:
+                value = func.value
+                typed = func.attr == "format" or value.__class__ is ast.Name and value.id in self._typing
+            else:
+                typed = False
+            if typed:
+                return super().CALL(node)
+            self.handleChildren(node)
 
         def handleNode(self, node, parent):
             # pyflakes' handleNode (the same in 3.2-3.4, the versions pyproject allows) plus the list `untie`
@@ -149,6 +169,30 @@ def _untying_checker():
             finally:
                 self.nodeDepth -= 1
 
+        def handleChildren(self, tree, omit=None):
+            # pyflakes' handleChildren (its iter_child_nodes order) without the generator, and without visiting
+            # the nodes whose handler does nothing: the context and operator singletons (`ignore`) and a
+            # constant outside an annotation (CONSTANT only defers a string annotation). None of them is a
+            # binding's source nor an ancestor pyflakes looks up, so the messages are the same; a fifth of
+            # the nodes pyflakes visited.
+            handle = self.handleNode
+            for name in field_order[tree.__class__]:
+                if omit and name in omit:
+                    continue
+                field = getattr(tree, name, None)
+                if isinstance(field, AST):
+                    cls = field.__class__
+                    if cls in _IGNORED or cls is Constant and not self._in_annotation:
+                        continue
+                    handle(field, tree)
+                elif isinstance(field, list):
+                    for item in field:
+                        if isinstance(item, AST):
+                            cls = item.__class__
+                            if cls in _IGNORED or cls is Constant and not self._in_annotation:
+                                continue
+                            handle(item, tree)
+
         def untie(self) -> None:
             for node in self._visited:
                 node.__dict__.pop("_pyflakes_parent", None)
@@ -156,7 +200,39 @@ def _untying_checker():
                 scope.clear()  # bindings point back at their scope
             self.__dict__.clear()  # its handler cache holds bound methods of itself
 
+    # the node types pyflakes handles with `handleChildren` itself (ASSIGN, FOR, ATTRIBUTE, ...) get the one above
+    for attr, value in vars(Checker).items():
+        if value is Checker.handleChildren:
+            setattr(UntyingChecker, attr, UntyingChecker.handleChildren)
     return UntyingChecker
+
+
+AST, Constant = ast.AST, ast.Constant
+# node types whose pyflakes handler is `ignore` and that never stand at module level (so they play no part in
+# the future-import test): expression contexts and operators
+_IGNORED = frozenset(t for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+                     for t in base.__subclasses__())
+
+
+def _typing_names(tree: ast.AST) -> frozenset[str]:
+    """The names any import in `tree` binds to typing or typing_extensions (pyflakes' TYPING_MODULES) or to
+    something from them: only a name so bound can be typing's for pyflakes (`_is_typing`)."""
+    out: set[str] = set()
+    stack = [tree]
+    while stack:
+        st = stack.pop()
+        if isinstance(st, ast.Import):
+            out.update((a.asname or a.name).split(".")[0] for a in st.names
+                       if a.name.split(".")[0] in ("typing", "typing_extensions"))
+        elif isinstance(st, ast.ImportFrom):
+            if (st.module or "").split(".")[0] in ("typing", "typing_extensions"):
+                out.update(a.asname or a.name for a in st.names)
+        else:
+            for part in ("body", "orelse", "finalbody", "handlers", "cases"):
+                sub = getattr(st, part, None)
+                if type(sub) is list:
+                    stack.extend(sub)
+    return frozenset(out)
 
 
 def _star_import(tree: ast.Module) -> bool:

@@ -10,6 +10,7 @@ from ..api.version import target_version
 from ..findings import Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
+from ..parse.pyast import branch_nodes
 from .nki_api_usage import dotted, usage
 from .nki_common import check, emit
 
@@ -116,27 +117,43 @@ def tile_arithmetic(nf: NkiFile, t: Target):
                         "Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile."))
 
 
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+def _walk(node: ast.AST) -> list[ast.AST]:
+    """`list(ast.walk(node))` less the operator and context singletons (none is a name, call or slice)."""
+    out, i = [node], 0
+    while i < len(out):
+        out.extend(branch_nodes(out[i]))
+        i += 1
+    return out
 
 
-def _clamps(node: ast.AST, derived: set[str]) -> list[ast.Call]:
+def _names(node: ast.AST, memo: dict[int, set[str]] | None = None) -> set[str]:
+    """The names read in `node`; with `memo` (node id -> names, for nodes that outlive it), once per node."""
+    if memo is None:
+        return {n.id for n in _walk(node) if isinstance(n, ast.Name)}
+    got = memo.get(id(node))
+    if got is None:
+        got = memo[id(node)] = {n.id for n in _walk(node) if isinstance(n, ast.Name)}
+    return got
+
+
+def _clamps(node: ast.AST, derived: set[str], memo: dict[int, set[str]] | None = None) -> list[ast.Call]:
     """min()/max() calls in `node` that read a name derived from the loop index."""
-    return [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-            and c.func.id in ("min", "max") and _names(c) & derived]
+    return [c for c in _walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            and c.func.id in ("min", "max") and _names(c, memo) & derived]
 
 
 def _loop_clamps(loop: ast.For, through_names: bool) -> list[tuple[ast.Call, int]]:
     """(min()/max() call, first slice line using it) for each clamp of the loop index that sizes a slice: in the
     bound itself, or (`through_names`) through a name the loop body assigns from it (`end = min(off + T, n)`, then
     `x[off:end]`)."""
-    nodes = list(ast.walk(ast.Module(body=loop.body, type_ignores=[])))
+    nodes = list(_walk(ast.Module(body=loop.body, type_ignores=[])))
     if not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("min", "max")
                for c in nodes):
         return []
+    memo: dict[int, set[str]] = {}  # the names of each call, read again on every pass to the fixed point
     # each assignment once: (target names, names it reads, the min()/max() calls in it)
     assigns = [([tg.id for tg in a.targets if isinstance(tg, ast.Name)], _names(a.value),
-                [c for c in ast.walk(a.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                [c for c in _walk(a.value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                  and c.func.id in ("min", "max")]) for a in nodes if isinstance(a, ast.Assign)]
     derived = {loop.target.id}
     clamped: dict[str, ast.Call] = {}  # name -> the clamp that sizes it
@@ -144,7 +161,7 @@ def _loop_clamps(loop: ast.For, through_names: bool) -> list[tuple[ast.Call, int
     while changed:  # to a fixed point: ast.walk is not in source order
         changed = False
         for targets, names, calls in assigns:
-            via = next((c for c in calls if _names(c) & derived), None) if calls else None
+            via = next((c for c in calls if _names(c, memo) & derived), None) if calls else None
             via = via or next((clamped[n] for n in names if n in clamped), None)
             reads_index = bool(names & derived)
             for tg in targets:
@@ -162,7 +179,7 @@ def _loop_clamps(loop: ast.For, through_names: bool) -> list[tuple[ast.Call, int
             if bound is None:
                 continue
             via = [clamped[n] for n in sorted(_names(bound)) if n in clamped] if through_names else []
-            for c in _clamps(bound, derived) + [c for c in via if c.lineno <= sl.lineno]:
+            for c in _clamps(bound, derived, memo) + [c for c in via if c.lineno <= sl.lineno]:
                 if id(c) not in found or sl.lineno < found[id(c)][1]:
                     found[id(c)] = (c, sl.lineno)
     return sorted(found.values(), key=lambda x: (x[0].lineno, x[0].col_offset))

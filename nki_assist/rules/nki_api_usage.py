@@ -10,7 +10,8 @@ import ast
 from dataclasses import dataclass, field
 
 from ..parse.nki_model import NkiFile
-from .nki_common import child_nodes, children, kernel_function, module_tree, per_text, walk
+from ..parse.pyast import child_nodes
+from .nki_common import children, kernel_function, module_tree, per_text, walk
 
 _MODULES = {"nki.language": "nl", "nki.isa": "nisa", "nki": "nki", "nki.collectives": "nki.collectives",
             "nki.typing": "nt"}
@@ -105,11 +106,12 @@ def _collect(nf: NkiFile) -> Usage:
 
 def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
     part = Usage(legacy_aliases=dict(legacy), aliases=aliases)
-    block = nf.lines[k.line - 1:k.end_line]
-    indent = min((len(x) - len(x.lstrip()) for x in block if x.strip()), default=0)
     fn = kernel_function(nf, k)  # the file's tree's def, or the kernel's lines parsed alone
     if fn is None:
         return part
+    # (a `def` at column 0 is a line at indent 0: the least indent of the kernel's lines, with no need to read them)
+    indent = 0 if fn.col_offset == 0 else \
+        min((len(x) - len(x.lstrip()) for x in nf.lines[k.line - 1:k.end_line] if x.strip()), default=0)
     # in the shape parsing the kernel's lines alone gives: an indented kernel sits under an `if 1:` header
     body: list[ast.stmt] = [fn] if indent == 0 else [ast.If(test=ast.Constant(1), body=[fn], orelse=[])]
     tree = ast.Module(body=body, type_ignores=[])
@@ -149,8 +151,11 @@ def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
     return _canonical(".".join(reversed(parts)))
 
 
+_LONGEST_FIRST = tuple(sorted(_MODULES, key=len, reverse=True))
+
+
 def _canonical(full: str) -> str:
-    for mod in sorted(_MODULES, key=len, reverse=True):
+    for mod in _LONGEST_FIRST:
         if full == mod:
             return _MODULES[mod]
         if full.startswith(mod + "."):
@@ -313,7 +318,16 @@ class _Walker(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute):
         name = self._dotted(node)
         if name is None:
-            self.generic_visit(node)
+            # the chain's inner attributes have its base too, so none of them resolves either: visit the base with
+            # them on the stack, as generic_visit would reach it through each (an attribute's one child node is
+            # its value)
+            chain, base = [node], node.value
+            while isinstance(base, ast.Attribute):
+                chain.append(base)
+                base = base.value
+            self.stack += chain
+            self.visit(base)
+            del self.stack[-len(chain):]
             return
         if self._in_kernel(node.lineno) is None:
             return

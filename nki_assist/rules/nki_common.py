@@ -11,7 +11,7 @@ from ..findings import Finding, Severity
 from ..parse import consts
 from ..parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from ..parse.nki_facts.common import canonical_api
-from ..parse.pyast import child_nodes, dotted_name
+from ..parse.pyast import branch_nodes, dotted_name
 from ..parse.source import normalize_newlines
 from .registry import get
 from .runner import CheckSet
@@ -224,22 +224,25 @@ def _parse_function(lines: list[str], start: int, end: int) -> ast.FunctionDef |
 # each node's children are listed once per file text here, and each walk once. The memo sits beside the module
 # tree (it goes when the file gets new lines) and run_nki_rules drops it after the checks (release_walks), so a
 # kept file holds no index. Its entries hold the nodes they are keyed by, so an `id` is never reused while its
-# entry lives. Readers must not change the lists.
+# entry lives. Readers must not change the lists. The walks leave out the operator and context singletons
+# (`Load()`, `Add()`, `Eq()`: a third of ast.walk's nodes, which no rule looks for; it reads `n.ctx`, `n.op`).
 def children(nf: NkiFile):
-    """A function of a node giving `list(ast.iter_child_nodes(node))`, once per node and file text."""
+    """A function of a node giving `list(ast.iter_child_nodes(node))` less the operator and context singletons
+    (`parse.pyast.branch_nodes`), once per node and file text."""
     kids = _walk_memo(nf)["kids"]
 
     def of(node: ast.AST) -> list[ast.AST]:
         hit = kids.get(id(node))
         if hit is None or hit[0] is not node:
-            hit = kids[id(node)] = (node, child_nodes(node))
+            hit = kids[id(node)] = (node, branch_nodes(node))
         return hit[1]
 
     return of
 
 
 def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
-    """`list(ast.walk(node))`: the same nodes in the same order (breadth first), once per node and file text."""
+    """`list(ast.walk(node))` less the operator and context singletons: the same nodes in the same order (breadth
+    first), once per node and file text."""
     memo = _walk_memo(nf)
     walks, kids = memo["walks"], memo["kids"]
     hit = walks.get(id(node))
@@ -251,7 +254,7 @@ def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
         i += 1
         ch = kids.get(id(n))
         if ch is None or ch[0] is not n:
-            ch = kids[id(n)] = (n, child_nodes(n))
+            ch = kids[id(n)] = (n, branch_nodes(n))
         out.extend(ch[1])
     walks[id(node)] = out  # out[0] is node: the entry holds its key
     return out
@@ -259,12 +262,50 @@ def walk(nf: NkiFile, node: ast.AST) -> list[ast.AST]:
 
 def walk_nodes(nf: NkiFile, node: ast.AST, types: type | tuple[type, ...]) -> list[ast.AST]:
     """The nodes of `walk(nf, node)` that are instances of `types`, in walk order; once per node and `types`."""
-    memo = _walk_memo(nf)["typed"]
+    memo = _walk_memo(nf)
     key = (id(node), types)
-    hit = memo.get(key)
+    hit = memo["typed"].get(key)
     if hit is None or hit[0] is not node:
-        hit = memo[key] = (node, [n for n in walk(nf, node) if isinstance(n, types)])
+        whole = memo["walks"].get(id(node))
+        if (whole is None or whole[0] is not node) and _statement_types(types):
+            nodes = _statement_walk(node)  # no walk of the expressions for statements
+        else:
+            nodes = walk(nf, node)
+        hit = memo["typed"][key] = (node, [n for n in nodes if isinstance(n, types)])
     return hit[1]
+
+
+_STATEMENT_TYPES: dict[Any, bool] = {}
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # the fields that hold statements
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _statement_types(types: type | tuple[type, ...]) -> bool:
+    known = _STATEMENT_TYPES.get(types)
+    if known is None:
+        known = _STATEMENT_TYPES[types] = all(issubclass(t, ast.stmt)
+                                              for t in (types if isinstance(types, tuple) else (types,)))
+    return known
+
+
+def _statement_walk(node: ast.AST) -> list[ast.AST]:
+    """`node` and the statements under it (with the except handlers and match cases between), breadth first: each
+    at the depth it has in `walk`, in the same order, so the statements of `walk(nf, node)` in walk order. A
+    statement sits only in a block (a body, orelse, finalbody; a handler's or case's body), never in an
+    expression."""
+    out, i = [node], 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        kind = type(n)
+        fields = _BLOCK_FIELDS.get(kind)
+        if fields is None:
+            fields = _BLOCK_FIELDS[kind] = tuple(f for f in kind._fields if f in _BLOCKS)
+        for f in fields:
+            sub = getattr(n, f, None)
+            if type(sub) is list:
+                out.extend(sub)
+    return out
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -272,20 +313,37 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def scope_nodes(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """A def's own nodes, depth first from its last statement (a nested function's, lambda's or class's nodes belong
-    to it, not to `fn`); once per def and file text."""
-    memo = _walk_memo(nf)["scoped"]
+    to it, not to `fn`; no operator or context singletons); once per def and file text."""
+    walks = _walk_memo(nf)
+    memo, kids = walks["scoped"], walks["kids"]
     hit = memo.get(id(fn))
     if hit is not None and hit[0] is fn:
         return hit[1]
     out: list[ast.AST] = []
     stack = list(fn.body)
-    kids = children(nf)
+    push = stack.append
     while stack:
         n = stack.pop()
         out.append(n)
-        stack.extend(c for c in kids(n) if not isinstance(c, _SCOPES))
+        ch = kids.get(id(n))  # children(nf)(n), inlined: a call less per node
+        if ch is None or ch[0] is not n:
+            ch = kids[id(n)] = (n, branch_nodes(n))
+        for c in ch[1]:
+            if not isinstance(c, _SCOPES):
+                push(c)
     memo[id(fn)] = (fn, out)
     return out
+
+
+def scope_nodes_of(nf: NkiFile, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                   types: type | tuple[type, ...]) -> list[ast.AST]:
+    """The nodes of `scope_nodes(nf, fn)` that are instances of `types`, in its order; once per def and `types`."""
+    memo = _walk_memo(nf)["typed"]
+    key = ("scoped", id(fn), types)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not fn:
+        hit = memo[key] = (fn, [n for n in scope_nodes(nf, fn) if isinstance(n, types)])
+    return hit[1]
 
 
 def release_walks(nf: NkiFile) -> None:

@@ -9,11 +9,12 @@ after the name is assigned again, are not reported.
 from __future__ import annotations
 
 import ast
+import re
 
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from ..parse.pyast import dotted_name
-from .nki_common import check, child_nodes, emit, kernel_findings, kernel_function, walk_nodes
+from ..parse.pyast import branch_nodes, dotted_name
+from .nki_common import check, emit, kernel_findings, kernel_function, walk_nodes
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 
@@ -34,7 +35,7 @@ def _old_reads(node: ast.AST, var: str) -> list[ast.Name]:
             continue
         if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load):
             out.append(n)
-        stack.extend(reversed(child_nodes(n)))
+        stack.extend(reversed(branch_nodes(n)))  # (no operator or context singletons: no Name among them)
     return out
 
 
@@ -46,12 +47,19 @@ def _first_is_read(names: list[ast.Name], var: str, reads: list[ast.Name]) -> bo
     return bool(occ) and occ[0][2] in ids
 
 
+# the statements with blocks (a simple statement has none to look into); an except handler is no statement
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With,
+             ast.AsyncWith, ast.Try, ast.TryStar, ast.Match, ast.ExceptHandler)
+
+
 def _after_loops(nf: NkiFile, stmts: list[ast.stmt]):
     """(loop, first stale read) for each `for` whose variable a later statement of the same block reads."""
     for i, st in enumerate(stmts):
         if isinstance(st, ast.For) and isinstance(st.target, ast.Name):
             var = st.target.id
             for later in stmts[i + 1:]:
+                if not _mentions(nf, later, var):
+                    continue  # (its text does not name it: no walk)
                 names = walk_nodes(nf, later, ast.Name)
                 if not any(n.id == var for n in names):
                     continue  # neither read nor assigned there
@@ -61,10 +69,27 @@ def _after_loops(nf: NkiFile, stmts: list[ast.stmt]):
                     break
                 if any(n.id == var and isinstance(n.ctx, ast.Store) for n in names):
                     break
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(st, field, None)
-            if isinstance(block, list):
-                yield from _after_loops(nf, block)
+        if isinstance(st, _COMPOUND):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(st, field, None)
+                if isinstance(block, list):
+                    yield from _after_loops(nf, block)
+
+
+def _mentions(nf: NkiFile, st: ast.stmt, var: str) -> bool:
+    """Whether `var` may be a name in `st`: False only when its lines (decorators included), all ASCII, hold no
+    identifier `var` (a non-ASCII letter may spell an ASCII name after Python's NFKC normalisation)."""
+    first = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
+    text = "\n".join(nf.lines[first - 1:st.end_lineno or st.lineno])
+    if not text.isascii():
+        return True
+    word = _WORDS.get(var)
+    if word is None:
+        word = _WORDS[var] = re.compile(rf"(?<![\w]){re.escape(var)}(?![\w])")
+    return word.search(text) is not None
+
+
+_WORDS: dict[str, re.Pattern[str]] = {}
 
 
 @check("NKI212", per_file=True)  # reads the kernel text from the file

@@ -21,7 +21,7 @@ import re
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
+from .nki_common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes_of
 
 E, W = Severity.ERROR, Severity.WARNING
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
@@ -136,12 +136,16 @@ class _Tiles:
         return self.line.get(base.id) if isinstance(base, ast.Name) else None
 
 
+_SCANNED = (ast.For, ast.Assign, ast.Call)  # the node types _scan reads
+_SCANNED_LEGACY = (*_SCANNED, ast.BinOp, ast.AugAssign)
+
+
 def _scan(nf: NkiFile, fn: ast.FunctionDef):
     """One walk of the kernel: the loops and assignments that make tiles, and (node, left operand, right operand,
     form) of each elementwise binary op the dialect forbids broadcasting in."""
     legacy = nf.dialect == "legacy"
     statements, sites = [], []
-    for n in scope_nodes(nf, fn):
+    for n in scope_nodes_of(nf, fn, _SCANNED_LEGACY if legacy else _SCANNED):
         if isinstance(n, (ast.For, ast.Assign)):
             statements.append(n)
         elif legacy and isinstance(n, ast.BinOp) and isinstance(n.op, _OPERATORS):

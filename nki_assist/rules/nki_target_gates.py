@@ -26,6 +26,7 @@ from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
+from ..parse.pyast import branch_nodes
 from .nki_common import check, decorator_text, emit, kernel_findings, kernel_function, resolve_api
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -85,13 +86,16 @@ def _word_lines(nf: NkiFile, text: str) -> set[int]:
 
 def _nodes_on(fn: ast.FunctionDef, lines: set[int]):
     """The kernel's own nodes (as nki_common.scope_nodes), skipping statements that span none of `lines`."""
+    ordered = sorted(lines)
     stack = list(fn.body)
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.stmt) and not any(n.lineno <= x <= (n.end_lineno or n.lineno) for x in lines):
-            continue
+        if isinstance(n, ast.stmt):
+            i = bisect.bisect_left(ordered, n.lineno)  # the first of `lines` at or after the statement's first line
+            if i == len(ordered) or ordered[i] > (n.end_lineno or n.lineno):
+                continue
         yield n
-        for c in ast.iter_child_nodes(n):
+        for c in branch_nodes(n):  # (the singletons are no calls)
             if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 stack.append(c)
 
@@ -133,10 +137,10 @@ def generation_gated_api(nf: NkiFile, t: Target):
     text = "\n".join(nf.lines)
     if nf.dialect not in ("legacy", "new", "transitional") or not any(w in text for w in _WORDS):
         return
-    candidates = _word_lines(nf, text)
+    candidates = sorted(_word_lines(nf, text))
     env = _ENV_PIN.search(text) if "NEURON_PLATFORM_TARGET_OVERRIDE" in text else None
     for k in nf.kernels:
-        lines = {n for n in candidates if k.line <= n <= k.end_line}
+        lines = set(candidates[bisect.bisect_left(candidates, k.line):bisect.bisect_right(candidates, k.end_line)])
         if not lines:
             continue  # no gated name
         body = "\n".join(nf.lines[k.line - 1:k.end_line])

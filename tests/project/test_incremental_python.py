@@ -154,6 +154,32 @@ def test_the_untying_checker_reports_what_pyflakes_reports():
     assert "LateFutureImport" in {m[0] for m in want} and "FutureFeatureNotDefined" in {m[0] for m in want}
 
 
+def test_the_untying_checker_reads_typing_and_annotations_as_pyflakes_does():
+    """The checker skips pyflakes' typing tests for callees no typing import binds, and the constants outside
+    annotations: string annotations, typing's cast/TypeVar/NamedTuple/TypedDict (bare, aliased, through the
+    module, shadowed) and format strings still give pyflakes' messages."""
+    from nki_assist.project.incremental import flakes
+
+    text = (
+        "import typing as t\nfrom typing import cast as c, TypeVar, NamedTuple\n"
+        "from typing_extensions import TypedDict\nimport typing_extensions\n\n"
+        "T = TypeVar('T', 'Missing1', bound='Missing2')\nP = NamedTuple('P', [('a', 'Missing3')])\n"
+        "D = TypedDict('D', {'a': 'Missing4'})\nE = typing_extensions.TypedDict('E', b='Missing5')\n"
+        "x: 'Missing6' = c('Missing7', 1)\ny = t.cast('Missing8', 2)\n\n"
+        "def f(a: 'Missing9') -> 'Missing10':\n    cast = print\n    cast('not a type')\n"
+        "    c = print\n    c('Missing11')\n    u = '{} {}'.format(1)\n    v = '%s %s' % (1,)\n"
+        "    w = f'plain'\n    return {1: 2, 1: 3}, a is 'x', undefined_name\n\n"
+        "def g():\n    import typing\n    return typing.cast('Missing12', 3)\n")
+    want = _all(checker.Checker(ast.parse(text), filename="k.py").messages)
+    assert _all(flakes(ast.parse(text), "k.py")) == want
+    kinds = {m[0] for m in want}
+    assert {"UndefinedName", "StringDotFormatMissingArgument", "PercentFormatPositionalCountMismatch",
+            "FStringMissingPlaceholders", "MultiValueRepeatedKeyLiteral", "IsLiteral"} <= kinds
+    undefined = {m[3][0] for m in want if m[0] == "UndefinedName"}
+    assert {"Missing1", "Missing6", "Missing7", "Missing8", "Missing9", "Missing12", "undefined_name"} <= undefined
+    assert "Missing11" not in undefined  # `c` rebound in f: its argument is a plain string there
+
+
 def test_child_nodes_are_the_ast_children_less_the_operator_singletons():
     from nki_assist.parse.pyast import branch_nodes as child_nodes
 

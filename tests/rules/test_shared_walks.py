@@ -1,5 +1,6 @@
 """The rules' shared walks of a file's tree (nki_common.walk, walk_nodes, scope_nodes) give exactly what each rule
-computed on its own before (ast.walk's nodes in ast.walk's order), live only while the checks run, and the token
+computed on its own before (ast.walk's nodes in ast.walk's order, less the operator and context singletons no rule
+looks for), live only while the checks run, and the token
 prefilters that let a rule skip a file never skip one the rule reports on, Python's NFKC-normalised names included."""
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import pytest
 
 from nki_assist.hardware import get_target
 from nki_assist.parse.nki import parse_nki
+from nki_assist.parse.pyast import child_nodes
 from nki_assist.rules import nki_common
-from nki_assist.rules.nki_common import child_nodes, module_tree, scope_nodes, source_has, walk, walk_nodes
+from nki_assist.rules.nki_common import module_tree, scope_nodes, scope_nodes_of, source_has, walk, walk_nodes
 from nki_assist.rules.nki_rules import run_nki_rules
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
@@ -23,11 +25,20 @@ SAMPLES = [FIX / "NKI215" / "pos_legacy.py", FIX / "NKI521" / "pos_equality.py",
            *sorted((FIX / "NKI520").glob("*.py"))]
 
 
+_SINGLETONS = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _ast_walk(node):
+    return [n for n in ast.walk(node) if not isinstance(n, _SINGLETONS)]
+
+
 def _own_nodes(fn):
-    """The depth-first walk NKI520 made of a def's own nodes before the walks were shared."""
+    """The depth-first walk NKI520 made of a def's own nodes before the walks were shared (less the singletons)."""
     stack = list(fn.body)
     while stack:
         n = stack.pop()
+        if isinstance(n, _SINGLETONS):
+            continue
         yield n
         for c in ast.iter_child_nodes(n):
             if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -45,7 +56,7 @@ def test_shared_walks_are_ast_walk_node_for_node(path):
         assert child_nodes(node) == list(ast.iter_child_nodes(node))
     subjects = [tree] + [n for n in everything if isinstance(n, (ast.FunctionDef, ast.stmt))]
     for node in subjects:
-        got, want = walk(nf, node), list(ast.walk(node))
+        got, want = walk(nf, node), _ast_walk(node)
         assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
         assert walk(nf, node) is got  # once per node
         typed = walk_nodes(nf, node, (ast.Name, ast.Call))
@@ -53,10 +64,13 @@ def test_shared_walks_are_ast_walk_node_for_node(path):
     for fn in (n for n in everything if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         got, want = scope_nodes(nf, fn), list(_own_nodes(fn))
         assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+        typed = scope_nodes_of(nf, fn, (ast.Call, ast.Assign))
+        assert typed == [n for n in want if isinstance(n, (ast.Call, ast.Assign))]
+        assert scope_nodes_of(nf, fn, (ast.Call, ast.Assign)) is typed  # once per def and types
     # a node that is not in the file's tree (a def's copy without decorators, a synthetic wrapper) walks too
     for fn in (n for n in everything if isinstance(n, ast.FunctionDef) and n.decorator_list):
         bare = ast.FunctionDef(name=fn.name, args=fn.args, body=fn.body, decorator_list=[], returns=None)
-        assert walk(nf, bare) == list(ast.walk(bare)) and len(walk(nf, bare)) < len(walk(nf, fn))
+        assert walk(nf, bare) == _ast_walk(bare) and len(walk(nf, bare)) < len(walk(nf, fn))
 
 
 def test_the_walks_live_only_while_the_checks_run():
@@ -167,3 +181,94 @@ def test_nki211_statement_gate_never_skips_a_kernel_with_two_axes():
                 skipped += 1
                 assert len(roles.symbols) < 2, (path, k.name, roles.symbols)
     assert kept > 5 and skipped > 5
+
+
+def test_child_lists_of_hand_built_nodes_are_ast_iter_child_nodes():
+    """The per-type child listers (parse/pyast.py) read fields directly; nodes built by hand (missing list fields,
+    None where a node belongs, `**` keys of a dict) list what ast.iter_child_nodes lists, less the singletons for
+    branch_nodes."""
+    from nki_assist.parse.pyast import branch_nodes
+
+    name = ast.Name(id="a", ctx=ast.Load())
+    nodes = [ast.arguments(), ast.FunctionDef(name="f", args=ast.arguments(), body=[ast.Pass()], decorator_list=[]),
+             ast.Dict(keys=[None, name], values=[ast.Name(id="b", ctx=ast.Load()), ast.Constant(1)]),
+             ast.Assign(targets=[ast.Name(id="x", ctx=ast.Store())], value=None),
+             ast.BinOp(left=ast.Constant(1), op=ast.Add(), right=name), ast.Compare(left=name, ops=[ast.Eq()]),
+             ast.Call(func=name, args=[ast.Starred(value=name, ctx=ast.Load())], keywords=[]), ast.Module()]
+    for node in nodes:
+        want = list(ast.iter_child_nodes(node))
+        assert child_nodes(node) == want, ast.dump(node)
+        assert branch_nodes(node) == [c for c in want if not isinstance(c, _SINGLETONS)], ast.dump(node)
+    assert child_nodes(nodes[2]) == [name, nodes[2].values[0], nodes[2].values[1]]
+
+
+_BLOCKY = '''import neuronxcc.nki.language as nl
+
+
+def kernel(a, b):
+    x = 1
+    try:
+        y = a
+        if y:
+            z = [w for w in b if w]
+    except ValueError as e:
+        z = 2
+        for i in nl.affine_range(4):
+            x += i
+    except (KeyError, TypeError):
+        pass
+    else:
+        with open(a) as f:
+            z = f
+    finally:
+        x = 0
+    match b:
+        case [1, *rest] if rest:
+            z = rest
+        case {"k": v}:
+            while v:
+                v = v - 1
+        case _:
+            class Inner:
+                q = 1
+
+                def m(self):
+                    return self.q
+    return lambda t: t if x else z
+'''
+
+
+@pytest.mark.parametrize("path", SAMPLES[:3] + [None], ids=lambda p: "blocky" if p is None else p.name)
+def test_statement_walks_are_the_statements_of_the_whole_walk(path):
+    """walk_nodes for statement types reads the blocks only (no walk of the expressions) when the whole walk is not
+    at hand: the same statements in the same order, try/except/else/finally, match cases and nested scopes
+    included."""
+    text = _BLOCKY if path is None else path.read_text()
+    types = [ast.If, ast.Assign, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr), ast.stmt,
+             (ast.FunctionDef, ast.AsyncFunctionDef), (ast.For, ast.While, ast.Pass, ast.Return, ast.ClassDef)]
+    nf = parse_nki(text, "blocky.py")
+    tree = module_tree(nf)
+    subjects = [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    for node in subjects:
+        for t in types:
+            got = walk_nodes(nf, node, t)
+            assert got == [n for n in ast.walk(node) if isinstance(n, t)], (ast.dump(node)[:80], t)
+    assert not nf.__dict__["_module_tree"]["walk"]["walks"]  # no whole walk was made
+    assert len(walk_nodes(nf, tree, ast.stmt)) > 10
+
+
+def test_nki212_text_gate_keeps_nfkc_spelled_reads():
+    """NKI212 walks a later statement only when its text names the loop variable: a read spelled with a fullwidth
+    letter (`ｉ`, the name `i` to Python) is still reported, and a statement that never names it is not walked."""
+    target = get_target("trn2")
+    text = (FIX / "NKI212" / "pos_new.py").read_text()
+    ascii_found = [(f.line, f.column) for f in run_nki_rules(_nf(text), target) if f.rule == "NKI212"]
+    assert ascii_found == [(15, 35)]
+    wide = text.replace("src=x[i * 128:(i + 1)", "src=x[\uff49 * 128:(\uff49 + 1)")
+    assert "x[i" not in wide.split("\n")[14]
+    assert [(f.line, f.column) for f in run_nki_rules(_nf(wide), target) if f.rule == "NKI212"] == [(15, 35)]
+    from nki_assist.rules.nki_loopvars import _mentions
+
+    nf = _nf(text)
+    body = nki_common.kernel_function(nf, nf.kernels[0]).body
+    assert [_mentions(nf, st, "i") for st in body] == [False, False, True, False, True, False]
