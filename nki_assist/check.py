@@ -734,13 +734,13 @@ def _index_kept(item: tuple[str, bytes]):
     to the other workers is the index without the tree."""
     path, data = item
     # deferred: light, and already loaded in a forked worker
-    from .check_pool import file_done
+    from .check_pool import refreeze
     from .project import index_module
 
     info = index_module(path, decode(data)[0], keep_tree=True)
     _store_index(_AFFINE[0][3], path, data, info)
     _KEPT[path] = info
-    file_done()
+    refreeze()  # the tree lives on: out of the collector's reach at once, not walked by a collection first
     return replace(info, tree=None, tree_text=None)
 
 
@@ -748,6 +748,7 @@ def _affine_setup(indexed: list, mine: set[int]) -> None:
     """In a worker between the phases: the project model of every module (each worker builds the same one), with
     the trees of the modules this worker indexed."""
     # deferred: light, and already loaded in a forked worker
+    from .check_pool import refreeze
     from .project import Project
 
     order, known, paths, _ = _AFFINE[0]
@@ -756,6 +757,7 @@ def _affine_setup(indexed: list, mine: set[int]) -> None:
         modules[path] = _KEPT.pop(path) if i in mine else info
     _KEPT.clear()
     _FORKED_PROJECT[0] = Project(modules[path] for path in order)
+    refreeze()  # what every file reads, as a forked worker inherits it frozen
 
 
 def _affine_entry(item: tuple[str, bytes, CheckOptions, str | None]) -> dict | None:
