@@ -695,36 +695,37 @@ def _check_affine(sources: dict[str, bytes], known: dict, todo: list, stale: lis
         _store_index(cache, path, sources[path], info)
         return info
 
-    def check_failed(path: str, exc: BaseException) -> dict:
+    def check_failed(path: str, exc: BaseException) -> tuple[dict, None]:
         return FileResult(path, language_of(path), "error",
-                          f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry()
+                          f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry(), None
 
     _load_engine({language_of(w[1]) for w in work}, any(b"numpy" in w[2] for w in work))
     refreeze()  # the engine's modules: the workers' collections never walk them
     shared = replace(options, project=_SHARED)
-    _AFFINE[0], _KEYED[0] = (list(sources), known, [path for path, _ in missing], cache), cache is not None
+    _AFFINE[0] = (list(sources), known, [path for path, _ in missing], cache, project_key)
+    _KEYED[0] = cache is not None
     try:
-        entries = run_affine(_index_kept, missing, _affine_setup, _affine_entry,
-                             [(path, data, shared, old["context"] if old is not None else None)
-                              for _, path, data, _, old in work], jobs, index_failed, check_failed)
+        answers = run_affine(_index_kept, missing, _affine_setup, _affine_entry,
+                             [(path, data, shared, old, key) for _, path, data, key, old in work], jobs,
+                             index_failed, check_failed)
     finally:
         _AFFINE[0], _KEYED[0] = None, True
-    for (i, _, _, key, old), entry in zip(work, entries):
+    for (i, _, _, _, old), (entry, problem) in zip(work, answers):
+        if problem and cache.problem is None:
+            cache.problem = problem
         if old is not None:
-            if entry is None:  # its slice of the project did not change: the entry stands
-                old["project"] = project_key  # the next unchanged run finds it at once
-                _store(cache, key, old)
+            if entry is None:  # its slice of the project did not change: the entry stands (the worker stored it)
+                old["project"] = project_key
                 results[i] = FileResult.from_entry(old, lazy=lazy)
                 continue
             cache.reject()
         entry["project"] = project_key
-        _store(cache, key, entry)
         results[i] = FileResult.from_entry(entry, lazy=lazy)
     return True
 
 
 # What `_check_affine`'s forked workers inherit: (every NKI path in order, indexes read from the cache, the paths
-# to index, the cache); and, in a worker, the modules it indexed itself, with their syntax trees.
+# to index, the cache, the project's key); and, in a worker, the modules it indexed itself, with their trees.
 _AFFINE: list = [None]
 _KEPT: dict = {}
 
@@ -751,7 +752,7 @@ def _affine_setup(indexed: list, mine: set[int]) -> None:
     from .check_pool import refreeze
     from .project import Project
 
-    order, known, paths, _ = _AFFINE[0]
+    order, known, paths = _AFFINE[0][:3]
     modules = dict(known)
     for i, (path, info) in enumerate(zip(paths, indexed)):
         modules[path] = _KEPT.pop(path) if i in mine else info
@@ -760,13 +761,20 @@ def _affine_setup(indexed: list, mine: set[int]) -> None:
     refreeze()  # what every file reads, as a forked worker inherits it frozen
 
 
-def _affine_entry(item: tuple[str, bytes, CheckOptions, str | None]) -> dict | None:
-    """`_check_affine`'s second job: one file's entry; None for a stale entry's file whose slice of the project is
-    the one its entry records (`context`)."""
-    path, data, options, context = item
-    if context is not None and context == _context_digest(_FORKED_PROJECT[0], path):
-        return None
-    return _entry_of((path, data, options))
+def _affine_entry(item: tuple[str, bytes, CheckOptions, dict | None, str | None]) -> tuple[dict | None, str | None]:
+    """`_check_affine`'s second job: one file's entry, stored in the cache here (in parallel, not one by one by the
+    parent at the end); None for a stale entry (`old`) whose file's slice of the project is the one it records, the
+    entry stored again for this project. With what went wrong writing the cache, if anything."""
+    path, data, options, old, key = item
+    cache, project_key = _AFFINE[0][3:]
+    if old is not None and old["context"] == _context_digest(_FORKED_PROJECT[0], path):
+        old["project"] = project_key  # the next unchanged run finds it at once
+        _store(cache, key, old)
+        return None, cache.problem
+    entry = _entry_of((path, data, options))
+    entry["project"] = project_key
+    _store(cache, key, entry)
+    return entry, cache.problem if cache is not None else None
 
 
 def _index_of(item: tuple[str, bytes, Any]):

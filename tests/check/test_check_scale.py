@@ -807,3 +807,17 @@ def _raise_for_b(item):
 
 def _bad_setup(results, mine):
     raise ValueError("no setup")
+
+
+def test_a_pool_that_cannot_write_the_cache_says_so(force_pool, tmp_path):
+    """The workers write the entries of the files they check: a cache they cannot write costs only speed, and the
+    report says why, as when this process writes them."""
+    root = _project_tree(tmp_path, copies=2)
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    opts = CheckOptions()
+    report = check_paths([str(root)], opts, cache=CheckCache(blocker / "c", opts), jobs=2)
+    assert force_pool == [len(report.files)]
+    assert places(report) == places(check_paths([str(root)], opts, jobs=1)) and report.findings
+    assert [n for n in report.notes if n.startswith("cache not written to")] == [
+        f"cache not written to {blocker / 'c'}: Not a directory"]
