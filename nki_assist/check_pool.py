@@ -197,10 +197,10 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
     is free (claims in shared memory); its result goes to this process, pickled once, never unpickled here.
     Between the phases every worker receives all the first results (in input order) and runs
     `setup(results, mine)` (the project model is built there): `mine` are the indices of the items that worker
-    did itself, whose results are None there (it kept its own). Phase two: `second(item)` for every `second_items` entry (`item[0]` is
-    the path, `item[1]` the bytes); a worker starts with the items whose path it handled in phase one (and
-    those nobody did), biggest first, then takes the others' not yet started, smallest first. Returns the
-    second results in input order.
+    did itself, whose results are None there (it kept its own). Phase two: `second(item)` for every
+    `second_items` entry (`item[0]` is the path, `item[1]` the bytes); a worker starts with the items whose path
+    it handled in phase one (and those nobody did), biggest first, then takes the others' not yet started,
+    smallest first, so that both finish together. Returns the second results in input order.
 
     A worker that dies costs the item it was running: `first_failed(path, exc)` runs here instead (its result
     counts as the worker's would) and `second_failed(path, exc)` is that item's result; another worker is
@@ -239,7 +239,7 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
             there.close()
         live[wid] = (process, here)
         if payload[0] is not None:
-            here.send(payload[0] + (_order2(job, wid, raw1_owner),))
+            _send(here, payload[0] + (_order2(job, wid, raw1_owner),))
 
     raw1_owner: list[int] = []  # phase one's worker per item (0: none, done here), read when phase two starts
 
@@ -247,7 +247,7 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
         raw1_owner[:] = list(job.claims1[:n1])
         payload[0] = (pickle.dumps(raw1, protocol=pickle.HIGHEST_PROTOCOL),)
         for wid, (_, end) in live.items():
-            end.send(payload[0] + (_order2(job, wid, raw1_owner),))
+            _send(end, payload[0] + (_order2(job, wid, raw1_owner),))
 
     def lost(wid: int) -> None:
         """Worker `wid` is gone: the items it had started and not answered fail (here: phase one's is done here)."""
@@ -264,14 +264,15 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
 
     if not n2:
         return []
+    workers = min(jobs, max(n1, n2))
     try:
-        for _ in range(min(jobs, max(n1, n2))):
+        for _ in range(workers):
             spawn()
         if n1 == 0:
             start_phase_two()
         while done2 < n2:
             if not live:
-                if started[0] >= min(jobs, max(n1, n2)) + _MAX_RESPAWNS:
+                if started[0] >= workers + _MAX_RESPAWNS:
                     break
                 spawn()
             for end in wait([end for _, end in live.values()]):
@@ -286,8 +287,9 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
                     del live[wid]
                     if done1 == n1 and payload[0] is None:
                         start_phase_two()
-                    if done2 < n2 and 0 in job.claims2[:n2] and len(live) < jobs and started[0] < min(jobs, max(n1, n2)) + _MAX_RESPAWNS:
-                        spawn()
+                    if done2 < n2 and 0 in job.claims2[:n2] and len(live) < workers and \
+                            started[0] < workers + _MAX_RESPAWNS:
+                        spawn()  # work is left that nobody started: another worker takes the dead one's place
                     continue
                 if tag == 1:
                     raw1[i] = value
@@ -320,6 +322,13 @@ def run_affine(first: Callable[[tuple[str, bytes]], Any], first_items: list[tupl
         process.join()
         end.close()
     return out2
+
+
+def _send(end, message) -> None:
+    try:
+        end.send(message)
+    except OSError:  # the worker died meanwhile: its end of the pipe reads EOF, and it is replaced then
+        pass
 
 
 def _order2(job: _Job, wid: int, owner1: list[int]) -> list[int]:

@@ -821,3 +821,19 @@ def test_a_pool_that_cannot_write_the_cache_says_so(force_pool, tmp_path):
     assert places(report) == places(check_paths([str(root)], opts, jobs=1)) and report.findings
     assert [n for n in report.notes if n.startswith("cache not written to")] == [
         f"cache not written to {blocker / 'c'}: Not a directory"]
+
+
+def _second_dies_on_x(item):
+    if item[0].startswith("x"):
+        os._exit(5)
+    return item[0]
+
+
+def test_run_affine_workers_that_die_are_replaced_and_cost_their_item_only():
+    """Both workers die (on x1 and x2): each death fails its item only, new workers finish the rest."""
+    first = [(f"m{i}", b"m" * (i + 1)) for i in range(12)]
+    second = [(f"x{i}" if i in (1, 2) else f"m{i}", b"m" * (20 - i)) for i in range(12)]
+    out = pool_mod.run_affine(_keep_pid, first, _check_setup, _second_dies_on_x, second, 2,
+                              lambda path, exc: pytest.fail(str(exc)),
+                              lambda path, exc: f"failed {path}: {type(exc).__name__}")
+    assert out == [f"failed {path}: RuntimeError" if path.startswith("x") else path for path, _ in second]
