@@ -94,7 +94,7 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tupl
     memory, by whichever side starts them first (a queued job cannot be taken back: 3.11's pool mishandles
     cancelled jobs when a worker dies)."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 
     # fork: workers start in milliseconds and inherit the parent's modules; spawn where there is no fork
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -111,11 +111,16 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tupl
     workers = min(jobs - 1 if helping else jobs, len(items))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_sigint)
     try:
+        futures = {}
         if helping:
             _CLAIMS[0] = claims
-            futures = {i: pool.submit(_claimed, (work, i, (items[i][0], items[i][1], options))) for i in order}
-        else:
-            futures = {i: pool.submit(work, (items[i][0], items[i][1], options)) for i in order}
+        broken: BaseException | None = None
+        try:
+            for i in order:
+                futures[i] = pool.submit(_claimed, (work, i, (items[i][0], items[i][1], options))) if helping \
+                    else pool.submit(work, (items[i][0], items[i][1], options))
+        except BrokenExecutor as exc:  # a worker died before every item was queued: the rest are not
+            broken = exc
         if meanwhile is not None:
             meanwhile()
         taken: set[int] = set()
@@ -132,6 +137,9 @@ def run_parallel(work: Callable[[tuple[str, bytes, Any]], Any], items: list[tupl
                 result = None if i in taken else on_failure(items[i][0], exc)
             if i not in taken:  # (a worker's answer for an item taken here is _TAKEN)
                 out[i] = result
+        for i in order:
+            if i not in futures and i not in taken:  # never queued (the pool broke first)
+                out[i] = on_failure(items[i][0], broken)  # type: ignore[arg-type]
     except BaseException:  # Ctrl-C: drop the queued files; the CLI reports the interrupt
         pool.shutdown(wait=False, cancel_futures=True)
         _CLAIMS[0] = None

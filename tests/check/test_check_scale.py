@@ -670,18 +670,32 @@ def test_a_pool_parses_each_file_once_and_gives_the_in_process_findings(force_po
     root = _project_tree(tmp_path)
     files = sorted(str(p) for p in root.rglob("*.py"))
     serial = check_paths([str(root)], CheckOptions(), jobs=1)
-    log = tmp_path / "parses.log"
+    log, checked = tmp_path / "parses.log", tmp_path / "checked.log"
     _parse_log(monkeypatch, log)
+    real = check_mod._entry_of
+
+    def logged_entry(item):
+        with open(checked, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()} {item[0]}\n")
+        return real(item)
+
+    monkeypatch.setattr(check_mod, "_entry_of", logged_entry)
     parallel = check_paths([str(root)], CheckOptions(), jobs=2)
     assert force_pool == [len(files)]  # one run of the pool checked every file
     assert places(parallel) == places(serial) and statuses(parallel) == statuses(serial)
     assert "NKI202" in {f.rule for f in serial.findings} and len(serial.findings) > 20
     parses = [tuple(line.split(" ", 1)) for line in log.read_text(encoding="utf-8").splitlines()]
+    checker = {path: pid for pid, path in (line.split(" ", 1) for line in checked.read_text().splitlines())}
     big = [f for f in files if len(Path(f).read_text(encoding="utf-8")) > 200]
-    assert sorted(set(path for _, path in parses)) == sorted(big)
-    assert len(set(parses)) == len(parses)  # no process parses a file twice: the checker has the indexer's tree
-    # a second parse is a file one worker took from the other to finish together (a few)
-    assert len(parses) - len(big) < len(big) / 3
+    indexer = {}
+    for pid, path in parses:
+        indexer.setdefault(path, pid)
+    assert sorted(indexer) == sorted(big)
+    # a file is parsed again only by a worker that did not index it (one taken to finish together), never twice by
+    # one process: the worker that indexed it checks it with its tree
+    assert sorted(parses) == sorted([(indexer[f], f) for f in big] +
+                                    [(checker[f], f) for f in big if checker[f] != indexer[f]])
+    assert any(checker[f] == indexer[f] for f in big)
     assert len({pid for pid, _ in parses}) == 2 and str(os.getpid()) not in {pid for pid, _ in parses}
 
 
@@ -837,3 +851,19 @@ def test_run_affine_workers_that_die_are_replaced_and_cost_their_item_only():
                               lambda path, exc: pytest.fail(str(exc)),
                               lambda path, exc: f"failed {path}: {type(exc).__name__}")
     assert out == [f"failed {path}: RuntimeError" if path.startswith("x") else path for path, _ in second]
+
+
+def _dies_on_first(item):
+    if item[0] == "f0":
+        os._exit(3)
+    time.sleep(0.001)
+    return item[0]
+
+
+def test_run_parallel_answers_every_item_when_the_pool_breaks_while_queueing():
+    """A worker that dies can break the pool before every item is queued (submit raises then): the items never
+    queued fail like the others the broken pool dropped, none is left without an answer."""
+    items = [(f"f{i}", b"x" * (500 - i)) for i in range(400)]
+    out = pool_mod.run_parallel(_dies_on_first, items, None, 2, lambda path, exc: f"failed {path}")
+    assert out[0] == "failed f0" and None not in out
+    assert all(o in (path, f"failed {path}") for o, (path, _) in zip(out, items))
