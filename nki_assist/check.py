@@ -570,20 +570,23 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         from .check_pool import batch_gc, refreeze
 
         with batch_gc():
-            if in_project:  # the model is built only when some file must be checked
-                languages = {language_of(p) for _, p, _, _ in todo}
-                options = replace(options, project=_project_of(nki_sources, jobs, languages, cache))
-                refreeze()
-            for i, path, data, key, entry in stale:
-                if entry["context"] == _context_digest(options.project, path):
-                    entry["project"] = project_key  # the next unchanged run finds it at once
-                    _store(cache, key, entry)
-                    results[i] = FileResult.from_entry(entry, lazy=lazy)
-                else:
-                    cache.reject()
-                    todo.append((i, path, data, key))
-            todo.sort()
-            _check_all(todo, options, results, cache, jobs, lazy, project_key)
+            known = _cached_indexes(nki_sources, cache) if in_project and cache is not None else {}
+            if not (in_project and _check_affine(nki_sources, known, todo, stale, options, results, cache, jobs,
+                                                 lazy, project_key)):
+                if in_project:  # the model is built only when some file must be checked
+                    languages = {language_of(p) for _, p, _, _ in todo}
+                    options = replace(options, project=_project_of(nki_sources, jobs, languages, cache, known))
+                    refreeze()
+                for i, path, data, key, entry in stale:
+                    if entry["context"] == _context_digest(options.project, path):
+                        entry["project"] = project_key  # the next unchanged run finds it at once
+                        _store(cache, key, entry)
+                        results[i] = FileResult.from_entry(entry, lazy=lazy)
+                    else:
+                        cache.reject()
+                        todo.append((i, path, data, key))
+                todo.sort()
+                _check_all(todo, options, results, cache, jobs, lazy, project_key)
     for result in results:
         report.add(result)
     if cache is not None and cache.problem:
@@ -623,17 +626,20 @@ def _context_digest(project, path: str) -> str:
 
 
 def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set | frozenset = frozenset(),
-                cache=None):
+                cache=None, known: dict | None = None):
     """The project model of `sources`. Each module's index comes from `cache` when it has it (an edit re-indexes
     the edited file only); the others are indexed by a pool, with enough bytes and cores (their syntax trees
     stay there: each file's rules parse it again, in parallel) while this process loads the engine for
     `languages`, then indexes the modules no worker has started itself, else here: this process keeps the trees
-    of what it indexed for the rules (forked workers inherit them)."""
+    of what it indexed for the rules (forked workers inherit them). `known`: the indexes already read from `cache`."""
     # deferred: the project model loads only when files must be checked
     from .check_pool import MIN_PARALLEL_INDEX_BYTES, run_parallel, usable_cores, worth_a_pool
     from .project import Project, index_module
 
-    known = _cached_indexes(sources, cache) if cache is not None else {}
+    if known is None:
+        known = _cached_indexes(sources, cache) if cache is not None else {}
+    else:
+        known = dict(known)
     missing = {path: data for path, data in sources.items() if path not in known}
     jobs = usable_cores() if jobs is None else jobs
     if not worth_a_pool([len(d) for d in missing.values()], jobs, MIN_PARALLEL_INDEX_BYTES):
@@ -658,6 +664,117 @@ def _project_of(sources: dict[str, bytes], jobs: int | None = 1, languages: set 
         known.update(zip(missing, modules))
     # in the order of `sources`, as Project.build: the first of two alike module names keeps it
     return Project(known[path] for path in sources)
+
+
+def _check_affine(sources: dict[str, bytes], known: dict, todo: list, stale: list, options: CheckOptions,
+                  results: list, cache, jobs: int | None, lazy: bool, project_key: str) -> bool:
+    """A project's files indexed and checked by one set of forked workers (check_pool.run_affine): each checks
+    first the files it indexed, with the syntax trees it kept, so a file is parsed by Python once in all, where
+    an index pool and a check pool parsed most files twice. The engine loads here before they fork (they inherit
+    it); each worker builds the project model from every module's index; a stale entry (checked in another
+    project) is kept when its worker finds the file's slice of the project unchanged. False, with nothing done,
+    where it does not apply: no fork, too little to check or to index for a pool (`_project_of` and
+    `_check_all` do it then)."""
+    import multiprocessing
+
+    # deferred: the pool module loads only when files must be checked
+    from .check_pool import refreeze, run_affine, usable_cores, worth_a_pool
+
+    jobs = usable_cores() if jobs is None else jobs
+    work = [(i, path, data, key, None) for i, path, data, key in todo] + list(stale)
+    missing = [(path, data) for path, data in sources.items() if path not in known]
+    if "fork" not in multiprocessing.get_all_start_methods() or not worth_a_pool([len(w[2]) for w in work], jobs) \
+            or not worth_a_pool([len(data) for _, data in missing], jobs):
+        return False
+
+    def index_failed(path: str, exc: BaseException):  # a worker that died: index that module here
+        # deferred: the project model loads only when files must be checked
+        from .project import index_module
+
+        info = index_module(path, decode(sources[path])[0])
+        _store_index(cache, path, sources[path], info)
+        return info
+
+    def check_failed(path: str, exc: BaseException) -> tuple[dict, None]:
+        return FileResult(path, language_of(path), "error",
+                          f"internal error: the worker checking it failed ({type(exc).__name__}: {exc})").to_entry(), None
+
+    _load_engine({language_of(w[1]) for w in work}, any(b"numpy" in w[2] for w in work))
+    refreeze()  # the engine's modules: the workers' collections never walk them
+    shared = replace(options, project=_SHARED)
+    _AFFINE[0] = (list(sources), known, [path for path, _ in missing], cache, project_key)
+    _KEYED[0] = cache is not None
+    try:
+        answers = run_affine(_index_kept, missing, _affine_setup, _affine_entry,
+                             [(path, data, shared, old, key) for _, path, data, key, old in work], jobs,
+                             index_failed, check_failed)
+    finally:
+        _AFFINE[0], _KEYED[0] = None, True
+    for (i, _, _, _, old), (entry, problem) in zip(work, answers):
+        if problem and cache.problem is None:
+            cache.problem = problem
+        if old is not None:
+            if entry is None:  # its slice of the project did not change: the entry stands (the worker stored it)
+                old["project"] = project_key
+                results[i] = FileResult.from_entry(old, lazy=lazy)
+                continue
+            cache.reject()
+        entry["project"] = project_key
+        results[i] = FileResult.from_entry(entry, lazy=lazy)
+    return True
+
+
+# What `_check_affine`'s forked workers inherit: (every NKI path in order, indexes read from the cache, the paths
+# to index, the cache, the project's key); and, in a worker, the modules it indexed itself, with their trees.
+_AFFINE: list = [None]
+_KEPT: dict = {}
+
+
+def _index_kept(item: tuple[str, bytes]):
+    """`_check_affine`'s first job in a worker: one module's index, kept here with its syntax tree; what is sent
+    to the other workers is the index without the tree."""
+    path, data = item
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import refreeze
+    from .project import index_module
+
+    info = index_module(path, decode(data)[0], keep_tree=True)
+    _store_index(_AFFINE[0][3], path, data, info)
+    _KEPT[path] = info
+    refreeze()  # the tree lives on: out of the collector's reach at once, not walked by a collection first
+    return replace(info, tree=None, tree_text=None)
+
+
+def _affine_setup(indexed: list, mine: set[int]) -> None:
+    """In a worker between the phases: the project model of every module (each worker builds the same one), with
+    the trees of the modules this worker indexed."""
+    # deferred: light, and already loaded in a forked worker
+    from .check_pool import refreeze
+    from .project import Project
+
+    order, known, paths = _AFFINE[0][:3]
+    modules = dict(known)
+    for i, (path, info) in enumerate(zip(paths, indexed)):
+        modules[path] = _KEPT.pop(path) if i in mine else info
+    _KEPT.clear()
+    _FORKED_PROJECT[0] = Project(modules[path] for path in order)
+    refreeze()  # what every file reads, as a forked worker inherits it frozen
+
+
+def _affine_entry(item: tuple[str, bytes, CheckOptions, dict | None, str | None]) -> tuple[dict | None, str | None]:
+    """`_check_affine`'s second job: one file's entry, stored in the cache here (in parallel, not one by one by the
+    parent at the end); None for a stale entry (`old`) whose file's slice of the project is the one it records, the
+    entry stored again for this project. With what went wrong writing the cache, if anything."""
+    path, data, options, old, key = item
+    cache, project_key = _AFFINE[0][3:]
+    if old is not None and old["context"] == _context_digest(_FORKED_PROJECT[0], path):
+        old["project"] = project_key  # the next unchanged run finds it at once
+        _store(cache, key, old)
+        return None, cache.problem
+    entry = _entry_of((path, data, options))
+    entry["project"] = project_key
+    _store(cache, key, entry)
+    return entry, cache.problem if cache is not None else None
 
 
 def _index_of(item: tuple[str, bytes, Any]):

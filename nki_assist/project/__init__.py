@@ -113,6 +113,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {repr(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
+        if len(value) < 2:  # most: a guard's one divisor, a config value (nothing to sort)
+            return [_plain(v) for v in value]
         if _SCALARS.issuperset(map(type, value)):  # divisors, names: each is its own plain form
             return sorted(value, key=repr)
         return sorted((_plain(v) for v in value), key=repr)

@@ -104,12 +104,23 @@ class Project:
         return (m, name) if m is not None else None
 
     def _resolve_calls(self) -> None:
+        resolve, callers = self._resolve, self.callers
         for m in self.modules.values():
+            # a dotted callee (`nl.load`) resolves alike in every function of the module, `self.x` and a bare name
+            # alike within one function: each is resolved once there (a module calls the same APIs again and again)
+            dotted: dict[str, str | None] = {}
             for f in m.functions.values():
+                local: dict[str, str | None] = {}
                 for c in f.calls:
-                    c.resolved = self._resolve(m, f, c.callee)
-                    if c.resolved is not None and c.resolved != f.key:
-                        self.callers[c.resolved].add(f.key)
+                    callee = c.callee
+                    seen = local if "." not in callee or callee.startswith(("self.", "cls.")) else dotted
+                    if callee in seen:
+                        resolved = seen[callee]
+                    else:
+                        resolved = seen[callee] = resolve(m, f, callee)
+                    c.resolved = resolved
+                    if resolved is not None and resolved != f.key:
+                        callers[resolved].add(f.key)
 
     def _resolve(self, m: ModuleInfo, f: FunctionInfo, callee: str) -> str | None:
         head, _, rest = callee.partition(".")

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,17 +37,22 @@ def statuses(report):
 
 @pytest.fixture
 def force_pool(monkeypatch):
-    """Any amount of work goes to the pool; counts the pool runs."""
+    """Any amount of work goes to the pool; counts the pool runs (the files checked by each)."""
     calls = []
-    real = pool_mod.run_parallel
+    real, real_affine = pool_mod.run_parallel, pool_mod.run_affine
 
     def spy(*args, **kwargs):
         if args[0] is not check_mod._index_of:  # the project model's index pool is counted apart
             calls.append(len(args[1]))
         return real(*args, **kwargs)
 
+    def spy_affine(first, first_items, setup, second, second_items, *args, **kwargs):
+        calls.append(len(second_items))
+        return real_affine(first, first_items, setup, second, second_items, *args, **kwargs)
+
     monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(pool_mod, "run_parallel", spy)
+    monkeypatch.setattr(pool_mod, "run_affine", spy_affine)
     return calls
 
 
@@ -578,8 +584,8 @@ def test_a_many_file_check_batches_the_garbage_collector(monkeypatch):
 
 def test_each_file_is_parsed_by_python_once(monkeypatch, tmp_path):
     """The project model's tree serves pyflakes, NKI211/212 and the API-usage walker: one `ast.parse` per
-    file in a directory check, where each of them used to parse the file or each kernel again. (Where a pool
-    indexes a large project, the trees stay in its workers: the worker that checks a file parses it again.)"""
+    file in a directory check, where each of them used to parse the file or each kernel again. (A pool's
+    workers keep the trees of what they index for the files they check: `test_a_pool_parses_each_file_once`.)"""
     import ast
 
     for name in ("NKI211", "NKI212", "NKI002"):
@@ -621,3 +627,243 @@ def test_a_kernel_from_the_file_tree_is_the_kernel_parsed_alone():
             assert ast.dump(shared, include_attributes=True) == ast.dump(alone, include_attributes=True), (path, k.name)
             compared += 1
     assert compared > 100
+
+
+# --- one set of workers indexes the project and checks it (check_pool.run_affine) ---------------------------
+
+def _parse_log(monkeypatch, log: Path) -> None:
+    """Every `ast.parse` of a whole file, in any process (workers inherit the patch), appended to `log`."""
+    import ast
+
+    real = ast.parse
+
+    def logged(source, filename="<unknown>", *args, **kwargs):
+        if kwargs.get("mode", "exec") == "exec" and len(str(source)) > 200:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()} {filename}\n")
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", logged)
+
+
+def _project_tree(tmp_path: Path, copies: int = 3) -> Path:
+    """Rule fixtures that read one another through the project (roles, imported constants) and enough of them
+    for a pool: `copies` packages of the NKI211/212/002/103 fixtures, each with a constants module."""
+    root = tmp_path / "tree"
+    for c in range(copies):
+        pkg = root / f"pkg{c}"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("", encoding="utf-8")
+        (pkg / "consts.py").write_text("TILE = 128\n", encoding="utf-8")
+        (pkg / "kern.py").write_text(IMPORTER.replace("from b import TILE", "from .consts import TILE"),
+                                     encoding="utf-8")
+        for name in ("NKI211", "NKI212", "NKI002", "NKI103"):
+            for src in sorted((RULE_FIXTURES / name).glob("*.py")):
+                (pkg / f"{name}_{src.name}").write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return root
+
+
+def test_a_pool_parses_each_file_once_and_gives_the_in_process_findings(force_pool, monkeypatch, tmp_path):
+    """One set of workers indexes the project's modules and checks the files, each first the files it indexed,
+    with the syntax trees it kept: Python parses each file once in all the processes together (an index pool
+    and then a check pool parsed most files twice), and the findings are the in-process ones, in order."""
+    root = _project_tree(tmp_path)
+    files = sorted(str(p) for p in root.rglob("*.py"))
+    serial = check_paths([str(root)], CheckOptions(), jobs=1)
+    log, checked = tmp_path / "parses.log", tmp_path / "checked.log"
+    _parse_log(monkeypatch, log)
+    real = check_mod._entry_of
+
+    def logged_entry(item):
+        with open(checked, "a", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()} {item[0]}\n")
+        return real(item)
+
+    monkeypatch.setattr(check_mod, "_entry_of", logged_entry)
+    parallel = check_paths([str(root)], CheckOptions(), jobs=2)
+    assert force_pool == [len(files)]  # one run of the pool checked every file
+    assert places(parallel) == places(serial) and statuses(parallel) == statuses(serial)
+    assert "NKI202" in {f.rule for f in serial.findings} and len(serial.findings) > 20
+    parses = [tuple(line.split(" ", 1)) for line in log.read_text(encoding="utf-8").splitlines()]
+    checker = {path: pid for pid, path in (line.split(" ", 1) for line in checked.read_text().splitlines())}
+    big = [f for f in files if len(Path(f).read_text(encoding="utf-8")) > 200]
+    indexer = {}
+    for pid, path in parses:
+        indexer.setdefault(path, pid)
+    assert sorted(indexer) == sorted(big)
+    # a file is parsed again only by a worker that did not index it (one taken to finish together), never twice by
+    # one process: the worker that indexed it checks it with its tree
+    assert sorted(parses) == sorted([(indexer[f], f) for f in big] +
+                                    [(checker[f], f) for f in big if checker[f] != indexer[f]])
+    assert any(checker[f] == indexer[f] for f in big)
+    assert len({pid for pid, _ in parses}) == 2 and str(os.getpid()) not in {pid for pid, _ in parses}
+
+
+def test_a_pool_worker_that_dies_while_indexing_costs_nothing(force_pool, monkeypatch, tmp_path):
+    """A module whose worker died while indexing it is indexed here; another worker takes the died one's place:
+    the project, and so the findings, are complete."""
+    root = _project_tree(tmp_path)
+    serial = check_paths([str(root)], CheckOptions(), jobs=1)
+    monkeypatch.setattr(check_mod, "_index_kept", _dying_index_kept)
+    parallel = check_paths([str(root)], CheckOptions(), jobs=2)
+    assert force_pool == [len(serial.files)]
+    assert places(parallel) == places(serial) and not parallel.incomplete
+
+
+_REAL_INDEX_KEPT = check_mod._index_kept
+
+
+def _dying_index_kept(item):
+    if item[0].endswith(os.path.join("pkg1", "consts.py")):  # imported by pkg1/kern.py: its tile's height
+        os._exit(3)
+    return _REAL_INDEX_KEPT(item)
+
+
+def test_a_pool_worker_that_dies_while_checking_costs_its_file_only(force_pool, monkeypatch, tmp_path):
+    root = _project_tree(tmp_path)
+    serial = check_paths([str(root)], CheckOptions(), jobs=1)
+    monkeypatch.setattr(check_mod, "_entry_of", _dying_entry)
+    (root / "pkg0" / "die.py").write_text("import neuronxcc.nki as nki\n", encoding="utf-8")
+    parallel = check_paths([str(root)], CheckOptions(), jobs=2)
+    dead = str(root / "pkg0" / "die.py")
+    assert [line.split(":")[0] for line in parallel.incomplete] == [dead]
+    assert "worker checking it failed" in parallel.incomplete[0]
+    assert places(parallel) == places(serial)  # every other file as checked in-process
+    assert [s for s in statuses(parallel) if s[0] != dead] == statuses(serial)
+
+
+def test_a_pool_keeps_a_stale_entry_whose_slice_did_not_change(monkeypatch, tmp_path):
+    """Where the pool indexes the edited modules, it also answers the entries checked in another project: an
+    entry whose file's slice of the project is unchanged stands, the others are checked again; cache counts and
+    findings are those of an in-process run."""
+    monkeypatch.setattr(pool_mod, "MIN_PARALLEL_BYTES", 0)
+    root = _project_tree(tmp_path, copies=2)
+    opts = CheckOptions()
+
+    def run(jobs: int, folder: str):
+        cache = CheckCache(tmp_path / folder, opts)
+        report = check_paths([str(root)], opts, cache=cache, jobs=jobs)
+        return (cache.hits, cache.misses), places(report), statuses(report)
+
+    runs: list[str] = []
+    real = pool_mod.run_affine
+    monkeypatch.setattr(pool_mod, "run_affine", lambda *a, **k: runs.append("affine") or real(*a, **k))
+    for folder in (".serial", ".pooled"):
+        run(1, folder)
+    # pkg0's constant changes (kern.py reads it) and pkg1's kernel gains a comment: two modules to index
+    (root / "pkg0" / "consts.py").write_text("TILE = 256\n", encoding="utf-8")
+    kern = root / "pkg1" / "kern.py"
+    kern.write_text(kern.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+    serial, pooled = run(1, ".serial"), run(2, ".pooled")
+    assert runs == ["affine"] and pooled == serial
+    hits, misses = serial[0]
+    assert hits > 10 and misses == 3  # the two edited files and pkg0/kern.py, whose slice changed
+    assert run(2, ".pooled")[0] == (hits + misses, 0)
+
+
+def _keep_pid(item):
+    time.sleep(0.002)
+    _FIRST_HERE[item[0]] = os.getpid()
+    return item[0], os.getpid()
+
+
+_FIRST_HERE: dict = {}  # in a worker: path -> the worker whose phase one did it
+
+
+def _check_setup(results, mine):
+    """Own results are None (the worker kept them); the others' came from the other worker."""
+    assert all((r is None) == (i in mine) for i, r in enumerate(results))
+    assert all(r[1] != os.getpid() for r in results if r is not None)
+    _FIRST_HERE.update(r for r in results if r is not None)
+
+
+def _second(item):
+    time.sleep(0.002)
+    return item[0], os.getpid(), _FIRST_HERE.get(item[0]), time.monotonic()
+
+
+def test_run_affine_gives_each_item_back_in_order_checked_first_where_its_first_phase_ran():
+    """Every item once, results in input order; a worker starts phase two with the items it did in phase one
+    (what it kept of them is there) and those nobody did, biggest first, and only then takes the other's,
+    smallest first."""
+    first = [(f"m{i}", b"x" * (10 + (i * 13) % 90)) for i in range(40)]
+    second = [(path, data) for path, data in reversed(first)] + [("other", b"y" * 50)]
+    out = pool_mod.run_affine(_keep_pid, first, _check_setup, _second, second, 2,
+                              lambda path, exc: pytest.fail(str(exc)), lambda path, exc: pytest.fail(str(exc)))
+    assert [path for path, *_ in out] == [path for path, _ in second]
+    size = dict(second)
+    workers = {pid for _, pid, _, _ in out}
+    assert len(workers) == 2
+    for pid in workers:
+        done = [(path, first_pid) for path, p, first_pid, _ in sorted(out, key=lambda r: r[3]) if p == pid]
+        own = [path for path, first_pid in done if first_pid in (pid, None)]
+        taken = [path for path, first_pid in done if first_pid not in (pid, None)]
+        assert own and [path for path, _ in done] == own + taken
+        assert [len(size[p]) for p in own] == sorted((len(size[p]) for p in own), reverse=True)
+        assert [len(size[p]) for p in taken] == sorted(len(size[p]) for p in taken)
+
+
+def test_run_affine_failures_in_a_job_are_the_items_and_a_failed_setup_stops_the_run():
+    out = pool_mod.run_affine(_keep_pid, [("a", b"1"), ("b", b"2")], _check_setup, _raise_for_b,
+                              [("a", b"1"), ("b", b"2")], 2, lambda path, exc: pytest.fail(str(exc)),
+                              lambda path, exc: f"failed {path}: {exc}")
+    assert out == ["a", "failed b: ValueError: b is bad"]
+    with pytest.raises(RuntimeError, match="could not start checking: ValueError: no setup"):
+        pool_mod.run_affine(_keep_pid, [("a", b"1")], _bad_setup, _raise_for_b, [("a", b"1")], 2,
+                            lambda path, exc: None, lambda path, exc: None)
+
+
+def _raise_for_b(item):
+    if item[0] == "b":
+        raise ValueError("b is bad")
+    return item[0]
+
+
+def _bad_setup(results, mine):
+    raise ValueError("no setup")
+
+
+def test_a_pool_that_cannot_write_the_cache_says_so(force_pool, tmp_path):
+    """The workers write the entries of the files they check: a cache they cannot write costs only speed, and the
+    report says why, as when this process writes them."""
+    root = _project_tree(tmp_path, copies=2)
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    opts = CheckOptions()
+    report = check_paths([str(root)], opts, cache=CheckCache(blocker / "c", opts), jobs=2)
+    assert force_pool == [len(report.files)]
+    assert places(report) == places(check_paths([str(root)], opts, jobs=1)) and report.findings
+    assert [n for n in report.notes if n.startswith("cache not written to")] == [
+        f"cache not written to {blocker / 'c'}: Not a directory"]
+
+
+def _second_dies_on_x(item):
+    if item[0].startswith("x"):
+        os._exit(5)
+    return item[0]
+
+
+def test_run_affine_workers_that_die_are_replaced_and_cost_their_item_only():
+    """Both workers die (on x1 and x2): each death fails its item only, new workers finish the rest."""
+    first = [(f"m{i}", b"m" * (i + 1)) for i in range(12)]
+    second = [(f"x{i}" if i in (1, 2) else f"m{i}", b"m" * (20 - i)) for i in range(12)]
+    out = pool_mod.run_affine(_keep_pid, first, _check_setup, _second_dies_on_x, second, 2,
+                              lambda path, exc: pytest.fail(str(exc)),
+                              lambda path, exc: f"failed {path}: {type(exc).__name__}")
+    assert out == [f"failed {path}: RuntimeError" if path.startswith("x") else path for path, _ in second]
+
+
+def _dies_on_first(item):
+    if item[0] == "f0":
+        os._exit(3)
+    time.sleep(0.001)
+    return item[0]
+
+
+def test_run_parallel_answers_every_item_when_the_pool_breaks_while_queueing():
+    """A worker that dies can break the pool before every item is queued (submit raises then): the items never
+    queued fail like the others the broken pool dropped, none is left without an answer."""
+    items = [(f"f{i}", b"x" * (500 - i)) for i in range(400)]
+    out = pool_mod.run_parallel(_dies_on_first, items, None, 2, lambda path, exc: f"failed {path}")
+    assert out[0] == "failed f0" and None not in out
+    assert all(o in (path, f"failed {path}") for o, (path, _) in zip(out, items))
