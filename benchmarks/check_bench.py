@@ -18,6 +18,8 @@ as in a normal install: cold (no cache: nki-assist with an empty cache folder, s
 cache; ruff --no-cache), an unchanged re-run from the cache (both tools' caches warm), and nki-assist's
 re-run after one file of a copy of the tree was edited (`repo_nki_edit_*`; against ruff's cold run). Wall and CPU
 (user+sys) medians of REPO_REPEAT runs; targets: cold <= 6x ruff, cached <= 2x ruff's cached run.
+`repo_python_floor_*`: what any CPython linter pays before its first rule (FLOOR_SCRIPT: start, then Python's own
+parse and one visit of every node of the tree in 2 forked workers), and its ratio to ruff's cold run.
 """
 
 from __future__ import annotations
@@ -289,6 +291,29 @@ def _edit_reruns(corpus: Path, nki: list[str], tmp: Path, env: dict, repeat: int
     return out
 
 
+# What any CPython linter pays before its first rule: start, then in 2 forked workers Python's own parse of every
+# .py file and one visit of each node (no import of ours, no rule, no output). Its ratio to ruff bounds what the
+# cold target can mean for a Python engine.
+FLOOR_SCRIPT = """
+import ast, os, sys
+from multiprocessing import get_context
+def work(paths):
+    n = 0
+    for p in paths:
+        try:
+            tree = ast.parse(open(p, 'rb').read())
+        except (SyntaxError, ValueError):
+            continue
+        n += sum(1 for _ in ast.walk(tree))
+    return n
+if __name__ == '__main__':
+    files = sorted((os.path.join(d, f) for d, _, fs in os.walk(sys.argv[1]) for f in fs if f.endswith('.py')),
+                   key=os.path.getsize, reverse=True)
+    with get_context('fork').Pool(2) as pool:
+        print(sum(pool.map(work, [files[0::2], files[1::2]])))
+"""
+
+
 def repository(corpus: Path = CORPUS, repeat: int = REPO_REPEAT) -> dict:
     """nki-assist check vs ruff check on a public NKI repository, cold and cached, 2 cores."""
     import os
@@ -300,7 +325,8 @@ def repository(corpus: Path = CORPUS, repeat: int = REPO_REPEAT) -> dict:
     ruff = _ruff()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NKI_ASSIST_CACHE_DIR",
                                                            "NKI_ASSIST_NO_CACHE")}
-    rows: dict[str, list[tuple[float, float]]] = {k: [] for k in ("nki_cold", "nki_cached", "ruff_cold", "ruff_cached")}
+    rows: dict[str, list[tuple[float, float]]] = {k: [] for k in ("nki_cold", "nki_cached", "ruff_cold", "ruff_cached",
+                                                                 "python_floor")}
     with tempfile.TemporaryDirectory() as tmp:
         nki_cmd = nki + ["check", str(corpus), "--fail-on", "never", "--cache-dir"]
         warm_dir = str(Path(tmp) / "warm")
@@ -317,6 +343,7 @@ def repository(corpus: Path = CORPUS, repeat: int = REPO_REPEAT) -> dict:
             if ruff:
                 rows["ruff_cold"].append(_timed(ruff + [str(corpus)], env)[:2])
                 rows["ruff_cached"].append(_timed(ruff_cached + [str(corpus)], env)[:2])
+            rows["python_floor"].append(_timed([sys.executable, "-c", FLOOR_SCRIPT, str(corpus)], env)[:2])
         out = subprocess.run(nki_cmd + [warm_dir], capture_output=True, timeout=300, env=env, text=True).stdout
         findings = out.count("\n")
         rows["nki_edit"] = _edit_reruns(corpus, nki, Path(tmp), env, repeat)
@@ -333,6 +360,7 @@ def repository(corpus: Path = CORPUS, repeat: int = REPO_REPEAT) -> dict:
         result["repo_cached_vs_ruff_cached_cpu"] = round(med["nki_cached"][1] / med["ruff_cached"][1], 1)
         if "nki_edit" in med:
             result["repo_edit_vs_ruff"] = round(med["nki_edit"][0] / med["ruff_cold"][0], 1)
+        result["repo_python_floor_vs_ruff"] = round(med["python_floor"][0] / med["ruff_cold"][0], 1)
     try:
         result["load_average_1min"] = round(os.getloadavg()[0], 2)
     except OSError:
