@@ -120,3 +120,93 @@ def resolve(nki_file: Any, places: dict[str, list[Place]], line: int, col: int, 
 def tile_references(target: Target, places: dict[str, list[Place]]) -> list[Place]:
     k0, k1 = _get(target.kernel, "line") or 0, _get(target.kernel, "end_line") or 0
     return [p for p in places.get(target.name, []) if k0 <= p.line <= k1]
+
+
+# ---- across the workspace: the project model (lsp_server/project_model.py) ---------------------------------
+# A name resolves as the project resolves calls (nki_assist/project/model.py): the enclosing def's scope chain,
+# then the module, then its imports (aliases and re-exports included). A same-named def in a module that the
+# file does not import resolves nowhere.
+
+_DOTTED_BEFORE = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\s*\.\s*)*)$")
+
+
+class _ModuleScope:
+    qualname = "<module>"  # no def of the module is named so: the chain tries the module's own defs, then imports
+    in_class = None
+
+
+def dotted_at(line_text: str, place: Place) -> str:
+    """The dotted name the identifier at `place` ends (`K.my_kernel` for `my_kernel` in `K.my_kernel(x)`)."""
+    before = _DOTTED_BEFORE.search(line_text[:place.col - 1]).group(1)
+    return re.sub(r"\s+", "", before) + line_text[place.col - 1:place.end_col - 1]
+
+
+def function_key(project: Any, path: str, line: int, dotted: str) -> str | None:
+    """The project key ("module:qualname") of the function `dotted`, written on `line` of the module at
+    `path`, names; None when it names none (or the name is a parameter or local of the enclosing def)."""
+    m = project.by_path.get(path)
+    if m is None or not dotted:
+        return None
+    inside = [f for f in m.functions.values() if f.line <= line <= f.end_line]
+    scope = max(inside, key=lambda f: f.line) if inside else _ModuleScope()
+    head = dotted.partition(".")[0]
+    if inside and head in scope.params and "." not in dotted:
+        return None
+    for alias, at in m.import_lines.items():  # `from kernels import my_kernel as mk`: the imported name itself
+        target = m.imports.get(alias, "")
+        if at == line and target.rpartition(".")[2] == dotted:
+            hit = project._function_at(target)
+            if hit is not None:
+                return hit.key
+    return project._resolve(m, scope, dotted)
+
+
+def function_place(project: Any, key: str, text_of) -> tuple[str, Place] | None:
+    """(path, place of the name in its `def`) of the function `key`; `text_of(path)` reads the file."""
+    f = project.functions.get(key)
+    m = project.modules.get(f.module) if f is not None else None
+    text = text_of(m.path) if m is not None else None
+    if text is None:
+        return None
+    lines = text.splitlines()
+    return m.path, kernel_def_place({"line": f.line, "name": f.name}, lines)
+
+
+def function_references(project: Any, key: str, text_of, with_def: bool) -> list[tuple[str, Place]]:
+    """Every place in the workspace whose name resolves to the function `key`: calls, other uses (a kernel
+    passed to a launcher), imports of it, and (`with_def`) its `def`. Only modules that define the function,
+    import it or its module, or hold a call the project resolved to it are read."""
+    f = project.functions.get(key)
+    if f is None:
+        return []
+    home = project.modules.get(f.module)
+    declared = function_place(project, key, text_of)
+    out: list[tuple[str, Place]] = []
+    for m in project.modules.values():
+        names = {f.name} if m is home else set()
+        for alias, target in m.imports.items():
+            if target == home.name or home.name.endswith("." + target) or target.endswith("." + home.name):
+                names.add(f.name)  # `import kernels` / `kernels.my_kernel`
+            elif target.rpartition(".")[2] == f.name:  # `from kernels import my_kernel as mk`
+                names.update((alias, f.name))
+        if any(c.resolved == key for g in m.functions.values() for c in g.calls):
+            names.add(f.name)
+            names.update(c.callee.rpartition(".")[2] for g in m.functions.values() for c in g.calls
+                         if c.resolved == key)
+        if not names:
+            continue
+        text = text_of(m.path)
+        if text is None:
+            continue
+        lines, places = text.splitlines(), name_places(text)
+        for name in sorted(names):
+            for p in places.get(name, []):
+                if not 1 <= p.line <= len(lines):
+                    continue
+                if declared is not None and (m.path, p) == declared:
+                    if with_def:
+                        out.append((m.path, p))
+                    continue
+                if function_key(project, m.path, p.line, dotted_at(lines[p.line - 1], p)) == key:
+                    out.append((m.path, p))
+    return sorted(set(out), key=lambda x: (x[0], x[1].line, x[1].col))

@@ -26,10 +26,22 @@ from .actions import KINDS as ACTION_KINDS
 from .actions import code_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .documents import use_editor_documents
-from .hover import diagnostic_text, item_hover
+from .hover import diagnostic_text, item_hover, word_at
 from .lens import REVIEW_COMMAND, code_lenses
 from .memory import freeze_survivors, release_closed, release_memory, trim
-from .navigation import Place, kernel_def_place, kernel_named, name_places, resolve, tile_definitions, tile_references
+from .navigation import (
+    Place,
+    dotted_at,
+    function_key,
+    function_place,
+    function_references,
+    kernel_def_place,
+    kernel_named,
+    name_places,
+    resolve,
+    tile_definitions,
+    tile_references,
+)
 from .positions import from_lsp_position, to_lsp_range
 from .project_sync import ProjectSync
 from .protocol import AnsweringProtocol
@@ -450,8 +462,8 @@ def _location(doc: TextDocument, place: Place) -> types.Location:
 async def _navigation_target(ls: NkiAssistServer, params):
     uri, pos = params.text_document.uri, params.position
     doc, analysis = await _kernel_view(ls, uri)
-    if doc is None:
-        return None, None, None
+    if doc is None:  # no kernels here: only the project model may resolve the name (a caller of one elsewhere)
+        return ls.document(uri), None, None
     lines = doc.lines
     line, col = from_lsp_position(lines, pos, doc.position_codec)
     if not 1 <= line <= len(lines):
@@ -471,23 +483,81 @@ def _kernel_definitions(ls: NkiAssistServer, name: str) -> list[types.Location]:
     return out
 
 
+def _project_function(ls: NkiAssistServer, doc: TextDocument, position: types.Position):
+    """(project, key) of the workspace function the name at `position` resolves to, through the project model
+    (imports, aliases, re-exports); None when the model is not ready, does not hold the file, or the name is
+    no function of the workspace."""
+    path = ls.path_of(doc)
+    model = ls.project.model
+    if not path or not model.contains(path):
+        return None
+    lines = doc.lines
+    line, col = from_lsp_position(lines, position, doc.position_codec)
+    if not 1 <= line <= len(lines):
+        return None
+    word = word_at(lines[line - 1], col)
+    place = next((p for p in ls.places(doc).get(word or "", []) if p.line == line and p.col <= col <= p.end_col), None)
+    if place is None:
+        return None  # a string or a comment
+    with model.lock:
+        project = model.project_of(path)
+        key = function_key(project, path, line, dotted_at(lines[line - 1], place)) if project is not None else None
+    return (project, key) if key else None
+
+
+def _text_of(ls: NkiAssistServer):
+    """path -> text: the open document's (it wins over the disk), else the file on disk."""
+    opened = {ls.path_of(d): d for d in (ls.document(u) for u in list(ls.workspace.text_documents)) if d is not None}
+
+    def text_of(path: str) -> str | None:
+        doc = opened.get(path)
+        if doc is not None:
+            return doc.source
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    return opened, text_of
+
+
+def _path_location(ls: NkiAssistServer, opened: dict, text_of, path: str, place: Place) -> types.Location:
+    doc = opened.get(path)
+    if doc is not None:
+        return _location(doc, place)
+    lines = (text_of(path) or "").splitlines()
+    return types.Location(uri=uris.from_fs_path(path) or Path(path).as_uri(),
+                          range=to_lsp_range(lines, place.line, place.col, place.line, place.end_col,
+                                             ls.workspace.position_codec))
+
+
 async def definition(ls: NkiAssistServer, params: types.DefinitionParams) -> list[types.Location] | None:
     doc, _analysis, target = await _navigation_target(ls, params)
+    if doc is None:
+        return None
+    if target is not None and target.kind == "tile":
+        return [_location(doc, p) for p in tile_definitions(target.kernel, target.name,
+                                                           ls.places(doc).get(target.name, []))] or None
+    if target is not None and target.kernel is not None:  # a kernel of this document (its current text)
+        return [_location(doc, kernel_def_place(target.kernel, doc.lines))]
+    found = _project_function(ls, doc, params.position)
+    if found is not None:
+        opened, text_of = _text_of(ls)
+        with ls.project.model.lock:
+            where = function_place(found[0], found[1], text_of)
+        if where is not None:
+            return [_path_location(ls, opened, text_of, *where)]
     if target is None:
         return None
-    if target.kind == "kernel":
-        own = [_location(doc, kernel_def_place(target.kernel, doc.lines))] if target.kernel is not None else []
-        return own or _kernel_definitions(ls, target.name) or None
-    return [_location(doc, p) for p in tile_definitions(target.kernel, target.name,
-                                                       ls.places(doc).get(target.name, []))] or None
+    return _kernel_definitions(ls, target.name) or None
 
 
 async def references(ls: NkiAssistServer, params: types.ReferenceParams) -> list[types.Location] | None:
     doc, _analysis, target = await _navigation_target(ls, params)
-    if target is None:
+    if doc is None:
         return None
     include = params.context.include_declaration
-    if target.kind == "tile":
+    if target is not None and target.kind == "tile":
         places = ls.places(doc)
         found = tile_references(target, places)
         if not include:
@@ -495,11 +565,23 @@ async def references(ls: NkiAssistServer, params: types.ReferenceParams) -> list
             found = [p for p in found if p not in defs]
         return [_location(doc, p) for p in found] or None
     out = []
-    for other, other_analysis in ls.nki_documents():
-        if target.name not in other.source:
+    in_model: set[str] = set()
+    project_function = _project_function(ls, doc, params.position)
+    if project_function is not None:  # the uses the project resolves to that function, in every workspace module
+        opened, text_of = _text_of(ls)
+        model = ls.project.model
+        with model.lock:
+            found = function_references(*project_function, text_of, include)
+            in_model = {p for p in opened if p and model.contains(p)}
+        out.extend(_path_location(ls, opened, text_of, path, p) for path, p in found)
+    elif target is None:
+        return None
+    name = target.name if target is not None else project_function[0].functions[project_function[1]].name
+    for other, other_analysis in ls.nki_documents():  # open documents outside the model: by name, as before
+        if name not in other.source or ls.path_of(other) in in_model:
             continue
-        places = ls.places(other).get(target.name, [])
-        kernel = kernel_named(other_analysis.nki_file, target.name)
+        places = ls.places(other).get(name, [])
+        kernel = kernel_named(other_analysis.nki_file, name)
         declaration = kernel_def_place(kernel, other.lines) if kernel is not None else None
         out.extend(_location(other, p) for p in places if include or p != declaration)
     return out or None
