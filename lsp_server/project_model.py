@@ -36,6 +36,8 @@ class WorkspaceModel:
         self.names: dict[int, str] = {}  # id(ModuleInfo) -> its indexed name (a build renames alike modules)
         self.project: Any = None
         self._digests: dict[str, str] = {}  # path -> context digest in `project`
+        self._built: dict[str, tuple[Any, tuple]] = {}  # path -> (module, its interface) of the last build
+        self.kept: frozenset[str] = frozenset()  # the modules whose resolved calls the last build reused
         self.dirty = True
         self.ready = threading.Event()
         self.seconds = 0.0  # what the last build took
@@ -83,7 +85,8 @@ class WorkspaceModel:
                         self._set_disk(path, info, stamp)
                     changed.append(path)
         with self.lock:
-            gone = [p for p in self.order if p not in set(files)]
+            present = set(files)
+            gone = [p for p in self.order if p not in present]
             for path in gone:
                 self.disk.pop(path, None)
                 self.stamp.pop(path, None)
@@ -167,7 +170,7 @@ class WorkspaceModel:
         """The paths whose calls the last build resolved still resolve the same: all but the changed modules,
         when each changed module kept its name, functions and imports (what other modules' calls resolve
         against) and no module came or went; else none. Resolving every call is 9/10 of a build."""
-        built = getattr(self, "_built", None)
+        built = self._built
         if not built or len(built) != len(modules):
             return frozenset()
         keep = []
@@ -196,8 +199,8 @@ class WorkspaceModel:
                     for f in m.functions.values():
                         f.module = name
                 modules.append(m)
-            keep = self._unchanged(modules)
-            self.project = _incremental(Project)(modules, keep) if keep else Project(modules)
+            keep = self.kept = self._unchanged(modules)
+            self.project = Project(modules, keep)
             self._built = {m.path: (m, _interface(m)) for m in modules}
             self._digests = {}
             self.dirty = False
@@ -208,33 +211,6 @@ def _interface(m) -> tuple:
     return m.name, tuple(m.functions), tuple(m.imports.items())
 
 
-_CLASSES: dict[type, type] = {}
-
-
-def _incremental(project_cls: type) -> type:
-    """A `Project` that takes the resolved calls of the `keep` modules from their last build (they are set on
-    the shared `CallSite`s) and resolves only the others; everything else is built as `Project` builds it."""
-    cls = _CLASSES.get(project_cls)
-    if cls is None:
-        class IncrementalProject(project_cls):
-            def __init__(self, modules, keep: frozenset[str]):
-                self._keep = keep
-                super().__init__(modules)
-
-            def _resolve_calls(self) -> None:
-                for m in self.modules.values():
-                    again = m.path not in self._keep
-                    for f in m.functions.values():
-                        for c in f.calls:
-                            if again:
-                                c.resolved = self._resolve(m, f, c.callee)
-                            if c.resolved is not None and c.resolved != f.key:
-                                self.callers[c.resolved].add(f.key)
-
-        cls = _CLASSES[project_cls] = IncrementalProject
-    return cls
-
-
 def _collect(roots: list[str]) -> list[str]:
     """The .py files `check <root>` collects (its walk, its config's exclude and .gitignore rules)."""
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
@@ -242,7 +218,7 @@ def _collect(roots: list[str]) -> list[str]:
     from nki_assist.config import load_config
 
     files: list[str] = []
-    seen = set(files)
+    seen: set[str] = set()
     for root in roots:
         if not os.path.isdir(root):
             continue
@@ -300,7 +276,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
             stamps[path], sources[path] = stamp, data
     cache = _index_cache(roots[0]) if roots else None
     known = {}
-    if cache is not None and hasattr(check, "_cached_indexes"):
+    if cache is not None:
         try:
             known = check._cached_indexes(sources, cache)  # check's index cache, read as check reads it
         except Exception:  # noqa: BLE001 - a cache problem only costs time
@@ -310,7 +286,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
         info = known.get(path)
         if info is None:
             info = index_module(path, check.decode(data)[0])
-            if cache is not None and hasattr(check, "_store_index"):
+            if cache is not None:
                 try:
                     check._store_index(cache, path, data, info)
                 except Exception:  # noqa: BLE001

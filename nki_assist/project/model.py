@@ -59,7 +59,9 @@ class Project:
     """Every checked module, indexed once. Build with `Project.build({path: text})`; one file alone is a
     project too (the language server, `check -`)."""
 
-    def __init__(self, modules: Iterable[ModuleInfo]):
+    def __init__(self, modules: Iterable[ModuleInfo], keep: frozenset[str] = frozenset()):
+        """`keep`: paths of modules whose call sites still hold what the last build over the same modules resolved
+        (the language server rebuilds after an edit that kept every module's name, functions and imports)."""
         self.modules: dict[str, ModuleInfo] = {}
         self.by_path: dict[str, ModuleInfo] = {}
         self.ambiguous: set[str] = set()  # module names several checked files claim (copies of one package)
@@ -74,7 +76,7 @@ class Project:
         self.functions: dict[str, FunctionInfo] = {f.key: f for m in self.modules.values()
                                                    for f in m.functions.values()}
         self.callers: dict[str, set[str]] = defaultdict(set)
-        self._resolve_calls()
+        self._resolve_calls(keep)
         self.roles = self._roles()
         self._validated = self._config_validations()
         self._config_constants = self._config_values()
@@ -103,9 +105,15 @@ class Project:
         m = self.module(mod) if mod else None
         return (m, name) if m is not None else None
 
-    def _resolve_calls(self) -> None:
+    def _resolve_calls(self, keep: frozenset[str] = frozenset()) -> None:
         resolve, callers = self._resolve, self.callers
         for m in self.modules.values():
+            if m.path in keep:
+                for f in m.functions.values():
+                    for c in f.calls:
+                        if c.resolved is not None and c.resolved != f.key:
+                            callers[c.resolved].add(f.key)
+                continue
             # a dotted callee (`nl.load`) resolves alike in every function of the module, `self.x` and a bare name
             # alike within one function: each is resolved once there (a module calls the same APIs again and again)
             dotted: dict[str, str | None] = {}
@@ -330,7 +338,8 @@ class Project:
 
     # ---- legacy launchers ---------------------------------------------------------------------------
     def _launch_sites(self) -> dict[str, list[tuple[str, int, str]]]:
-        """Function key -> (path, line, launcher) of each `ModuleInfo.launches` entry that names it; once per project."""
+        """Function key -> (path, line, launcher) of each `ModuleInfo.launches` entry that names it; once per
+        project."""
         got = self.__dict__.get("_launches")
         if got is None:
             got = self.__dict__["_launches"] = defaultdict(list)
