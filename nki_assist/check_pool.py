@@ -153,11 +153,12 @@ _CLAIMS: list = [None]  # the shared flags of the run in progress (one byte per 
 _TAKEN = "@taken"  # a worker's answer for an item this process claimed first
 
 
-def _claim(claims, i: int) -> bool:
+def _claim(claims, i: int, by: int = 1) -> bool:
+    """Mark item `i` started (by worker `by`, where who matters) unless someone already did."""
     with claims.get_lock():
         if claims[i]:
             return False
-        claims[i] = 1
+        claims[i] = by
         return True
 
 
@@ -350,14 +351,6 @@ def _order2(job: _Job, wid: int, owner1: list[int]) -> list[int]:
     return sorted(mine, key=lambda j: -size[j]) + sorted(theirs, key=lambda j: size[j])
 
 
-def _claim_as(claims, i: int, wid: int) -> bool:
-    with claims.get_lock():
-        if claims[i]:
-            return False
-        claims[i] = wid
-        return True
-
-
 def _affine_main(wid: int, conn) -> None:
     """A worker of `run_affine`: phase one's items as claimed, then (with every result) `setup`, then phase two."""
     import pickle
@@ -370,7 +363,7 @@ def _affine_main(wid: int, conn) -> None:
         end.close()
     mine: set[int] = set()  # phase one's items this worker answered
     for i in job.order1:
-        if not _claim_as(job.claims1, i, wid):
+        if not _claim(job.claims1, i, wid):
             continue
         try:
             value = pickle.dumps(job.first(job.first_items[i]), protocol=pickle.HIGHEST_PROTOCOL)
@@ -389,7 +382,7 @@ def _affine_main(wid: int, conn) -> None:
         conn.close()
         return
     for j in order2:
-        if not _claim_as(job.claims2, j, wid):
+        if not _claim(job.claims2, j, wid):
             continue
         try:
             value = job.second(job.second_items[j])
