@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from ..api import table
+from ..api.version import target_version
+from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from ..parse.pyast import child_nodes
 from .nki_common import children, kernel_function, module_tree, per_text, walk
@@ -71,6 +74,16 @@ def usage(nf: NkiFile) -> Usage | None:
     its facts are remembered on it (`NkiKernel.memo`), so a syntax error elsewhere loses nothing and an
     edit re-reads only the kernels the parse cache re-extracted."""
     return per_text(nf, "_api_usage", _collect)
+
+
+def new_namespace_version(nf: NkiFile, t: Target) -> str | None:
+    """The target NKI version when the file's kernels use the new `nki` namespace at 0.3+, else None (a
+    transitional file whose `nl` is still `neuronxcc.nki.language` is legacy code)."""
+    if nf.dialect not in ("new", "transitional") or (u := usage(nf)) is None or u.legacy \
+            or not set(u.aliases.values()) & {"nki", "nki.language", "nki.isa"}:
+        return None
+    v = target_version(t)
+    return None if v == table.legacy_version() or table.vkey(v) < (0, 3) else v
 
 
 def _collect(nf: NkiFile) -> Usage:

@@ -12,28 +12,16 @@ from __future__ import annotations
 import ast
 
 from ..api import table
-from ..api.version import target_version
 from ..findings import RelatedLocation, Severity
 from ..hardware import Target
 from ..parse.nki_model import NkiFile
 from .nki_api_idioms import tile_names
-from .nki_api_usage import dotted, usage
+from .nki_api_usage import dotted, new_namespace_version, usage
 from .nki_common import check, emit, kernel_function, scope_nodes
 
 _REDUCTIONS = frozenset({"nl.max", "nl.min", "nl.sum", "nl.mean", "nl.prod", "nl.all", "nl.any", "nl.var"})
 _ALLOCS = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
 _MATMULS = frozenset({"nisa.nc_matmul", "nl.matmul"})
-
-
-def _gate(nf: NkiFile, t: Target) -> str | None:
-    """The target NKI version when the file's kernels use the new `nki` namespace at 0.3+, else None."""
-    if nf.dialect not in ("new", "transitional") or (u := usage(nf)) is None or u.legacy \
-            or not set(u.aliases.values()) & {"nki", "nki.language", "nki.isa"}:
-        return None
-    v = target_version(t)
-    if v == table.legacy_version() or table.vkey(v) < (0, 3):
-        return None
-    return v
 
 
 def _innermost(nf: NkiFile, line: int):
@@ -55,7 +43,8 @@ def _astype_certain(v: str) -> bool:
 
 @check("NKI524", per_file=True)
 def tile_astype(nf: NkiFile, t: Target):
-    if (v := _gate(nf, t)) is None or not any(".astype(" in x for x in nf.lines) or (u := usage(nf)) is None:
+    if (v := new_namespace_version(nf, t)) is None or not any(".astype(" in x for x in nf.lines) \
+            or (u := usage(nf)) is None:
         return
     by_kernel = tile_names(u, v)
     certain = _astype_certain(v)
@@ -174,7 +163,7 @@ class _Ranks:
 
 @check("NKI525", per_file=True)
 def reduction_below_2d(nf: NkiFile, t: Target):
-    if (v := _gate(nf, t)) is None or (u := usage(nf)) is None:
+    if (v := new_namespace_version(nf, t)) is None or (u := usage(nf)) is None:
         return
     red = [c for c in u.calls if c.ref.name in _REDUCTIONS]
     if not red:
@@ -234,7 +223,8 @@ def _transposed_names(u) -> dict[tuple, dict[str, int]]:
 
 @check("NKI106", per_file=True)
 def transpose_result_as_matmul_operand(nf: NkiFile, t: Target):
-    if (v := _gate(nf, t)) is None or not any("transpose(" in x for x in nf.lines) or (u := usage(nf)) is None:
+    if (v := new_namespace_version(nf, t)) is None or not any("transpose(" in x for x in nf.lines) \
+            or (u := usage(nf)) is None:
         return
     mms = [c for c in u.calls if c.ref.name in _MATMULS]
     if not mms:

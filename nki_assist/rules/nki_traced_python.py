@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import ast
 
-from ..api import table
-from ..api.version import target_version
 from ..hardware import Target
 from ..parse.nki_model import NkiFile, NkiKernel
-from .nki_api_usage import BODY_FUN_APIS, dotted, usage
+from .nki_api_usage import BODY_FUN_APIS, dotted, new_namespace_version, usage
 from .nki_common import check, emit, kernel_function, scope_nodes
 
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -29,16 +27,6 @@ _COMP_WORD = {ast.ListComp: "list comprehension", ast.SetComp: "set comprehensio
 def _has_nested_def(lines: list[str]) -> bool:
     """A `def` below a function's first line: the text NKI514's helper check needs, so most are never walked."""
     return any(x.lstrip().startswith(("def ", "async def ")) for x in lines[1:])
-
-
-def _version(nf: NkiFile, t: Target) -> str | None:
-    """The target NKI version when the kernels use the new `nki` namespace at 0.3+ (a transitional file whose `nl`
-    is still `neuronxcc.nki.language` is legacy code: Neuron-team legacy kernels use comprehensions)."""
-    if nf.dialect not in ("new", "transitional") or (u := usage(nf)) is None or u.legacy \
-            or not set(u.aliases.values()) & {"nki", "nki.language", "nki.isa"}:
-        return None
-    v = target_version(t)
-    return None if v == table.legacy_version() or table.vkey(v) < (0, 3) else v
 
 
 def traced(nf: NkiFile) -> list[tuple[NkiKernel, str]]:
@@ -72,7 +60,7 @@ def _body_funs(nf: NkiFile, nodes: list[ast.AST]) -> set[str]:
 
 @check("NKI514", per_file=True)
 def helper_nested_def(nf: NkiFile, t: Target):
-    if (v := _version(nf, t)) is None:
+    if (v := new_namespace_version(nf, t)) is None:
         return
     for k, root in traced(nf):
         if k.decorator is not None or not _has_nested_def(nf.lines[k.line - 1:k.end_line]):
@@ -95,7 +83,7 @@ def helper_nested_def(nf: NkiFile, t: Target):
 
 @check("NKI526", per_file=True)
 def untraceable_python(nf: NkiFile, t: Target):
-    if (v := _version(nf, t)) is None or (u := usage(nf)) is None:
+    if (v := new_namespace_version(nf, t)) is None or (u := usage(nf)) is None:
         return
     roots = {k.name: root for k, root in traced(nf)}
     found = [(k, n) for k, n in u.comprehensions if k.name in roots]
