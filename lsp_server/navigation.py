@@ -189,10 +189,10 @@ def function_references(project: Any, key: str, text_of, with_def: bool) -> list
                 names.add(f.name)  # `import kernels` / `kernels.my_kernel`
             elif target.rpartition(".")[2] == f.name:  # `from kernels import my_kernel as mk`
                 names.update((alias, f.name))
-        if any(c.resolved == key for g in m.functions.values() for c in g.calls):
+        callees = [c.callee for g in m.functions.values() for c in g.calls if c.resolved == key]
+        if callees:
             names.add(f.name)
-            names.update(c.callee.rpartition(".")[2] for g in m.functions.values() for c in g.calls
-                         if c.resolved == key)
+            names.update(callee.rpartition(".")[2] for callee in callees)
         if not names:
             continue
         text = text_of(m.path)

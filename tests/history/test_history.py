@@ -231,23 +231,36 @@ KNOWN_HELD2_FIXED_ERRORS = {
 }
 
 
-@pytest.fixture(scope="module")
-def held2_outcomes():
-    pairs = hc.load_pairs(hc.HELD2_FILE)
+def _held_outcomes(pairs_file, name: str):
+    """The outcomes of a held-out set; the test skips when its snapshots are not all there."""
+    pairs = hc.load_pairs(pairs_file)
     if not hc.available(pairs):
-        pytest.skip(f"held-out set 2 snapshots not all found under {hc.mirrors_root()} (see history_corpus.py)")
+        pytest.skip(f"{name} snapshots not all found under {hc.mirrors_root()} (see history_corpus.py)")
     return hc.run_all(pairs=pairs)
 
 
+def _assert_every_pair_checked(outcomes, at_least: int) -> None:
+    assert len(outcomes) >= at_least
+    assert [o.pair.id for o in outcomes if o.verdict not in ("found", "missed")] == []
+    assert sum(o.parent_findings for o in outcomes) > 0  # the check ran on real code
+
+
+def _assert_no_new_fixed_errors(outcomes, known: set) -> None:
+    errors = {(o.pair.id, e) for o in outcomes for e in o.fixed_errors}
+    assert errors <= known, sorted(errors - known)
+
+
+@pytest.fixture(scope="module")
+def held2_outcomes():
+    return _held_outcomes(hc.HELD2_FILE, "held-out set 2")
+
+
 def test_held2_every_pair_is_extracted_and_checked(held2_outcomes):
-    assert len(held2_outcomes) >= 10
-    assert [o.pair.id for o in held2_outcomes if o.verdict not in ("found", "missed")] == []
-    assert sum(o.parent_findings for o in held2_outcomes) > 0  # the check ran on real code
+    _assert_every_pair_checked(held2_outcomes, 10)
 
 
 def test_held2_no_new_error_on_fixed_versions(held2_outcomes):
-    errors = {(o.pair.id, e) for o in held2_outcomes for e in o.fixed_errors}
-    assert errors <= KNOWN_HELD2_FIXED_ERRORS, sorted(errors - KNOWN_HELD2_FIXED_ERRORS)
+    _assert_no_new_fixed_errors(held2_outcomes, KNOWN_HELD2_FIXED_ERRORS)
 
 
 # Analysed 2026-12-05 (branch hq2): measured blind, 5 of 14 found; with the rules written for the set's families,
@@ -282,18 +295,12 @@ KNOWN_HELD3_FIXED_ERRORS = {
 
 @pytest.fixture(scope="module")
 def held3_outcomes():
-    pairs = hc.load_pairs(hc.HELD3_FILE)
-    if not hc.available(pairs):
-        pytest.skip(f"held-out set 3 snapshots not all found under {hc.mirrors_root()} (see history_corpus.py)")
-    return hc.run_all(pairs=pairs)
+    return _held_outcomes(hc.HELD3_FILE, "held-out set 3")
 
 
 def test_held3_every_pair_is_extracted_and_checked(held3_outcomes):
-    assert len(held3_outcomes) >= 12
-    assert [o.pair.id for o in held3_outcomes if o.verdict not in ("found", "missed")] == []
-    assert sum(o.parent_findings for o in held3_outcomes) > 0  # the check ran on real code
+    _assert_every_pair_checked(held3_outcomes, 12)
 
 
 def test_held3_no_new_error_on_fixed_versions(held3_outcomes):
-    errors = {(o.pair.id, e) for o in held3_outcomes for e in o.fixed_errors}
-    assert errors <= KNOWN_HELD3_FIXED_ERRORS, sorted(errors - KNOWN_HELD3_FIXED_ERRORS)
+    _assert_no_new_fixed_errors(held3_outcomes, KNOWN_HELD3_FIXED_ERRORS)
