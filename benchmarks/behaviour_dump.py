@@ -32,8 +32,9 @@ _OWN_FILES = {p.name for p in (ROOT / "nki_assist").rglob("*.py")}
 
 
 def _frame(frame: Any) -> Any:
+    # Files move between modules in a restructuring; which of our own modules raised is not behaviour.
     if isinstance(frame, str) and frame.rpartition(":")[0] in _OWN_FILES:
-        return frame.rpartition(":")[0] + ":<line>"
+        return "<nki_assist>:<line>"
     return frame
 
 
@@ -156,7 +157,25 @@ def dump_rules() -> dict[str, Any]:
             for r in registry.all_rules()}
 
 
-PARTS = {"rules": dump_rules, "check": dump_check, "runs": dump_runs, "reviews": dump_reviews, "eval": dump_eval}
+def dump_corpora() -> dict[str, Any]:
+    """`check --format json` of each public corpus folder in ../shared/corpora, through the CLI."""
+    import subprocess
+
+    corpora = ROOT.parent / "shared" / "corpora"
+    out: dict[str, Any] = {}
+    if not corpora.is_dir():
+        return out
+    for d in sorted(p for p in corpora.iterdir() if p.is_dir()):
+        proc = subprocess.run([sys.executable, "-m", "nki_assist", "check", "--no-cache", "--exit-zero",
+                               "--format", "json", str(d)], capture_output=True, text=True, cwd=ROOT)
+        try:
+            out[d.name] = _clean(json.loads(proc.stdout))
+        except ValueError:
+            out[d.name] = {"rc": proc.returncode, "stdout": proc.stdout[-2000:], "stderr": proc.stderr[-2000:]}
+    return out
+
+
+PARTS = {"rules": dump_rules, "corpora": dump_corpora, "check": dump_check, "runs": dump_runs, "reviews": dump_reviews, "eval": dump_eval}
 
 
 def compare(a: dict, b: dict, path: str = "") -> list[str]:
