@@ -107,7 +107,7 @@ def dump_reviews() -> dict[str, Any]:
 
 def dump_runs() -> dict[str, Any]:
     """The simulator in-process on each port's sizes: trace, outputs, findings, peaks, provenance."""
-    from nki_assist.hardware import get_target
+    from nki_assist.api.hardware import get_target
     from nki_assist.numerics.inputs import make_inputs
     from nki_assist.numerics.spec import load_spec
     from nki_assist.sim import run_kernel

@@ -370,7 +370,7 @@ def repository(corpus: Path = CORPUS, repeat: int = REPO_REPEAT) -> dict:
 
 def run() -> dict:
     from nki_assist.check import CheckOptions, check_source
-    from nki_assist.rules.migration_index import clear_caches
+    from nki_assist.rules.migration.index import clear_caches
 
     text = generate()
     options = CheckOptions()

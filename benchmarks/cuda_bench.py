@@ -14,10 +14,10 @@ from pathlib import Path
 
 from tree_sitter import Parser
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import _language, parse_cuda
 from nki_assist.parse.cuda_state import refs
-from nki_assist.rules.cuda_rules import run_cuda_rules
+from nki_assist.rules.cuda.checks import run_cuda_rules
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 

@@ -74,7 +74,7 @@ def _best(fn, repeat: int, cpu: dict | None = None) -> float:
 
 
 def run(size: int = 2048, small_iters: int = 5000, repeat: int = 3) -> dict:
-    from nki_assist.hardware import get_target
+    from nki_assist.api.hardware import get_target
     from nki_assist.sim import run_kernel
 
     target = get_target("trn2")

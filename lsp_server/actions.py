@@ -126,7 +126,7 @@ def quick_fixes(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diag
 def fix_all_edits(findings: Sequence, lines: Sequence[str], codec: PositionCodec = UTF16) -> list[types.TextEdit]:
     """Edits of every safe fix of the document's current findings that does not overlap another."""
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist.autofix import apply_fixes, selected_fixes
+    from nki_assist.check import apply_fixes, selected_fixes
 
     fixes = [fx for _, fx in selected_fixes(findings)]
     if not fixes:

@@ -108,7 +108,7 @@ def warm_up() -> float:
     started = time.perf_counter()
     try:
         # deferred: the server answers `initialize` before the engine is imported (start-up time)
-        from nki_assist import check
+        import nki_assist.check as check
 
         check.check_text("warm_up_nki.py", _WARM_UP_KERNEL, check.CheckOptions(fail_on="never"))
     except Exception:  # noqa: BLE001 - a missing or broken engine is reported when a file is checked
@@ -135,7 +135,7 @@ def check_options(settings: Settings, config):
     """CheckOptions from `[tool.nki-assist]` with the editor settings on top: the editor's target
     and select win when set, its ignore list is added."""
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
 
     if config is not None and hasattr(check, "options_from_config"):
         options = check.options_from_config(config, target=settings.target,
@@ -176,7 +176,7 @@ def forget(uri: str) -> None:
 
 def _run_check(path: str, text: str, options, result: Analysis, reuse: bool = True, model=None) -> None:
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
 
     _inject_fault(text)
     if not hasattr(check, "check_text"):  # the minimal engine API
@@ -262,7 +262,7 @@ def _parse_nki(text: str, path: str, target_name: str, parsed: Any = None) -> tu
     (None, {}) when the parser is missing or fails."""
     try:
         # deferred: the server answers `initialize` before the engine is imported (start-up time)
-        from nki_assist.hardware import get_target
+        from nki_assist.api.hardware import get_target
         from nki_assist.parse.nki import kernel_resources, parse_nki
     except ImportError:
         return None, {}

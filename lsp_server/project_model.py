@@ -214,7 +214,7 @@ def _interface(m) -> tuple:
 def _collect(roots: list[str]) -> list[str]:
     """The .py files `check <root>` collects (its walk, its config's exclude and .gitignore rules)."""
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
     from nki_assist.config import load_config
 
     files: list[str] = []
@@ -244,7 +244,7 @@ def _stamp(path: str) -> tuple[int, int] | None:
 
 def _read(path: str) -> bytes | None:
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
 
     try:
         return check.read_regular(path, check.CheckOptions().max_file_bytes)
@@ -254,7 +254,7 @@ def _read(path: str) -> bytes | None:
 
 def _index_path(path: str):
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
     from nki_assist.project import index_module
 
     data = _read(path)
@@ -265,7 +265,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
     """path -> (index, stamp) of each readable file: from `check`'s cache of the first folder when it holds the
     entry (`check` ran there), else indexed here (and stored when that cache exists)."""
     # deferred: the server answers `initialize` before the engine is imported (start-up time)
-    from nki_assist import check
+    import nki_assist.check as check
     from nki_assist.project import index_module
 
     stamps, sources = {}, {}
@@ -278,7 +278,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
     known = {}
     if cache is not None:
         try:
-            known = check._cached_indexes(sources, cache)  # check's index cache, read as check reads it
+            known = check.cached_indexes(sources, cache)  # check's index cache, read as check reads it
         except Exception:  # noqa: BLE001 - a cache problem only costs time
             known = {}
     out = {}
@@ -288,7 +288,7 @@ def _index_files(files: list[str], roots: list[str]) -> dict[str, tuple[Any, tup
             info = index_module(path, check.decode(data)[0])
             if cache is not None:
                 try:
-                    check._store_index(cache, path, data, info)
+                    check.store_index(cache, path, data, info)
                 except Exception:  # noqa: BLE001
                     pass
         out[path] = (info, stamps[path])
@@ -299,8 +299,8 @@ def _index_cache(root: str):
     """`check`'s cache for the folder, only when it exists already: the server never creates one in a workspace."""
     try:
         # deferred: the server answers `initialize` before the engine is imported (start-up time)
-        from nki_assist import check
-        from nki_assist.check_cache import CheckCache, default_cache_dir
+        import nki_assist.check as check
+        from nki_assist.check import CheckCache, default_cache_dir
         from nki_assist.config import load_config
 
         config = load_config(root)

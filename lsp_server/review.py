@@ -182,7 +182,7 @@ def run_review(spec: Path, settings: Settings, *, target: str | None = None,
     if settings.llm_provider == "openai":
         try:
             # deferred: the server answers `initialize` before the engine is imported (start-up time)
-            from nki_assist.extras import require
+            from nki_assist.infra.extras import require
 
             require("openai", "The LLM drafter (nki-assist.llm.provider = openai)")
         except ImportError as exc:
@@ -202,7 +202,7 @@ def _redact(text: str) -> str:
     """No API key or token in the written review (the engine may be missing: then unchanged)."""
     try:
         # deferred: the server answers `initialize` before the engine is imported (start-up time)
-        from nki_assist.redact import redact
+        from nki_assist.infra.redact import redact
     except ImportError:
         return text
     return redact(text)

@@ -216,7 +216,7 @@ class NkiAssistServer(LanguageServer):
 
     def target(self, analysis: engine.Analysis | None):
         # deferred: the server answers `initialize` before the engine is imported (start-up time)
-        from nki_assist.hardware import get_target
+        from nki_assist.api.hardware import get_target
 
         return get_target(getattr(analysis, "target", None) or self.settings.target)
 

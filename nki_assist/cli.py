@@ -19,7 +19,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from . import __version__
 from .commands.exits import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, UsageError  # noqa: F401 (re-exported for callers)
-from .redact import RedactingStream, neutralise, redact
+from .infra.redact import RedactingStream, neutralise, redact
 
 COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
@@ -111,7 +111,7 @@ def _run(args: argparse.Namespace, redact) -> int:
         print(neutralise(f"nki-assist {args.command}: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # an internal error is reported, never a raw traceback
-        from .extras import MissingExtra
+        from .infra.extras import MissingExtra
 
         if isinstance(exc, MissingExtra):  # a feature of an extra that is not installed: say which
             print(f"nki-assist {args.command}: error: {exc}", file=sys.stderr)

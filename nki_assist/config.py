@@ -31,7 +31,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .hardware import TARGETS
+from .api.hardware import TARGETS
 
 DEFAULT_MAX_FILE_BYTES = 5_000_000
 FAIL_ON_CHOICES = ("error", "warning", "info", "never")

@@ -359,7 +359,7 @@ def _merge_curated(table: dict) -> None:
     table["legacy_version"] = data["legacy"]["version"]
     table["incomplete"] = sorted(data["coverage"]["incomplete"])
     sys.path.insert(0, str(REPO))
-    from nki_assist import nki_api  # the legacy dialect facts the project already keeps
+    from nki_assist.api import catalogue as nki_api  # the legacy dialect facts the project already keeps
 
     legacy = set(data["legacy"]["names"]) | {a.name for a in nki_api.CATALOGUE if a.legacy}
     table["legacy"] = {"names": sorted(legacy), "source": data["legacy"]["source"]}

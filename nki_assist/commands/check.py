@@ -118,7 +118,7 @@ def _cache(args: argparse.Namespace, cfg, options):
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from pathlib import Path
 
-    from ..check_cache import CACHE_DIR_ENV, CheckCache, default_cache_dir
+    from ..check import CACHE_DIR_ENV, CheckCache, default_cache_dir
 
     if args.cache_dir:
         folder = Path(args.cache_dir)
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             _show_fixes("Fixed", summary.fixed_findings)
         else:
             # deferred: a command imports the engine only when it runs (CLI start-up time)
-            from ..check_cache import fix_applicability
+            from ..check import fix_applicability
 
             _show_fixes("Fixable with --fix:", [(f.file or "-", f.rule, f.name) for f in report.findings
                                                 if fix_applicability(f) == "safe"])

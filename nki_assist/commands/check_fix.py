@@ -29,8 +29,8 @@ def unified_diff(path: str, before: str, after: str) -> str:
 def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
     """A `check_file` replacement for `check_paths`: checks, and fixes what it may."""
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from ..autofix import selected_fixes
-    from ..fix import fix_text
+    from ..check import selected_fixes
+    from ..check import fix_text
     from ..check import check_file, decode
 
     def check_and_fix(path: str, opts):
@@ -85,7 +85,7 @@ def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSumm
         result.notes.insert(0, f"{display}: {problem}")
     elif fix:
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..fix import fix_text
+        from ..check import fix_text
 
         outcome = fix_text(engine_path, text, options, unsafe=unsafe)
         if outcome.changed:
@@ -108,7 +108,7 @@ def fixable_hint(findings, fixing: bool, unsafe: bool) -> str | None:
     if fixing:
         return None
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from ..check_cache import fix_applicability
+    from ..check import fix_applicability
 
     kinds = [fix_applicability(f) for f in findings]
     safe, risky = kinds.count("safe"), kinds.count("unsafe")

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from ..atomic import write_atomic  # noqa: F401  (re-exported: review/check -o)
-from ..hardware import DEFAULT_TARGET, TARGETS
+from ..infra.atomic import write_atomic  # noqa: F401  (re-exported: review/check -o)
+from ..api.hardware import DEFAULT_TARGET, TARGETS
 from .exits import UsageError
 
 

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--replies needs --llm replay")
     if args.llm == "openai":
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..extras import require
+        from ..infra.extras import require
 
         require("openai", "--llm openai")
     if args.thresholds and not Path(args.thresholds).is_file():

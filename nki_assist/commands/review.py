@@ -95,21 +95,21 @@ def _review(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..numerics.spec import SpecError
-    from ..redact import neutralise, redact
+    from ..infra.redact import neutralise, redact
     from ..review import ReviewOptions, review_files, review_port
     from .check import nki_version_arg
     from .common import exit_code, write_atomic
 
     if args.llm == "openai":
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..extras import require
+        from ..infra.extras import require
 
         require("openai", "--llm openai")  # MissingExtra: exit 2 naming the extra
     plots = args.format in ("md", "html") and (args.format == "html" or bool(args.output))
     plots_note = None
     if plots:
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..extras import available
+        from ..infra.extras import available
 
         if not available("matplotlib"):
             plots = False
@@ -213,7 +213,7 @@ class _progress:
 
     def update(self, message: str, percent: float) -> None:
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..redact import neutralise
+        from ..infra.redact import neutralise
 
         message = neutralise(message)  # size names and notes come from user files
         if self.tty:

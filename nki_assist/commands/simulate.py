@@ -154,7 +154,7 @@ def _print_text(spec, runs, findings, target, args, out) -> None:
 def run(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..findings import dedupe, prioritize
-    from ..hardware import get_target
+    from ..api.hardware import get_target
     from ..numerics.portrun import simulate_size
     from ..numerics.spec import SpecError, load_spec
     from ..toolchain.registry import get_backend
@@ -270,7 +270,7 @@ class _Printable:
 
     def __init__(self, stream) -> None:
         # deferred: a command imports the engine only when it runs (CLI start-up time)
-        from ..redact import neutralise
+        from ..infra.redact import neutralise
 
         self.stream, self.neutralise = stream, neutralise
 

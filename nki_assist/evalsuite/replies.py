@@ -27,13 +27,13 @@ from ..findings import Finding, Severity
 from ..schema import Assessment, LlmMeta, Review
 
 from ..feedback.reply import AssessmentReply
-from ..redact import redact
+from ..infra.redact import redact
 from .. import taxonomy
 from ..feedback import load_rubric
 from ..feedback.drafter import draft
 from ..feedback.grounding import Context, validate
 from ..feedback.reply import to_assessment
-from ..hardware import get_target
+from ..api.hardware import get_target
 from ..feedback.reply import from_assessment
 from ..feedback.mechanical import mechanical_reply
 

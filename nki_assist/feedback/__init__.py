@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..findings import prioritize
-from ..hardware import DEFAULT_TARGET, TARGETS, get_target
+from ..api.hardware import DEFAULT_TARGET, TARGETS, get_target
 from ..schema import Assessment, Review
 from .cache import default_cache_dir
 from .drafter import draft, verdict_for

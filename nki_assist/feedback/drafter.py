@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import taxonomy
 from ..findings import Finding, Severity
-from ..hardware import Target
+from ..api.hardware import Target
 from ..schema import Assessment, AssessmentItem, Review, RubricScore, Verdict
 from .prompts import environment, explanations, prompt_version, render_text
 from .rubric import Rubric

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from ..findings import Finding, Severity
-from ..hardware import Target
+from ..api.hardware import Target
 from ..schema import Review
 from .drafter import score_cap, verdict_for
 from .numbers import Grounded, line_refs, quantities

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from .. import taxonomy
-from ..hardware import Target
-from ..redact import redact as redact_secrets
+from ..api.hardware import Target
+from ..infra.redact import redact as redact_secrets
 from ..schema import Assessment, LlmMeta, Review
 from .cache import ReplyCache, cache_key
 from .drafter import draft
@@ -62,7 +62,7 @@ def cost_usd(model: str, prompt_tokens: int | None, completion_tokens: int | Non
 
 
 def redact(text: str, key: str | None) -> str:
-    """Remove the API key (and any other secret: see nki_assist.redact) from text."""
+    """Remove the API key (and any other secret: see nki_assist.infra.redact) from text."""
     return redact_secrets(text, [key])
 
 

@@ -9,7 +9,7 @@ suite's `--llm replay --replies mechanical` scores it against gold.
 
 from __future__ import annotations
 
-from ..hardware import Target
+from ..api.hardware import Target
 from ..schema import Review
 from .drafter import draft, item_for
 from .reply import AssessmentReply, ReplyItem, ReplyScore

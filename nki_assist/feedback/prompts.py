@@ -19,7 +19,7 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import taxonomy
-from ..hardware import Target
+from ..api.hardware import Target
 from ..schema import Review
 from .paths import data_dir
 from .rubric import Rubric

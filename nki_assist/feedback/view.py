@@ -101,7 +101,7 @@ def build(review: Review) -> ReviewView:
     without an assessment is a caller's mistake, not something to paper over here."""
     assessment = review.assessment
     if assessment is None:
-        raise ValueError("the review has no assessment; draft it first (nki_assist.review drafts every review)")
+        raise ValueError("the review has no assessment; draft it first (nki_assist.review.pipeline drafts every review)")
     sev = {f.id: f.severity.value for f in review.findings}
     items = []
     for it in sorted(assessment.items, key=lambda i: i.priority):

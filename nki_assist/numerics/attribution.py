@@ -15,7 +15,7 @@ from ..findings import Finding
 from ..rules import registry
 import numpy as np
 
-from ..tolerance import Agreement, GapVerdict, compare, gap_verdict
+from ..contracts.tolerance import Agreement, GapVerdict, compare, gap_verdict
 from .growth import LOW_PRECISION_SLOPE, GrowthFit, fit
 from .localize import Located, mismatch_location, nonfinite_location, place, unwritten_anchor
 from .scenarios import NumericsResult, SizeResult

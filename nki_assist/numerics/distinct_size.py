@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..hardware import Target
+from ..api.hardware import Target
 from .spec import PortSpec, SizeSpec, _module_functions
 
 NAME = "distinct-dims"

@@ -22,7 +22,7 @@ from ..contracts.runs import RunResult
 from ..findings import RelatedLocation
 
 from ..parse.cuda import parse_cuda
-from ..rules.migration_pair import cuda_outputs, pick_cuda_kernel
+from ..rules.migration.pair import cuda_outputs, pick_cuda_kernel
 
 
 @dataclass

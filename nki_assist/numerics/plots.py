@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .scenarios import matrix_rows
-from ..extras import require
+from ..infra.extras import require
 
 SCENARIO_STYLE = {  # marker, line style
     "trainium": ("o", "-"), "trainium-fp32": ("s", "--"), "trainium-sr": ("^", "-."), "gpu-model": ("D", ":"),

@@ -15,9 +15,9 @@ import numpy as np
 
 from ..contracts.runs import ResourcePeaks, RunResult, TraceEntry
 from ..findings import Finding
-from ..hardware import Target
+from ..api.hardware import Target
 from ..rules import registry
-from ..tolerance import Agreement, compare
+from ..contracts.tolerance import Agreement, compare
 from ..toolchain.base import Backend, kernel_def_line
 from .guard import budget_bytes, size_guard
 from .inputs import make_inputs

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..contracts.runs import RunResult
 from ..findings import Finding
-from ..hardware import Target
-from ..tolerance import Agreement, compare
+from ..api.hardware import Target
+from ..contracts.tolerance import Agreement, compare
 from ..toolchain.base import relabel
 from ..toolchain.sandbox import run_in_child
 from .guard import budget_bytes, size_guard, size_need_bytes
@@ -32,7 +32,7 @@ from .reference import ReferenceResult, arity_finding, blas_env, normalize_outpu
 from .spec import PortSpec, SizeSpec
 
 from .golden_store import golden_for
-from ..hardware import get_target
+from ..api.hardware import get_target
 from .refchild import child_call
 from ..toolchain.builtin import BuiltinBackend
 from .registry import GPU_MODEL, REFERENCE, TRAINIUM, kernel_scenarios

@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator, model_validator
 
-from ..hardware import TARGETS
+from ..api.hardware import TARGETS
 
 from .cuda_launch import CudaLaunch, check_launch
 from .errors import SpecError

@@ -12,7 +12,7 @@ import re
 from functools import cache, partial
 from typing import Any, Mapping
 
-from ..hardware import Target, get_target
+from ..api.hardware import Target, get_target
 from . import consts
 from .consts import Env, Folder, Lin
 from .nki_extract import KERNEL_DECORATORS, Extractor, canonical_api

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import nki_api
+from ..api import catalogue as nki_api
 from ..contracts.runs import TraceEntry
-from ..hardware import DTYPE_BYTES, Target
+from ..api.hardware import DTYPE_BYTES, Target
 
 COMPUTE_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 DMA_OPS_TRANSPOSE = ("dma_transpose", "load_transpose2d")

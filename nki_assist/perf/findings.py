@@ -13,7 +13,7 @@ from typing import Iterable
 
 from ..contracts.runs import RunResult
 from ..findings import Finding, Severity
-from ..hardware import Target
+from ..api.hardware import Target
 from ..rules.runner import Check, CheckSet, crash_message
 from ..rules.specs.perf import RULES as _RULES
 from .cost import COMPUTE_ENGINES, InstrCost, access_setup_cycles, descriptor_overhead_bytes

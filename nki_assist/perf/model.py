@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..contracts.runs import RunResult
-from ..hardware import Target
+from ..api.hardware import Target
 from .cost import COMPUTE_ENGINES, InstrCost, access_setup_cycles, cost_of, descriptor_overhead_bytes
 from .hbm import HbmTraffic, account
 

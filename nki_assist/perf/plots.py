@@ -11,7 +11,7 @@ import math
 
 from .model import PerfEstimate
 
-from ..extras import require
+from ..infra.extras import require
 
 
 def _png(fig) -> bytes:

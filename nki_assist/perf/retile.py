@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..contracts.runs import Operand, RunResult, TraceEntry
-from ..hardware import Target
+from ..api.hardware import Target
 from .cost import elem_bytes
 from .model import estimate
 

@@ -9,7 +9,7 @@ Line numbers are those of the fixture kernels in tests/fixtures/perf/ (symbolic 
 from __future__ import annotations
 
 from ..contracts.runs import Operand, RunResult, TraceEntry
-from ..hardware import DTYPE_BYTES
+from ..api.hardware import DTYPE_BYTES
 
 
 class TraceBuilder:

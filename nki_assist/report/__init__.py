@@ -12,7 +12,7 @@ CHECK_FORMATS = {"text": "text", "json": "jsonout", "sarif": "sarif", "github": 
 
 
 def render_check(report, fmt: str, **kwargs) -> str:
-    """Render a `nki_assist.check.CheckReport` as text, json, sarif or GitHub annotations."""
+    """Render a `nki_assist.check.engine.CheckReport` as text, json, sarif or GitHub annotations."""
     try:
         module = CHECK_FORMATS[fmt]
     except KeyError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..redact import neutralise
+from ..infra.redact import neutralise
 
 _TICKS = re.compile(r"`+")
 _SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data)\s*:")

@@ -6,7 +6,7 @@ terminal, so piped output stays grep-able.
 
 from __future__ import annotations
 
-from ..check_cache import fix_applicability
+from ..check import fix_applicability
 
 
 def finding_line(f) -> str:

@@ -7,7 +7,7 @@ process with time and memory limits). See docs/simulator.md for what is modelled
 from __future__ import annotations
 
 from ..contracts.runs import RunResult
-from ..hardware import Target
+from ..api.hardware import Target
 
 
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *,

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..contracts.runs import Operand, ResourcePeaks, TraceEntry
 from ..findings import Finding
-from ..hardware import Target
+from ..api.hardware import Target
 from ..rules.registry import get as get_rule
 from .dtypes import Rounder
 from .errors import UnsupportedAPI  # noqa: F401 (part of this module's interface)

@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from ..rules.nki_reductions import partition_reduce_advice
+from ..rules.nki.reductions import partition_reduce_advice
 from . import context, mathops, provenance, unwritten, value_ranges
 from .context import UnsupportedAPI
 from .dtypes import FLOAT32, DType, resolve

@@ -13,10 +13,10 @@ import types
 
 import numpy as np
 
-from .. import nki_api
+from ..api import catalogue as nki_api
 from ..contracts import callargs
 from ..contracts.runs import RunResult
-from ..hardware import Target
+from ..api.hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
 from . import access_pattern, block_life, context, coverage, packages, provenance, value_ranges  # noqa: F401 (access_pattern: Tensor.ap)
 from .blas import one_blas_thread

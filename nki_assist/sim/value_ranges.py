@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..contracts.runs import ValueRange
-from ..hardware import ACTIVATION_VALID_RANGE
+from ..api.hardware import ACTIVATION_VALID_RANGE
 
 # functions whose argument range decides whether the result is finite or valid
 RANGED = frozenset({"exp", "exp2", "power", "log", "log2", "reciprocal", "rsqrt", "sqrt", "sin", "cos", "tan",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contracts.runs import RunResult
-from ..hardware import Target, get_target
+from ..api.hardware import Target, get_target
 from ..rules import registry
 from .sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, ChildOutcome
 

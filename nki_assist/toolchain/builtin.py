@@ -8,12 +8,12 @@ from typing import Any
 
 from .. import sim
 from ..contracts.runs import RunResult
-from ..hardware import Target
+from ..api.hardware import Target
 from ..rules import registry
 from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result, relabel
 from .sandbox import run_in_child
 
-from ..hardware import get_target
+from ..api.hardware import get_target
 
 # The child process imports the runner by name; the name is derived from the import so the dependency
 # on the simulator is explicit (and a rename breaks here, not at run time).

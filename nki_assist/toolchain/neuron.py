@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..contracts.runs import RunResult
-from ..hardware import Target
+from ..api.hardware import Target
 from ..rules import registry
-from ..tolerance import compare, cross_check_tolerance
+from ..contracts.tolerance import compare, cross_check_tolerance
 from .base import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Backend, as_target, kernel_def_line, outcome_result
 from .builtin import BuiltinBackend
 from .sandbox import ChildOutcome, run_in_child

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..redact import is_secret_name, redact
+from ..infra.redact import is_secret_name, redact
 from .isolation import current_mode, wrap
 from .procs import adopt_orphans, freeze_and_kill, now_ticks, owned
 from . import zygote as _zygote

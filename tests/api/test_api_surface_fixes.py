@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from nki_assist.autofix import apply_fixes
+from nki_assist.check import apply_fixes
 from nki_assist.check import CheckOptions, check_source
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"

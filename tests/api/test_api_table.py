@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist import nki_api
+from nki_assist.api import catalogue as nki_api
 from nki_assist.api import table
 
 ROOT = Path(__file__).resolve().parents[2]

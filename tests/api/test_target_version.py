@@ -15,9 +15,9 @@ import pytest
 from nki_assist.api import version as api_version
 from nki_assist.api.table import latest
 from nki_assist.config import parse_table
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "api" / "versioned_kernel.py"
 # lines of the fixture

@@ -64,14 +64,14 @@ def fake_front_ends(monkeypatch):
     nki = types.ModuleType("nki_assist.parse.nki")
     nki.is_nki_source = lambda text: "import nki" in text or "neuronxcc" in text
     nki.parse_nki = _parse
-    nki_rules = types.ModuleType("nki_assist.rules.nki_rules")
+    nki_rules = types.ModuleType("nki_assist.rules.nki.run")
     nki_rules.run_nki_rules = _rules
     cuda = types.ModuleType("nki_assist.parse.cuda")
     cuda.parse_cuda = _parse
-    cuda_rules = types.ModuleType("nki_assist.rules.cuda_rules")
+    cuda_rules = types.ModuleType("nki_assist.rules.cuda.checks")
     cuda_rules.run_cuda_rules = _rules
-    for name, mod in [("nki_assist.parse.nki", nki), ("nki_assist.rules.nki_rules", nki_rules),
-                      ("nki_assist.parse.cuda", cuda), ("nki_assist.rules.cuda_rules", cuda_rules)]:
+    for name, mod in [("nki_assist.parse.nki", nki), ("nki_assist.rules.nki.run", nki_rules),
+                      ("nki_assist.parse.cuda", cuda), ("nki_assist.rules.cuda.checks", cuda_rules)]:
         monkeypatch.setitem(sys.modules, name, mod)
     import nki_assist.parse
     import nki_assist.rules

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.autofix import FIXABLE_RULES, apply_fixes
-from nki_assist.fix import fix_text
+from nki_assist.check.autofix import FIXABLE_RULES, apply_fixes
+from nki_assist.check import fix_text
 from nki_assist.check import CheckOptions, check_text
 from nki_assist.findings import Edit, Finding, Fix
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nki_assist.check import CheckOptions, check_paths, check_source
-from nki_assist.rules.nki_rules import ABSENCE_RULES, PYTHON_LEVEL_RULES
+from nki_assist.rules.nki.run import ABSENCE_RULES, PYTHON_LEVEL_RULES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
@@ -28,8 +28,8 @@ def _front_ends_ready() -> bool:
     try:
         import nki_assist.parse.cuda  # noqa: F401
         import nki_assist.parse.nki  # noqa: F401
-        import nki_assist.rules.cuda_rules  # noqa: F401
-        import nki_assist.rules.nki_rules  # noqa: F401
+        import nki_assist.rules.cuda.checks  # noqa: F401
+        import nki_assist.rules.nki.run  # noqa: F401
     except ImportError:
         return False
     return True

@@ -204,7 +204,7 @@ def test_ten_megabyte_file_is_skipped_fast(fake_front_ends, tmp_path):
 
 
 def test_unreadable_file_is_an_error_entry(fake_front_ends, tmp_path, monkeypatch):
-    import nki_assist.check as check_mod
+    import nki_assist.check.read as check_mod
 
     path = write(tmp_path / "locked.py", NKI_HEAD + "BADPSUM\n")
 

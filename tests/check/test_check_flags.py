@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nki_assist.check import CheckOptions, check_paths, file_ignores
-from nki_assist.check_walk import glob_matches
+from nki_assist.check.walk import glob_matches
 from nki_assist.cli import main
 
 NKI = "import nki\nacc = BADPSUM\nx = SLOWDMA\n"
@@ -116,7 +116,7 @@ def test_globs_raise_no_deprecation_warning():
     # pathspec 1.x deprecates GitWildMatchPattern: every run printed a warning where Python shows them
     import warnings
 
-    from nki_assist.check_walk import _file_pattern
+    from nki_assist.check.walk import _file_pattern
 
     _file_pattern.cache_clear()
     with warnings.catch_warnings():

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import nki_assist.check as check_mod
-import nki_assist.check_cache as cache_mod
-import nki_assist.check_pool as pool_mod
+import nki_assist.check.run as check_mod
+import nki_assist.check.cache as cache_mod
+import nki_assist.check.pool as pool_mod
 from nki_assist.check import CheckOptions, check_paths
-from nki_assist.check_cache import CheckCache, LazyFinding, settings_digest
+from nki_assist.check.cache import CheckCache, LazyFinding, settings_digest
 from nki_assist.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -496,7 +496,7 @@ def test_a_fully_cached_cli_run_imports_no_pydantic(tmp_path):
         (tree / name.replace("/", "_")).write_text((RULE_FIXTURES / name).read_text(), encoding="utf-8")
     code = ("import sys; from nki_assist.cli import main; rc = main(['check', sys.argv[1], '--cache-dir', "
             "sys.argv[2]]); print(rc, sorted(m for m in ('pydantic', 'tree_sitter', 'nki_assist.findings', "
-            "'nki_assist.rules.registry', 'nki_assist.autofix') if m in sys.modules), file=sys.stderr)")
+            "'nki_assist.rules.registry', 'nki_assist.check.autofix') if m in sys.modules), file=sys.stderr)")
     args = [sys.executable, "-c", code, str(tree), str(tmp_path / "c")]
     cold = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     warm = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
@@ -613,7 +613,7 @@ def test_a_kernel_from_the_file_tree_is_the_kernel_parsed_alone():
 
     from nki_assist.parse.nki import parse_nki
     from nki_assist.project import apply_context, context_for
-    from nki_assist.rules.nki_common import _parse_function, kernel_def
+    from nki_assist.rules.nki.common import _parse_function, kernel_def
 
     compared = 0
     for path in sorted(RULE_FIXTURES.rglob("*.py")):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nki_assist.check import CheckOptions, check_text
 from nki_assist.cli import main
-from nki_assist.fix import fix_text
+from nki_assist.check import fix_text
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "check" / "noqa"
 

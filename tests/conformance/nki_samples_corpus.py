@@ -570,7 +570,7 @@ def _static(kfile: Path, case: Case, tmp: Path) -> list:
 
 def _perf(res, case: Case) -> list:
     """Cost-model findings on the simulated trace (what `review` would add)."""
-    from nki_assist.hardware import get_target
+    from nki_assist.api.hardware import get_target
     from nki_assist.perf import estimate, perf_findings
 
     if res.status != "ok" or not res.trace:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import MAX_PARSE_BYTES, parse_cuda
-from nki_assist.rules.cuda_rules import run_cuda_rules
+from nki_assist.rules.cuda.checks import run_cuda_rules
 
 TRN2 = get_target("trn2")
 

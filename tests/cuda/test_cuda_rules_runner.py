@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from nki_assist.findings import Finding, Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
-from nki_assist.rules import cuda_rules
-from nki_assist.rules.cuda_rules import run_cuda_rules
+from nki_assist.rules.cuda import checks as cuda_rules
+from nki_assist.rules.cuda.checks import run_cuda_rules
 from nki_assist.rules.runner import Check
 from nki_assist.rules.registry import all_rules
 

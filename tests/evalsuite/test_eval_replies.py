@@ -20,7 +20,7 @@ from nki_assist.evalsuite.replies import freshness, remap_ids, replay_assessment
 from nki_assist.feedback import load_rubric
 from nki_assist.feedback.mechanical import mechanical_reply
 from nki_assist.findings import Finding, prioritize
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 
 CASE_SPECS = [p.relative_to(ROOT).as_posix() for p in EVAL_CASES]
 

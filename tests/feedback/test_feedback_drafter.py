@@ -10,7 +10,7 @@ from nki_assist.feedback.grounding import Context, validate
 from nki_assist.feedback.prompts import explanations
 from nki_assist.feedback.reply import from_assessment
 from nki_assist.findings import prioritize
-from nki_assist.hardware import TARGETS, get_target
+from nki_assist.api.hardware import TARGETS, get_target
 
 
 def test_realistic_review_items_and_order():

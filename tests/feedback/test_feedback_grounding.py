@@ -6,7 +6,7 @@ from feedback_builders import review, sources
 from nki_assist.feedback import draft_assessment, load_rubric
 from nki_assist.feedback.grounding import Context, validate
 from nki_assist.feedback.reply import from_assessment
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from nki_assist.feedback import load_rubric
 from nki_assist.feedback.grounding import Context, check
 from nki_assist.feedback.mechanical import mechanical_reply
 from nki_assist.feedback.numbers import quantities
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 
 RUBRIC = load_rubric(None)
 

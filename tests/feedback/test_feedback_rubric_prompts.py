@@ -8,7 +8,7 @@ from nki_assist import taxonomy
 from nki_assist.feedback import RubricError, draft_assessment, load_rubric, prompt_version
 from nki_assist.feedback.prompts import build_messages, excerpts, render_text
 from nki_assist.feedback.reply import AssessmentReply
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 
 
 def test_default_rubric():

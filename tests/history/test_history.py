@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import history_corpus as hc
 
-from nki_assist.rules.nki_rules import rule_ids
+from nki_assist.rules.nki.run import rule_ids
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 RULE = re.compile(r"^[A-Z]+[0-9]{3}$")

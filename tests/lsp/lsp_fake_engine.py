@@ -1,6 +1,6 @@
 """A small, deterministic stand-in for the nki-assist engine, for language-server tests.
 
-`install()` puts fake `nki_assist.check`, `nki_assist.parse.nki`, `nki_assist.review` and
+`install()` puts fake `nki_assist.check` entry points, `nki_assist.parse.nki`, `nki_assist.review.pipeline` and
 `nki_assist.report.markdown` modules into sys.modules, so the server's behaviour (positions, fixes,
 hover numbers, progress) is tested independently of the real rules. Fake findings:
 - every `BAD` token -> NA100 at that token (column in characters, so emoji before it matter);
@@ -126,19 +126,17 @@ def render_markdown(review):
 def install(review: bool = True) -> None:
     import nki_assist
 
-    check = pytypes.ModuleType("nki_assist.check")
+    import nki_assist.check as check  # the package's public names, set before anything loads the real ones
     check.CheckOptions, check.check_source = CheckOptions, check_source
     nki = pytypes.ModuleType("nki_assist.parse.nki")
     nki.parse_nki, nki.kernel_resources = parse_nki, kernel_resources
-    sys.modules["nki_assist.check"] = check
     sys.modules["nki_assist.parse.nki"] = nki
-    nki_assist.check = check
     if review:
-        rev = pytypes.ModuleType("nki_assist.review")
+        rev = pytypes.ModuleType("nki_assist.review.pipeline")
         rev.review_port = review_port
         md = pytypes.ModuleType("nki_assist.report.markdown")
         md.render_markdown = render_markdown
-        sys.modules["nki_assist.review"] = rev
+        sys.modules["nki_assist.review.pipeline"] = rev
         sys.modules["nki_assist.report.markdown"] = md
     else:  # the review engine is not installed
-        sys.modules["nki_assist.review"] = None  # makes `import nki_assist.review` raise ImportError
+        sys.modules["nki_assist.review.pipeline"] = None  # makes `import nki_assist.review.pipeline` raise ImportError

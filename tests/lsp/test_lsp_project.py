@@ -11,7 +11,7 @@ from lsp_helpers import FAST, REAL_SERVER, open_doc, replace_all, server_env, vs
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-pytest.importorskip("nki_assist.check")
+pytest.importorskip("nki_assist.check.engine")
 pytest.importorskip("nki_assist.project")
 from nki_assist.check import CheckOptions, check_paths, check_source  # noqa: E402 - after the skips
 

@@ -15,7 +15,7 @@ from lsp_helpers import FAST, REAL_SERVER, open_doc, server_env, vscode_capabili
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-pytest.importorskip("nki_assist.check")
+pytest.importorskip("nki_assist.check.engine")
 pytest.importorskip("nki_assist.project")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

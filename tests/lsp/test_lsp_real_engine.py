@@ -8,7 +8,7 @@ import pytest
 from lsp_helpers import REAL_SERVER, make_client_fixture, open_doc, replace_all, wait_diagnostics
 from lsprotocol import types
 
-pytest.importorskip("nki_assist.check")
+pytest.importorskip("nki_assist.check.engine")
 pytest.importorskip("nki_assist.parse.nki")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -9,7 +9,7 @@ import pytest
 from lsp_helpers import REAL_SERVER, make_client_fixture, open_doc
 from lsprotocol import types
 
-pytest.importorskip("nki_assist.check")
+pytest.importorskip("nki_assist.check.engine")
 pytest.importorskip("nki_assist.parse.nki")
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

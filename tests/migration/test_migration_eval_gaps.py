@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.migration import run_migration_rules
+from nki_assist.rules.migration.checks import run_migration_rules
 
 TRN2 = get_target("trn2")
 

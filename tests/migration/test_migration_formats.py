@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
 from nki_assist.parse.cuda_formats import format_facts, saturates
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.migration import run_migration_rules
+from nki_assist.rules.migration.checks import run_migration_rules
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "migration_formats"
 # the simulator's fp8 fixture is also the NKI side of quant_ocp.cu (one kernel, two tests)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.migration import run_migration_rules
+from nki_assist.rules.migration.checks import run_migration_rules
 
 PORTS = Path(__file__).resolve().parents[1] / "fixtures" / "ports"
 TRN2 = get_target("trn2")
@@ -323,7 +323,7 @@ def test_MIG107_exact_erf_gelu_ported_as_tanh_approximation():
 def test_unread_bias_is_one_item_with_the_unused_input_finding():
     from nki_assist.feedback.drafter import group_findings
     from nki_assist.findings import prioritize
-    from nki_assist.rules.nki_rules import run_nki_rules
+    from nki_assist.rules.nki.run import run_nki_rules
 
     bad = NEW_GOOD.replace("def gemm_bias_relu(lhsT, rhs, bias):", "def gemm_bias_relu(lhsT, rhs, bias_unused, bias):")
     bad = bad.replace("src=bias[0:128", "src=bias_unused[0:128")

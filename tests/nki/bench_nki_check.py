@@ -5,8 +5,8 @@ Run: .venv/bin/python tests/nki/bench_nki_check.py   (prints the median of 30 ru
 import statistics, time, sys
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
-from nki_assist.hardware import get_target
+from nki_assist.rules.nki.run import run_nki_rules
+from nki_assist.api.hardware import get_target
 
 HDR = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n\n"
 BLOCK = '''

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import kernel_resources, parse_nki, proves_divisible
 
 LEGACY = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"

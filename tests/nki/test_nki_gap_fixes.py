@@ -98,8 +98,8 @@ def _ln(src: str, needle: str) -> int:
 
 
 def _rules(src: str, rule: str):
-    from nki_assist.hardware import get_target
-    from nki_assist.rules.nki_rules import run_nki_rules
+    from nki_assist.api.hardware import get_target
+    from nki_assist.rules.nki.run import run_nki_rules
     return [f for f in run_nki_rules(parse_nki(src, "k.py"), get_target("trn2")) if f.rule == rule]
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules import nki_common
+from nki_assist.rules.nki import common as nki_common
 from nki_assist.rules.runner import Check
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 NEW = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 LEGACY = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport neuronxcc.nki.isa as nisa\n"

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from nki_assist import tolerance
+from nki_assist.contracts import tolerance
 
 
 def _general(actual, expected, rtol, atol):

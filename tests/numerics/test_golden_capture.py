@@ -133,7 +133,7 @@ def test_review_names_the_capture_and_its_tolerance_covers_the_gpu_spread(port, 
 
 
 def test_gap_verdict_counts_the_spread_in_bound_and_tolerance():
-    from nki_assist.tolerance import compare, gap_verdict
+    from nki_assist.contracts.tolerance import compare, gap_verdict
 
     gpu = np.linspace(1, 2, 100)
     port = gpu * (1 + 1e-6)

@@ -11,7 +11,7 @@ from nki_assist.numerics.growth import fit
 from nki_assist.numerics.reference import ReferenceResult
 from nki_assist.numerics.scenarios import NumericsResult, SizeResult, gpu_model_args, reduction_symbol
 from nki_assist.rules.registry import get
-from nki_assist.tolerance import compare
+from nki_assist.contracts.tolerance import compare
 
 NKI = "k_nki.py"
 RTOL, ATOL = 1e-2, 1e-3

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.numerics import registry
 from nki_assist.numerics.registry import GPU_MODEL, TRAINIUM, TRAINIUM_FP32, TRAINIUM_SR, Scenario, kernel_scenarios
 from nki_assist.numerics.scenarios import matrix_rows, run_scenarios

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.perf import estimate, perf_findings, synth, to_performance
 
 TRN1 = get_target("trn1")

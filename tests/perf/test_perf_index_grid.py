@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
 from nki_assist.perf import estimate, perf_findings
 from nki_assist.perf.model import roofline_floor
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 from nki_assist.sim import run_kernel
 
 TRN2 = get_target("trn2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nki_assist.contracts.runs import RunResult
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.perf import estimate, render_plots, synth, to_performance
 from nki_assist.perf.hbm import union_volume
 from nki_assist.schema import Performance

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.perf import (ProfileError, estimate, load_profile, merge_profile, profile_findings,
                              render_plots, to_performance)
 from nki_assist.perf import synth

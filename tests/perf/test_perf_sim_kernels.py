@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.perf import estimate, perf_findings, to_performance
 
 sim = pytest.importorskip("nki_assist.sim")

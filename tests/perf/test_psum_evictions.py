@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from nki_assist import perf
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "perf"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.perf.retile import plan_sbuf_retile, plan_text
 from nki_assist.sim import run_kernel
 

@@ -15,7 +15,7 @@ from pyflakes import checker
 from nki_assist.parse.nki import is_nki_source
 from nki_assist.project.incremental import PythonMemo
 from nki_assist.project.index import index_module
-from nki_assist.rules.nki_python import _REDEFINED, _UNDEFINED
+from nki_assist.rules.nki.python import _REDEFINED, _UNDEFINED
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from nki_assist.check import CheckOptions, check_paths, check_source
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
 from nki_assist.project import ENTRY, FUNCTION, HELPER, SUB_KERNEL, Project, apply_context, context_for
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
 HEAD = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"

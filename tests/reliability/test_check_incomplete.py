@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import nki_assist.check as check_mod
+import nki_assist.check.read as check_mod
 from nki_assist.cli import main
-from nki_assist.rules.nki_common import CHECKS as NKI_CHECKS
-from nki_assist.rules.cuda_rules import CHECKS as CUDA_CHECKS
+from nki_assist.rules.nki.common import CHECKS as NKI_CHECKS
+from nki_assist.rules.cuda.checks import CHECKS as CUDA_CHECKS
 from nki_assist.rules.runner import Check
 
 REPO = Path(__file__).resolve().parents[2]

@@ -179,7 +179,7 @@ def test_a_bf16_accumulator_gap_is_precision_loss_not_rounding():
     from nki_assist.numerics.attribution import attribute
     from nki_assist.numerics.reference import ReferenceResult
     from nki_assist.numerics.scenarios import NumericsResult, SizeResult
-    from nki_assist.tolerance import compare
+    from nki_assist.contracts.tolerance import compare
 
     rng = np.random.default_rng(3)
     ref = rng.uniform(50, 100, size=(128, 64))
@@ -215,7 +215,7 @@ def test_bf16_operand_rounding_of_a_faithful_port_is_storage_rounding_not_a_warn
     from nki_assist.numerics.attribution import attribute
     from nki_assist.numerics.reference import ReferenceResult
     from nki_assist.numerics.scenarios import NumericsResult, SizeResult
-    from nki_assist.tolerance import compare
+    from nki_assist.contracts.tolerance import compare
 
     rng = np.random.default_rng(4)
     ref = rng.normal(size=(128, 128)) * 0.3

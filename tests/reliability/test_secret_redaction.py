@@ -12,7 +12,7 @@ sys.path.insert(0, str(REPO / "tests" / "fakes"))
 from fake_openai import FakeOpenAI, valid_reply  # noqa: E402
 
 from nki_assist.cli import main  # noqa: E402
-from nki_assist.redact import RedactingStream, redact, secret_values  # noqa: E402
+from nki_assist.infra.redact import RedactingStream, redact, secret_values  # noqa: E402
 
 
 def _echoing(body: dict) -> dict:

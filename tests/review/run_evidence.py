@@ -9,7 +9,7 @@ from nki_assist.contracts.runs import RunResult
 from nki_assist.numerics.reference import ReferenceResult
 from nki_assist.numerics.scenarios import NumericsResult, SizeResult
 from nki_assist.rules.registry import get
-from nki_assist.tolerance import compare
+from nki_assist.contracts.tolerance import compare
 
 
 def size_result(name: str, bindings: dict[str, int], ref: np.ndarray, out: np.ndarray, *, fp32=None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.numerics.distinct_size import NAME, plan
 from nki_assist.numerics.errors import SpecError
 from nki_assist.numerics.spec import load_spec

@@ -1,4 +1,4 @@
-"""Evidence reconciliation (nki_assist.reconcile): static claims checked against hand-built run evidence.
+"""Evidence reconciliation (nki_assist.review.reconcile): static claims checked against hand-built run evidence.
 
 The port spec and kernel source are real (an eval case's); the numerics results are built here so each
 test states exactly what the run showed.
@@ -14,9 +14,9 @@ from run_evidence import size_result
 
 from nki_assist.feedback.drafter import group_findings, item_for
 from nki_assist.findings import Finding, Severity, prioritize
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.numerics.spec import load_spec
-from nki_assist.reconcile import kernel_params, reconcile, shape_symbols
+from nki_assist.review.reconcile import kernel_params, reconcile, shape_symbols
 from nki_assist.rules.registry import get
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"

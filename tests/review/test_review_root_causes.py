@@ -2,7 +2,7 @@
 
 from nki_assist.feedback.drafter import _primary, group_findings
 from nki_assist.findings import Finding, prioritize
-from nki_assist.review import _link_root_causes
+from nki_assist.review.pipeline import _link_root_causes
 
 
 def F(rule, cat, line, sev="error", file="k_nki.py"):

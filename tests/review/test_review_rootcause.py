@@ -12,7 +12,7 @@ from review_helpers import PORTS, line_of
 
 from nki_assist.findings import Finding
 from nki_assist.review import ReviewOptions, review_port
-from nki_assist.stage_links import link_stages
+from nki_assist.review.stage_links import link_stages
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
 

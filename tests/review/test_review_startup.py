@@ -86,7 +86,7 @@ def test_the_kernel_runs_while_the_sources_are_checked_with_the_same_review(tmp_
     import threading
     import time
 
-    from nki_assist import review as engine
+    from nki_assist.review import pipeline as engine
 
     marker = tmp_path / "kernel-ran"
     spec = _port(tmp_path / "port", f"open({str(marker)!r}, 'a').close()")

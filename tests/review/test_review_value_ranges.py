@@ -13,10 +13,10 @@ from run_evidence import numerics, size_result
 
 from nki_assist.contracts.runs import RunResult, ValueRange
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.numerics.spec import load_spec
-from nki_assist.reconcile import reconcile
-from nki_assist.reconcile_ranges import EXP_OVERFLOW_FP32, eval_trip, exp_limit
+from nki_assist.review.reconcile import reconcile
+from nki_assist.review.ranges import EXP_OVERFLOW_FP32, eval_trip, exp_limit
 from nki_assist.review import ReviewOptions, review_port
 from nki_assist.rules.registry import get
 from nki_assist.sim import run_kernel

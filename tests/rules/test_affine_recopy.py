@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "NKI201" / "pos_recopy.py"
 

@@ -7,12 +7,12 @@ import textwrap
 
 import numpy
 
-from nki_assist.autofix import apply_fixes
+from nki_assist.check import apply_fixes
 from nki_assist.check import CheckOptions, check_source
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 LEGACY = "import neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as nl\n"
 NEW = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"

@@ -8,15 +8,17 @@ from pathlib import Path
 import pytest
 
 from nki_assist.findings import Finding, Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.cuda import parse_cuda
 from nki_assist.parse.nki import parse_nki
 from nki_assist.perf import estimate, perf_findings, synth
 from nki_assist.perf import findings as perf_checks
-from nki_assist.rules import cuda_rules, migration, nki_common
-from nki_assist.rules.cuda_rules import run_cuda_rules
-from nki_assist.rules.migration import run_migration_rules
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.cuda import checks as cuda_rules
+from nki_assist.rules.migration import checks as migration
+from nki_assist.rules.nki import common as nki_common
+from nki_assist.rules.cuda.checks import run_cuda_rules
+from nki_assist.rules.migration.checks import run_migration_rules
+from nki_assist.rules.nki.run import run_nki_rules
 from nki_assist.rules.registry import get
 from nki_assist.rules.runner import Check, CheckSet
 

@@ -14,10 +14,10 @@ import pytest
 
 from benchmarks.check_bench import generate
 from nki_assist.findings import Finding, Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import is_nki_source, parse_nki
-from nki_assist.rules import nki_common
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki import common as nki_common
+from nki_assist.rules.nki.run import run_nki_rules
 from nki_assist.rules.runner import Check
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,9 +4,9 @@ the exponent is the data's (exp(delta * A) with A < 0 in state-space models), so
 from __future__ import annotations
 
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 KERNEL = '''import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa

@@ -10,7 +10,7 @@ import pytest
 from nki_assist.check import CheckOptions, check_text
 from nki_assist.parse.nki import parse_nki
 from nki_assist.parse.reuse import ParseCache
-from nki_assist.rules import nki_common, nki_dim_roles, nki_loopvars, nki_partition_broadcast, nki_target_gates
+from nki_assist.rules.nki import common as nki_common, dim_roles as nki_dim_roles, loopvars as nki_loopvars, partition_broadcast as nki_partition_broadcast, target_gates as nki_target_gates
 
 HEAD = """import os
 
@@ -127,7 +127,7 @@ def test_an_edit_of_the_file_around_the_kernels_gives_the_cold_findings(what, ed
 def test_the_target_is_part_of_the_key():
     """The same parsed kernels checked at two targets: NKI523's finding follows the target."""
     nf = parse_nki(TEXT, "k.py")
-    from nki_assist.hardware import get_target
+    from nki_assist.api.hardware import get_target
 
     trn1 = [f.severity for f in nki_target_gates.generation_gated_api(nf, get_target("trn1"))]
     trn3 = [f.severity for f in nki_target_gates.generation_gated_api(nf, get_target("trn3"))]
@@ -192,7 +192,7 @@ def column(x):
 
 
 def test_legacy_output_parameter_and_tile_rank_are_remembered_per_kernel(monkeypatch):
-    from nki_assist.rules import nki_kernel_io, nki_tile_rank
+    from nki_assist.rules.nki import kernel_io as nki_kernel_io, tile_rank as nki_tile_rank
 
     calls: dict[str, list[str]] = {"NKI520": [], "NKI113": []}
     for rule, module, name in (("NKI520", nki_kernel_io, "_kernel_outputs"), ("NKI113", nki_tile_rank, "_kernel_tiles")):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from nki_assist.check import CheckOptions, check_source
-from nki_assist.hardware import get_target
-from nki_assist.rules.nki_reductions import partition_reduce_advice
+from nki_assist.api.hardware import get_target
+from nki_assist.rules.nki.reductions import partition_reduce_advice
 from nki_assist.sim import run_kernel
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

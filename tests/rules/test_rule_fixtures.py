@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.rules.registry import all_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
@@ -29,11 +29,11 @@ def run_rules(path: Path):
     rel = str(path)
     if path.suffix == ".py":
         from nki_assist.parse.nki import parse_nki
-        from nki_assist.rules.nki_rules import run_nki_rules
+        from nki_assist.rules.nki.run import run_nki_rules
 
         return run_nki_rules(parse_nki(text, rel), target)
     from nki_assist.parse.cuda import parse_cuda
-    from nki_assist.rules.cuda_rules import run_cuda_rules
+    from nki_assist.rules.cuda.checks import run_cuda_rules
 
     return run_cuda_rules(parse_cuda(text, rel), target)
 

@@ -5,9 +5,9 @@ per step next to the same fetch of float data."""
 from __future__ import annotations
 
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 HEAD = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n"
 

@@ -1,9 +1,9 @@
 """NKI108: a per-row statistic stored from a tail-clamped tile ([min(128, R - 128*t), 1]) is the same
 one-value-per-partition column as a full [128, 1] tile: advice (info), not a warning."""
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 SRC = """\
 import nki

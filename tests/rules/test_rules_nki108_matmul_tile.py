@@ -1,8 +1,8 @@
 """NKI108 on a Tensor Engine operand tile is advice (info); on other small DMAs it stays a warning."""
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 KERNEL = """\
 import nki

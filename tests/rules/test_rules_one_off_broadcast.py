@@ -3,9 +3,9 @@ matmul inside a loop is still a warning."""
 
 from __future__ import annotations
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 SRC = '''import nki
 import nki.isa as nisa

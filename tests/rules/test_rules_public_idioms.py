@@ -1,9 +1,9 @@
 """Static rules on idioms AWS's public kernels use (our own small kernels): no false errors."""
 
 from nki_assist.findings import Severity
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki.run import run_nki_rules
 
 LEGACY = """\
 import numpy as np

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
 from nki_assist.parse.pyast import child_nodes
-from nki_assist.rules import nki_common
-from nki_assist.rules.nki_common import module_tree, scope_nodes, scope_nodes_of, source_has, walk, walk_nodes
-from nki_assist.rules.nki_rules import run_nki_rules
+from nki_assist.rules.nki import common as nki_common
+from nki_assist.rules.nki.common import module_tree, scope_nodes, scope_nodes_of, source_has, walk, walk_nodes
+from nki_assist.rules.nki.run import run_nki_rules
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 # files with nested defs, decorators, comprehensions, lambdas, if/elif chains and try blocks
@@ -138,7 +138,7 @@ def test_token_gated_rules_skip_files_without_the_token(monkeypatch):
         callers.append(sys._getframe(1).f_code.co_name)
         return real(nf, node, types)
 
-    from nki_assist.rules import nki_dropout, nki_slips
+    from nki_assist.rules.nki import dropout as nki_dropout, slips as nki_slips
     monkeypatch.setattr(nki_dropout, "walk_nodes", spy)
     monkeypatch.setattr(nki_slips, "walk_nodes", spy)
     target = get_target("trn2")
@@ -160,8 +160,8 @@ def test_nki211_statement_gate_never_skips_a_kernel_with_two_axes():
     """NKI211 skips a kernel whose statements name fewer than two axis symbols before walking it: an upper bound
     of the symbols `_Roles` keeps, so every kernel with two is still read (fixtures, and AWS's nki-library when
     the corpora are beside the checkout)."""
-    from nki_assist.rules.nki_common import kernel_function
-    from nki_assist.rules.nki_dim_roles import _may_have_two_axes, _Roles
+    from nki_assist.rules.nki.common import kernel_function
+    from nki_assist.rules.nki.dim_roles import _may_have_two_axes, _Roles
 
     files = sorted(FIX.glob("**/*.py"))
     library = CORPORA / "nki-library@d2ad3a5"
@@ -267,7 +267,7 @@ def test_nki212_text_gate_keeps_nfkc_spelled_reads():
     wide = text.replace("src=x[i * 128:(i + 1)", "src=x[\uff49 * 128:(\uff49 + 1)")
     assert "x[i" not in wide.split("\n")[14]
     assert [(f.line, f.column) for f in run_nki_rules(_nf(wide), target) if f.rule == "NKI212"] == [(15, 35)]
-    from nki_assist.rules.nki_loopvars import _mentions
+    from nki_assist.rules.nki.loopvars import _mentions
 
     nf = _nf(text)
     body = nki_common.kernel_function(nf, nf.kernels[0]).body

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki import parse_nki
-from nki_assist.rules.nki_rules import run_nki_rules
-from nki_assist.rules.nki_slips import near_miss
+from nki_assist.rules.nki.run import run_nki_rules
+from nki_assist.rules.nki.slips import near_miss
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 

@@ -26,7 +26,7 @@ def expected_markers(name: str, first: int = 1, last: int | None = None) -> list
 
 def run_source(tmp_path, text: str, args, target: str = "trn2"):
     """Write a kernel source to tmp_path/k.py and simulate it: (RunResult, source lines)."""
-    from nki_assist.hardware import get_target
+    from nki_assist.api.hardware import get_target
     from nki_assist.sim import run_kernel
 
     path = tmp_path / "k.py"

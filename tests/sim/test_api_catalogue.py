@@ -1,4 +1,4 @@
-"""The NKI API catalogue (nki_assist/nki_api.py) is the one list of APIs: the simulator's dialect adapters,
+"""The NKI API catalogue (nki_assist/api/catalogue.py) is the one list of APIs: the simulator's dialect adapters,
 the parser's role table, the simulator's tool-limit list and the cost model's op table agree with it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import inspect
 
 import pytest
 
-from nki_assist import nki_api
-from nki_assist.hardware import get_target
+from nki_assist.api import catalogue as nki_api
+from nki_assist.api.hardware import get_target
 from nki_assist.parse.nki_extract import ROLES
 from nki_assist.perf import cost
 from nki_assist.sim import isa, language, runner
@@ -38,7 +38,7 @@ ADAPTERS = _adapters()
 
 def test_every_adapter_has_an_entry_with_its_dialects():
     missing = sorted(set(ADAPTERS) - set(nki_api.BY_NAME))
-    assert missing == [], "add these to nki_assist/nki_api.py"
+    assert missing == [], "add these to nki_assist/api/catalogue.py"
     for name, by_dialect in ADAPTERS.items():
         api = nki_api.BY_NAME[name]
         assert (api.legacy, api.new) == ("legacy" in by_dialect, "new" in by_dialect), name

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 NEW = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\nimport nki.typing as nt\n\n"

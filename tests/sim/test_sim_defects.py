@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sim_helpers import expected_markers, fixture
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 BF16 = ml_dtypes.bfloat16

@@ -11,7 +11,7 @@ import pytest
 from sim_helpers import FIXTURES
 
 from nki_assist.contracts.callargs import Keyword, Named, Output, PackageRoot, for_reference, split
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import packages, run_kernel
 
 PKG = FIXTURES / "pkg"

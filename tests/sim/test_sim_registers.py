@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 HEAD = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\nfrom dataclasses import dataclass\n"

@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 HEADER = "import nki\nimport nki.language as nl\n\n"  # new dialect: no per-iteration scope release

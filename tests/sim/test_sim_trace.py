@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 from sim_helpers import fixture
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 BF16 = ml_dtypes.bfloat16

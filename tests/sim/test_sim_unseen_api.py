@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 
-from nki_assist.hardware import get_target
+from nki_assist.api.hardware import get_target
 from nki_assist.sim import run_kernel
 
 LEGACY = ("import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.isa as nisa\n"

@@ -8,7 +8,7 @@ import pytest
 
 from nki_assist.numerics.inputs import input_rng, make_inputs, round_to, upcast
 from nki_assist.numerics.spec import load_spec
-from nki_assist.tolerance import compare, cross_check_tolerance, ulp_of
+from nki_assist.contracts.tolerance import compare, cross_check_tolerance, ulp_of
 
 
 def test_inputs_are_deterministic_and_in_kernel_order(axpy_port):

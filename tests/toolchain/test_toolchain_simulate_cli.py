@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nki_assist.cli import main
-from nki_assist.hardware import TRN2
+from nki_assist.api.hardware import TRN2
 from nki_assist.numerics.inputs import make_inputs
 from nki_assist.numerics.spec import load_spec
 from nki_assist.toolchain.builtin import RUNNER_ENV

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ... import nki_api
-from ...hardware import DTYPE_BYTES
+from ...api import catalogue as nki_api
+from ...api.hardware import DTYPE_BYTES
 from .. import consts
 from ..consts import Env
 from ..nki_model import (

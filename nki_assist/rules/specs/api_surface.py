@@ -20,7 +20,7 @@ In a new-dialect (`import nki`) kernel: `nl.X`, `nisa.X`, `nl.tile_size.X` or `n
 
 Severity: `error` only when the table is certain: the release notes list the name as new in a later version and the module's stubs are complete at the target. A name no release documents is a `warning` (the stubs omit a few real members), an `info` where a module's stubs are known to be partial (`nl` at 0.2, where the activation functions were on another page).
 
-In a legacy-dialect file (`import neuronxcc.nki.language as nl`, not version-checked otherwise): a name that neither the legacy dialect's names (the project's catalogue, nki_assist/nki_api.py) nor any release documents, always a `warning` (that list is curated, not generated). trnfft shipped `nl.negate` in legacy kernels under `if HAS_NKI:` until a later commit renamed it `nl.negative`.
+In a legacy-dialect file (`import neuronxcc.nki.language as nl`, not version-checked otherwise): a name that neither the legacy dialect's names (the project's catalogue, nki_assist/api/catalogue.py) nor any release documents, always a `warning` (that list is curated, not generated). trnfft shipped `nl.negate` in legacy kernels under `if HAS_NKI:` until a later commit renamed it `nl.negative`.
 
 ## Why it matters on Trainium
 The NKI compiler resolves `nl`/`nisa` names when it traces the kernel: an unknown name is an `AttributeError` at compile time, often on a branch the tests never take (a dtype-dependent cast, a tail path).
@@ -82,7 +82,7 @@ Pass the missing arguments. For ISA calls: `t = nl.ndarray(shape, dtype, buffer=
 ## What it finds
 Two sides of the new-dialect return convention. A call whose signature at the target NKI version takes `dst` (every `nisa.*` compute instruction, `nl.store`) returns nothing, so binding, passing or returning its result uses `None` (an `error` when the version's stub documents the signature). And an `nl` math function that returns a new tile (`nl.exp(x)`), called as a bare statement, computes a tile that is thrown away (a `warning`).
 
-In a legacy-dialect file (`neuronxcc.nki`) the convention is the other way round: compute calls return their tile. A legacy returns-style call (`nisa.nc_matmul`, `nisa.tensor_copy`, `nl.load`, ...; the project's catalogue, nki_assist/nki_api.py) called as a bare statement throws its result away, usually the new dialect's dst-first form (`nisa.nc_matmul(psum, a, b)`) written against the old API (a `warning`; trnfft shipped that form in legacy kernels).
+In a legacy-dialect file (`neuronxcc.nki`) the convention is the other way round: compute calls return their tile. A legacy returns-style call (`nisa.nc_matmul`, `nisa.tensor_copy`, `nl.load`, ...; the project's catalogue, nki_assist/api/catalogue.py) called as a bare statement throws its result away, usually the new dialect's dst-first form (`nisa.nc_matmul(psum, a, b)`) written against the old API (a `warning`; trnfft shipped that form in legacy kernels).
 """ + _VERSION + """
 
 ## Why it matters on Trainium

@@ -335,7 +335,7 @@ Number-format semantics that changed between the CUDA kernel and the port:
   (The output dtype itself is MIG105's.)
 
 A literal counts as a format constant when it is a float (`448.0`), a clamp operand, or bound to a name
-like `FP8_MAX`/`scale`/`amax`; an integer shape `448` does not. Numbers: `nki_assist/hardware.py`
+like `FP8_MAX`/`scale`/`amax`; an integer shape `448` does not. Numbers: `nki_assist/api/hardware.py`
 (`FLOAT_MAX`, `CUDA_FLOAT_MAX`; nki-facts §3 "Data types"). In a review, the simulator's sanitizer
 finds the cast that overflowed (NUM104 on the cast line); both findings then form one review item.
 

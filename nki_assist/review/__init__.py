@@ -1,0 +1,33 @@
+"""The review of a port: static and migration checks, the simulator's runs, numerics and the cost model,
+evidence reconciliation, the drafted assessment.
+
+Parts:
+  pipeline     the entry points (`review_port` for a port spec, `review_files` without one) and the stages
+               in order: static, migration, runs, numerics scenarios, performance, assessment
+  reconcile    evidence reconciliation: each static/migration claim about run time checked against the run
+  ranges       the value-range evidence (exp overflow margins, activation input ranges) reconcile reads
+  stage_links  one cause reported by several stages becomes one item
+
+Import what you need from this package (`from nki_assist.review import review_port`); the modules behind it
+are private to it. Names are loaded on first use so that importing one of them stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC = {
+    "pipeline": ("ReviewOptions", "ReviewResult", "review_port", "review_files", "one_line_error"),
+}
+_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

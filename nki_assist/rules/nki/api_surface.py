@@ -1,0 +1,262 @@
+"""API-surface rules (NKI510-NKI514): calls and names the target NKI version does not have, or accepts
+differently. Facts come from the versioned API table (nki_assist/api), the version from the target
+(`Target.nki_version`). Severity is `error` only where the table is certain for that version: the name
+or keyword is listed as removed, the release notes list it as new in a later version, or the version's
+stub documents the function's signature; otherwise a warning (stubs omit some members)."""
+
+from __future__ import annotations
+
+import difflib
+
+from ...api import catalogue as nki_api
+from ...api import table
+from ...api.version import target_version
+from ...findings import Severity
+from ...api.hardware import Target
+from ...parse.nki_model import NkiFile
+from .api_usage import usage
+from .common import check, emit
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+CHECKED_MODULES = ("nl", "nisa", "nki.collectives", "nl.tile_size")
+# keywords NKI501 reports (removed after 0.1): not reported twice
+NKI501_KWARGS = frozenset({"mask", "dst_rmw_op", "platform_target"})
+# value-returning nl calls whose result may be dropped (side effects or context managers)
+SIDE_EFFECTS = frozenset({"nl.device_print", "nl.random_seed", "nl.no_reorder", "nl.store", "nl.fori_loop",
+                          "nl.while_loop", "nl.affine_range", "nl.sequential_range", "nl.static_range",
+                          "nl.dynamic_range"})
+
+
+def _new(nf: NkiFile) -> bool:
+    return nf.dialect in ("new", "transitional")
+
+
+def _module(name: str) -> str | None:
+    mod = name.rsplit(".", 1)[0]
+    return mod if mod in CHECKED_MODULES else None
+
+
+def _certain_signature(e: table.ApiEntry, v: str) -> bool:
+    return e.source == "installed" or e.signature_version == v
+
+
+def _documented_calls(nf: NkiFile, t: Target):
+    """(call, its table entry, the target version) for each call of an nl/nisa/collectives name the target
+    version documents (present or deprecated); nothing for legacy files or the legacy target."""
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version():
+        return
+    for c in u.calls:
+        if _module(c.ref.name) is None or table.status(c.ref.name, v) not in ("present", "deprecated"):
+            continue
+        e = table.lookup(c.ref.name, v)
+        if e is not None:
+            yield c, e, v
+
+
+@check("NKI510", per_file=True)
+def unknown_attribute(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _unknown_legacy(nf, u)
+        return
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version():
+        return
+    for r in u.refs:
+        mod = _module(r.name)
+        if mod is None or r.annotation or r.name.rsplit(".", 1)[1].startswith("_"):
+            continue
+        st = table.status(r.name, v)
+        if st != "unknown":
+            continue  # present / deprecated / removed (NKI501 reports removed and deprecated)
+        e = table.lookup(r.name)
+        short = r.name.rsplit(".", 1)[1]
+        if e is not None and e.present:
+            intro = e.introduced or e.present[0]
+            if table.vkey(intro) > table.vkey(v):
+                certain = table.release_note_new(r.name) == intro and table.complete(mod, v)
+                yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                           f"`{r.name}` was added in NKI {intro}; the target NKI version is {v}, which does not "
+                           "have it.", {"api": r.name, "introduced": intro, "nki_version": v, "certain": certain},
+                           severity=E if certain else W,
+                           fix=f"Raise nki-version to {intro} (and the toolchain with it), or use what {v} has.")
+            elif e.last_documented and table.vkey(v) > table.vkey(e.last_documented):
+                yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                           f"`{r.name}` is documented up to NKI {e.last_documented} but not at {v}, the target "
+                           "version; check that it still exists there.",
+                           {"api": r.name, "last_documented": e.last_documented, "nki_version": v},
+                           severity=I, confidence="low")
+            continue
+        if e is not None:
+            continue  # curated facts only (removed names): NKI501's
+        legacy = r.name in table.legacy_names()
+        pool = sorted(n for n in table.module_names(mod, v) if table.status(f"{mod}.{n}", v) == "present")
+        close = difflib.get_close_matches(short, pool, n=1, cutoff=0.6)
+        hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
+        what = ("exists only in the legacy neuronxcc.nki dialect" if legacy
+                else f"is not documented in any NKI release ({', '.join(table.versions())})")
+        yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                   f"`{r.name}` {what}: NKI {v} has no `{short}` in `{mod}`{hint}",
+                   {"api": r.name, "nki_version": v, "legacy_only": legacy, "suggestion": close[0] if close else None},
+                   severity=W if table.complete(mod, v) else I, confidence="medium",
+                   fix=(f"Use `{mod}.{close[0]}`." if close else f"Use an API that NKI {v} documents."))
+
+
+def _unknown_legacy(nf: NkiFile, u):
+    """A legacy-dialect (`neuronxcc.nki`) file: a name that neither the legacy dialect nor any release has.
+    The legacy name list is curated, not generated, so never more than a warning."""
+    seen: set[tuple[int, int]] = set()
+    known: dict[str, frozenset[str]] = {}
+    for r in u.refs:
+        mod = _module(r.name)
+        if mod is None or r.annotation or r.name.rsplit(".", 1)[1].startswith("_") or (r.line, r.col) in seen:
+            continue
+        seen.add((r.line, r.col))
+        short = r.name.rsplit(".", 1)[1]
+        if mod not in known:
+            known[mod] = table.all_module_names(mod)
+        if short in known[mod]:
+            continue
+        close = difflib.get_close_matches(short, sorted(n for n in known[mod] if f"{mod}.{n}" in table.legacy_names()),
+                                          n=1, cutoff=0.6)
+        hint = f"; did you mean `{mod}.{close[0]}`?" if close else "."
+        yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
+                   f"`{r.name}` is in neither the legacy neuronxcc.nki dialect this file imports nor any NKI "
+                   f"release ({', '.join(table.versions())}): the kernel fails when it is traced{hint}",
+                   {"api": r.name, "dialect": "legacy", "suggestion": close[0] if close else None},
+                   severity=W, confidence="medium",
+                   fix=(f"Use `{mod}.{close[0]}`." if close else "Use an API the legacy dialect documents."))
+
+
+@check("NKI511", per_file=True)
+def unknown_keyword(nf: NkiFile, t: Target):
+    for c, e, v in _documented_calls(nf, t):
+        if e.params is None:
+            continue
+        certain = _certain_signature(e, v)
+        positional = [p for p in e.params if p.kind in ("posonly", "pos")]
+        if not c.splat and not any(p.kind == "var" for p in e.params) and c.positional > len(positional):
+            yield emit("NKI511", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                       f"`{c.ref.name}` takes at most {len(positional)} positional arguments at NKI {v}; "
+                       f"this call passes {c.positional}.",
+                       {"api": c.ref.name, "nki_version": v, "positional": c.positional, "max": len(positional)},
+                       severity=E if certain else W)
+        for kw, line, col, end_col in c.keywords:
+            if kw in NKI501_KWARGS:
+                continue
+            st = table.kwarg_status(c.ref.name, kw, v)
+            if st == "present":
+                continue
+            fact = table.kwarg_fact(c.ref.name, kw) or {}
+            params = ", ".join(p.name for p in e.params if p.kind not in ("var", "varkw"))
+            ev = {"api": c.ref.name, "kwarg": kw, "nki_version": v, "status": st, "signature": params,
+                  "signature_version": e.signature_version or "installed"}
+            if st == "deprecated":
+                yield emit("NKI511", nf, line, col, line, end_col,
+                           f"`{kw}=` on `{c.ref.name}` is deprecated since NKI {fact.get('deprecated')} "
+                           f"(ignored or scheduled for removal).", ev, severity=W,
+                           fix=f"Drop `{kw}=`" + (f"; use {fact['replacement']}." if fact.get("replacement") else "."))
+                continue
+            if st == "removed":
+                msg = f"`{kw}=` on `{c.ref.name}` was removed in NKI {fact.get('removed')}"
+                fix = f"Drop `{kw}=`" + (f" and use {fact['replacement']}." if fact.get("replacement") else ".")
+                # certain when the release notes name this function's keyword; a migration-wide fact
+                # (`nisa.*(dtype=)`) is not: AWS's own 0.3 kernels still pass dtype= to some ISA calls
+                sev = E if fact.get("api") == c.ref.name else W
+            else:
+                dst = kw == "dst" and e.returns == "value"
+                msg = (f"`{c.ref.name}` returns its result and takes no `dst=` at NKI {v}" if dst else
+                       f"`{c.ref.name}` has no keyword `{kw}` at NKI {v}")
+                close = difflib.get_close_matches(kw, [p.name for p in e.params], n=1, cutoff=0.7)
+                fix = (f"Write `{kw} = {c.ref.name}(...)` or use the nisa instruction that takes dst=." if dst else
+                       f"Use `{close[0]}=`." if close else f"Drop `{kw}=`; `{c.ref.name}` takes ({params}).")
+                # the signature says no, but public kernels show keywords the stubs omit: a warning
+                sev = W
+            yield emit("NKI511", nf, line, col, line, end_col, f"{msg}; it takes ({params}).", ev,
+                       severity=sev, fix=fix)
+
+
+@check("NKI512", per_file=True)
+def missing_required(nf: NkiFile, t: Target):
+    for c, e, v in _documented_calls(nf, t):
+        if c.splat or e.params is None:
+            continue
+        given = {k for k, *_ in c.keywords}
+        missing = [p.name for i, p in enumerate(e.params)
+                   if p.required and p.name not in given and not (p.kind in ("posonly", "pos") and i < c.positional)]
+        if not missing:
+            continue
+        legacy_style = "dst" in missing and e.returns == "dst"
+        msg = (f"`{c.ref.name}` writes its result into `dst` at NKI {v} (it returns nothing); this call passes no "
+               "dst, the legacy returns-a-tile form" if legacy_style else
+               f"`{c.ref.name}` is missing required argument(s) {', '.join(missing)} at NKI {v}")
+        yield emit("NKI512", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col, msg + ".",
+                   {"api": c.ref.name, "nki_version": v, "missing": missing,
+                    "signature": [p.name for p in e.params], "signature_version": e.signature_version or "installed"},
+                   severity=E if _certain_signature(e, v) else W,
+                   fix=("Allocate the result (nl.ndarray) and pass it as dst=." if legacy_style
+                        else f"Pass {', '.join(missing)}."))
+
+
+def _legacy_discarded(nf: NkiFile, u):
+    """A legacy file: a returns-style call (the catalogue's legacy parameters do not start with dst) called as a
+    statement: its tile is thrown away, often the new dialect's dst-first form written against the old API."""
+    for c in u.calls:
+        api = nki_api.BY_NAME.get(c.ref.name)
+        if not c.statement or api is None or not api.legacy or api.params is None or api.params[0][:1] == ("dst",):
+            continue
+        legacy, new = api.params
+        dst_first = c.positional == len(new) or any(k == "dst" for k, *_ in c.keywords)
+        yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                   f"`{c.ref.name}` returns its result in the legacy neuronxcc.nki dialect this file imports "
+                   f"(it takes ({', '.join(legacy)}, ...) and has no dst); this call discards it"
+                   + (", in the new dialect's dst-first form." if dst_first else "."),
+                   {"api": c.ref.name, "dialect": "legacy", "returns": "value", "dst_first": dst_first,
+                    "positional": c.positional}, severity=W, confidence="medium",
+                   fix=f"Bind the result (`t = {c.ref.name}({', '.join(legacy)})`) and use it, or port the file to "
+                       "`import nki` where the call takes dst=.")
+
+
+@check("NKI513", per_file=True)
+def return_convention(nf: NkiFile, t: Target):
+    if nf.dialect == "legacy" and (u := usage(nf)) is not None and u.legacy:
+        yield from _legacy_discarded(nf, u)
+        return
+    for c, e, v in _documented_calls(nf, t):
+        if e.returns is None:
+            continue
+        if e.returns == "dst" and c.used_as_value:
+            yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                       f"`{c.ref.name}` writes into its `dst` argument and returns nothing at NKI {v}; using its "
+                       "result (binding, passing or returning it) uses None.",
+                       {"api": c.ref.name, "nki_version": v, "returns": "dst"},
+                       severity=E if _certain_signature(e, v) else W,
+                       fix="Call it as a statement with dst=<allocated tile> and use that tile afterwards.")
+        elif e.returns == "value" and c.statement and c.ref.name.startswith("nl.") \
+                and c.ref.name not in SIDE_EFFECTS and e.kind == "function" and e.params \
+                and e.params[0].name in ("x", "src", "data") and v not in e.unsupported_call:
+            yield emit("NKI513", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
+                       f"`{c.ref.name}` returns a new tile at NKI {v} and writes nothing else; this call discards "
+                       "the result.", {"api": c.ref.name, "nki_version": v, "returns": "value"}, severity=W,
+                       fix=f"Bind the result (`y = {c.ref.name}(...)`), or use the nisa instruction with dst=.")
+
+
+@check("NKI514", per_file=True)
+def nested_def(nf: NkiFile, t: Target):
+    if not _new(nf) or (u := usage(nf)) is None:
+        return
+    v = target_version(t)
+    if v == table.legacy_version() or table.vkey(v) < (0, 3):
+        return
+    for d in u.nested_defs:
+        if d.body_fun:
+            continue
+        yield emit("NKI514", nf, d.line, d.col, d.line, d.end_col,
+                   f"`{d.name}` is defined inside the @nki.jit kernel `{d.kernel}`; NKI {v} kernels with nested "
+                   "function definitions fail to compile (only nl.fori_loop / nl.while_loop bodies are meant "
+                   "to be nested).", {"function": d.name, "kernel": d.kernel, "nki_version": v},
+                   confidence="medium", fix=f"Move `{d.name}` to module level and call it from the kernel.")
