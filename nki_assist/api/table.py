@@ -251,7 +251,7 @@ def names(module: str | None = None) -> list[str]:
 
 
 def legacy_names() -> frozenset[str]:
-    """Names of the legacy `neuronxcc.nki` dialect the project knows (nki_api.py legacy entries + curated)."""
+    """Names of the legacy `neuronxcc.nki` dialect the project knows (api/catalogue.py legacy entries + curated)."""
     return frozenset(_data()["legacy"]["names"])
 
 

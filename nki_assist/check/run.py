@@ -416,7 +416,9 @@ def _load_engine(languages: set[str | None], numpy: bool = False) -> None:
     if "nki" in languages:
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from ..parse import nki  # noqa: F401
-        from ..rules.nki import run as nki_rules  # noqa: F401
+        from ..rules.nki import run as nki_rules
+
+        nki_rules.load_checks()
 
         if numpy:
             # deferred: only for files that name NumPy (NKI518 reads its attributes)

@@ -4,7 +4,7 @@
 `cuda_model.CudaKernel`: parameters, `__shared__` arrays with folded sizes, barriers, warp shuffles,
 atomics, fast-math intrinsics, tensor-core use, accumulators, bounds guards, loops with trip
 expressions, grid-stride loops, thread-index uses, epilogue hints, global stores and `<<<...>>>`
-launches from host code in the same file. These feed the static CUDA rules (rules/cuda_rules.py)
+launches from host code in the same file. These feed the static CUDA rules (rules/cuda/checks.py)
 and the CUDA-vs-NKI migration checks.
 
 Grammar notes (tree-sitter-cuda 0.21): `__global__`/`__device__`/`__host__` are anonymous children

@@ -273,7 +273,7 @@ class NkiFile:
     line_count: int = 0
     lines: list[str] = field(default_factory=list, repr=False)  # source lines (rules that read the text)
     # parsed with a parse cache: kernels may be reused from the previous version, and their per-kernel
-    # rule findings with them (rules/nki_rules.py)
+    # rule findings with them (rules/nki/run.py)
     from_cache: bool = field(default=False, repr=False, compare=False)
     # where CPython stops on the file (line, column, message); None when it compiles
     python_syntax_error: tuple[int, int, str] | None = None

@@ -9,7 +9,7 @@ run time declares it in `evidence["claim"]`:
   output-wrong   an indexing mistake or a dropped epilogue makes the output wrong (MIG110, MIG102, NKI207)
 
 NKI402 (exp overflow) and NKI404 (activation valid range) are checked against the argument ranges the
-simulator recorded (reconcile_ranges.py).
+simulator recorded (review/ranges.py).
 
 Two cost-model estimates are checked the same way: partition underuse that is only the ragged remainder
 of the size estimated (PERF103), and small-DMA gains that the tensors' HBM rows cannot deliver (PERF102).

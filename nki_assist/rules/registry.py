@@ -1,8 +1,10 @@
 """Rule registry: id, kebab name, category, criterion, default severity, docs page.
 
-Every family lists its rules as `RuleSpec`s in a module under `rules/specs/`; this module collects
-them. Checks live elsewhere (rules/, sim/, numerics/, perf/) and look their metadata up here, so the
-registry never imports upward.
+Each static rule's `RuleSpec` sits in the module that checks it (a `RULES` list in rules/nki/*.py,
+rules/cuda/*.py, rules/migration/*.py): adding a rule touches that module and its fixtures only. Rules
+whose checks run above this layer (the simulator's SIM, numerics' NUM, the cost model's PERF/PROF, the
+toolchain's TC, the tool's own NA) list their specs in rules/specs/, so the registry never imports upward.
+This module collects both, one family at a time: looking a SIM rule up never imports the static checks.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Any
 from .. import taxonomy
 from ..findings import Finding, Severity, Source
 
-from . import specs
 
 DOCS_BASE_URL = "https://github.com/nki-assist/nki-assist/blob/main/docs/rules/"
 
@@ -71,21 +72,44 @@ def registry_problems() -> list[str]:
     return list(_PROBLEMS)
 
 
+# id prefix -> the package whose modules list those rules beside their checks; other ids: rules/specs/
+FAMILIES = {"NKI": "nki", "CUDA": "cuda", "MIG": "migration"}
+_SPECS = "specs"
+
+
+def _modules(package: str) -> list:
+    pkg = importlib.import_module(f"{__package__}.{package}")
+    return [importlib.import_module(f"{pkg.__name__}.{m.name}")
+            for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)]
+
+
+@cache
+def _family(package: str) -> dict[str, RuleSpec]:
+    return {spec.id: spec for module in _modules(package) for spec in getattr(module, "RULES", ())}
+
+
+def _family_of(rule_id: str) -> str:
+    prefix = rule_id.rstrip("0123456789")
+    return FAMILIES.get(prefix, _SPECS)
+
+
 @cache
 def _all() -> dict[str, RuleSpec]:
-
     rules: dict[str, RuleSpec] = {}
     names: dict[str, str] = {}
-    for mod in pkgutil.iter_modules(specs.__path__):
-        module = importlib.import_module(f"{specs.__name__}.{mod.name}")
-        for spec in getattr(module, "RULES", ()):
-            if spec.id in rules or spec.name in names:
-                # Reported by registry_problems() (and its test) instead of breaking every import.
-                _PROBLEMS.append(f"duplicate rule {spec.id} {spec.name} in {module.__name__}")
-                continue
-            spec.criterion  # validates the category
-            rules[spec.id] = spec
-            names[spec.name] = spec.id
+    for package in (_SPECS, *FAMILIES.values()):
+        for module in _modules(package):
+            for spec in getattr(module, "RULES", ()):
+                if spec.id in rules or spec.name in names:
+                    # Reported by registry_problems() (and its test) instead of breaking every import.
+                    _PROBLEMS.append(f"duplicate rule {spec.id} {spec.name} in {module.__name__}")
+                    continue
+                if _family_of(spec.id) != package:
+                    _PROBLEMS.append(f"rule {spec.id} in {module.__name__}: its id prefix belongs to "
+                                     f"rules/{_family_of(spec.id)}/")
+                spec.criterion  # validates the category
+                rules[spec.id] = spec
+                names[spec.name] = spec.id
     return dict(sorted(rules.items()))
 
 
@@ -95,8 +119,11 @@ def all_rules() -> list[RuleSpec]:
 
 def get(rule: str) -> RuleSpec:
     """Look a rule up by id (case-insensitive) or kebab name."""
-    rules = _all()
     key = rule.strip()
+    spec = _family(_family_of(key.upper())).get(key.upper())
+    if spec is not None:
+        return spec
+    rules = _all()
     if key.upper() in rules:
         return rules[key.upper()]
     for spec in rules.values():

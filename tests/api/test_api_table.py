@@ -65,7 +65,7 @@ def test_ops_is_the_simulators_list():
 
 
 def test_catalogue_new_dialect_isa_entries_are_in_the_table():
-    """nki_api.py's hand catalogue and the generated table agree on which ISA names new NKI has."""
+    """api/catalogue.py's hand catalogue and the generated table agree on which ISA names new NKI has."""
     new_isa = {a.name for a in nki_api.CATALOGUE if a.new and a.name.startswith("nisa.")}
     missing = sorted(n for n in new_isa if table.lookup(n) is None)
     # three hand entries no stub 2.27-2.32 documents (sparse_matmul's doc section is commented out,

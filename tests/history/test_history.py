@@ -50,7 +50,7 @@ KNOWN_FALSE_ERRORS = {
     ("nxdi-deltanet-chunked-exp-neg-cumsum", "NKI104@308"),  # PSUM liveness: tiles copied out at once counted live
     # gone (2026-12-05, branch h26b): NKI104@612/@676 on the deltanet-fused and ltx2 fixes (PSUM liveness, fixed
     # on main); NKI110@690 on the ltx2 fix, an nl.hbm output of a nki.jit(mode=...) kernel written for NKI 0.2,
-    # where it compiles: now a warning about the 0.3 upgrade (rules/nki_memory.py)
+    # where it compiles: now a warning about the 0.3 upgrade (rules/nki/memory.py)
 }
 
 

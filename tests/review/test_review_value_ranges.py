@@ -1,4 +1,4 @@
-"""Run-time value ranges (sim/value_ranges.py) backing NKI402 and NKI404 in review (reconcile_ranges.py).
+"""Run-time value ranges (sim/value_ranges.py) backing NKI402 and NKI404 in review (review/ranges.py).
 
 Fixture ports written for these tests (tests/fixtures/ports/range_*): a cumulative exp that stays finite at
 the spec's 64 steps and overflows at 128, a max-subtracted softmax, a ScalarE sin of angles outside [-pi, pi].

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(p for p in [*(ROOT / "tests" / "fixtures").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
                  if is_nki_source(p.read_text(encoding="utf-8", errors="replace")))
 PER_KERNEL = [c for c in nki_common.CHECKS.checks if c.per_kernel]
-# what a per-kernel check may read of the file besides the kernel (the memo key in rules/nki_rules.py)
+# what a per-kernel check may read of the file besides the kernel (the memo key in rules/nki/run.py)
 FILE_ATTRIBUTES = {"dialect", "path"}
 MUTATORS = {"add", "append", "extend", "update", "setdefault", "pop", "remove", "discard", "insert", "clear"}
 
@@ -85,7 +85,7 @@ def _problems(check: Check) -> list[str]:
 def test_there_are_per_kernel_and_per_file_checks():
     assert len(PER_KERNEL) >= 25
     # NKI504 reads the file's imports; the API-surface checks (NKI510-NKI519) read the file's Python AST
-    # once (rules/nki_api_usage.py) to resolve import aliases; NKI211/NKI212 read the kernel text, NKI213-NKI215 the
+    # once (rules/nki/api_usage.py) to resolve import aliases; NKI211/NKI212 read the kernel text, NKI213-NKI215 the
     # module's AST; the Python-level checks (NKI002-NKI004) read the whole module; NKI110 reads the decorator line
     # above the kernel (mode=), NKI520/NKI521 the kernel's Python AST and the file's launcher calls; NKI112/NKI113 the
     # kernels' Python AST, NKI216 the module's, NKI523 the decorator lines and the file's target override; NKI524-NKI527

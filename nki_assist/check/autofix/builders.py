@@ -130,7 +130,7 @@ def _rename(f: Finding, lines: Sequence[str]) -> Fix | None:
 BUILDERS["NKI501"] = BUILDERS["NKI503"] = _rename
 
 
-# --- the API surface at the target NKI version (rules/nki_api_surface.py) ---------------------------
+# --- the API surface at the target NKI version (rules/nki/api_surface.py) ---------------------------
 
 @builder("NKI510")
 def _closest_name(f: Finding, lines: Sequence[str]) -> Fix | None:

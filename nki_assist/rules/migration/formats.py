@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ...findings import Finding, RelatedLocation, Severity
 from ...api.hardware import CUDA_FLOAT_MAX, FLOAT_MAX, Target
+from ...findings import Finding, RelatedLocation, Severity
 from ...parse.cuda_formats import FormatUse, format_facts, saturates
 from ...parse.cuda_model import CudaFile, CudaKernel
 from ...parse.nki_model import NkiFile, NkiKernel

@@ -1,5 +1,5 @@
 """Python idioms new NKI does not trace (NKI515, NKI516): arithmetic operators on tiles, and min()/max()
-of an affine_range loop index. Read from the kernels' Python AST (rules/nki_api_usage.py)."""
+of an affine_range loop index. Read from the kernels' Python AST (rules/nki/api_usage.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,56 @@ from ...parse.nki_model import NkiFile
 from ...parse.pyast import branch_nodes
 from .api_usage import dotted, usage
 from .common import check, emit
+from ..registry import RuleSpec
+from .common import API_TABLE_NOTE
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI515", "python-arithmetic-on-nki-tile", "unsupported-construct", Severity.WARNING,
+             "Python arithmetic (+ - * / ...) on a new-NKI tile; tiles have no operators, use an ISA call.",
+             fix="Compute it with nisa.tensor_tensor / nisa.tensor_scalar into a dst tile.",
+             doc="""\
+## What it finds
+In a new-dialect kernel: a Python arithmetic operator (`+`, `-`, `*`, `/`, `//`, `%`, `**`, `@`, or the augmented `+=`...), or a unary minus (`-t`), with an operand that is a tile: a name every assignment of which in the kernel is an allocation (`nl.ndarray`, `nl.zeros`, ...) or the tile an `nl` function returns, or a slice of one. Shape and index arithmetic (`t.shape[0] * 2`, `i * 128`) is not reported. In legacy `neuronxcc.nki` kernels, whose tiles overload the binary operators, only the unary minus is reported (a warning: neuronxcc 2.24 raised a TypeError on `-s_tile` in trnsolver's Jacobi kernel, fixed with `nl.negative`, the form trnfft uses).
+""" + API_TABLE_NOTE + """
+
+Severity: `error` where the target version's stub lists `NkiTensor`'s special methods (0.6: `__getitem__`/`__setitem__`, no arithmetic, no `__neg__`), `warning` for versions whose stub does not list them.
+
+## Why it matters on Trainium
+Legacy NKI overloaded operators on tiles and lowered them to engine instructions. New NKI tiles (`NkiTensor`) are views of storage: every computation is an instruction with a destination. `a * b` on two tiles fails when the kernel is traced (trnfft's NKI 0.3 migration replaced these with ISA calls).
+
+## Example
+```python
+c = a_tile * b_tile          # NKI515
+d = nl.multiply(x, -s_tile)  # NKI515: unary minus (trnsolver's Jacobi rotation, fixed with nl.negative)
+```
+
+## Fix
+`nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar; `nl.negative(t)` for `-t`.
+"""),
+    RuleSpec("NKI516", "min-bound-in-affine-range", "unsupported-construct", Severity.WARNING,
+             "A slice bound inside nl.affine_range is clamped with min()/max() of the loop index; not a constant size.",
+             fix="Use a constant tile size (assert divisibility or handle the tail separately).",
+             doc="""\
+## What it finds
+Inside a `for i in nl.affine_range(...)` loop, a slice bound that calls `min()` or `max()` on an expression of the loop index (directly or through a name computed from it in the loop), such as `x[i * 128:min((i + 1) * 128, N)]`. In a legacy-dialect (`neuronxcc.nki`) kernel also a bound that reads a name the loop assigns from such a clamp (`end = min(off + 128, N)`, then `x[off:end]`); the finding sits on the clamp. New NKI unrolls `affine_range` (an alias of `range`), so a clamp kept in a name is a plain integer there and is not reported: AWS's NKI 0.3 library sizes its tails that way.
+""" + API_TABLE_NOTE + """
+
+Severity: `warning`. The limit is documented by public fixes (trnfft, on legacy `neuronxcc.nki` kernels: "affine_range can't evaluate min() symbolically"), not by the API stubs; the legacy dialect's own answer to a tail is `mask=`.
+
+## Why it matters on Trainium
+The compiler needs every access's size at compile time. A clamp on the symbolic loop index cannot be evaluated, so the kernel fails to compile, typically only for the sizes that take a tail.
+
+## Example
+```python
+for i in nl.affine_range(n_tiles):
+    t = nl.load(x[i * 128:min((i + 1) * 128, N)])   # NKI516
+```
+
+## Fix
+Use a constant tile size and assert that it divides the extent, or process the tail in a separate, statically sized step.
+"""),
+]
 
 _ALLOCS = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.zeros_like", "nl.empty_like",
                      "nl.ones_like", "nl.full_like", "nl.rand"})
@@ -52,7 +102,7 @@ def _tiles(u, v: str) -> dict[tuple, set[str]]:
     return {kid: names - other.get(kid, set()) for kid, names in tile.items()}
 
 
-tile_names = _tiles  # also read by NKI524 (rules/nki_tile_values.py)
+tile_names = _tiles  # also read by NKI524 (rules/nki/tile_values.py)
 
 
 def _is_tile(node: ast.AST, tiles: set[str]) -> str | None:

@@ -1,7 +1,7 @@
 """What a file does with the NKI API, read with Python's `ast`: every `nl.*` / `nisa.*` / `nki.*`
 reference and call inside its kernels and helpers, resolved through the file's imports to the API table's
 canonical names (a legacy file's `neuronxcc.nki.*` modules to the same names; `Usage.legacy` says so). The
-API-surface rules (rules/nki_api_surface.py) and the version-dependent dialect rules read these facts; they
+API-surface rules (rules/nki/api_surface.py) and the version-dependent dialect rules read these facts; they
 are computed once per file."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Usage:
     nested_defs: list[NestedDef] = field(default_factory=list)
     legacy_aliases: dict[str, str] = field(default_factory=dict)  # alias -> neuronxcc module
     legacy_uses: list[tuple[str, int, bool, bool]] = field(default_factory=list)  # (alias, line, annot, in kernel)
-    # for the idiom checks (rules/nki_api_idioms.py), each with its innermost kernel/helper:
+    # for the idiom checks (rules/nki/api_idioms.py), each with its innermost kernel/helper:
     assigns: list[tuple[object, ast.Assign]] = field(default_factory=list)
     arith: list[tuple[object, ast.AST]] = field(default_factory=list)  # BinOp / AugAssign / `-name` nodes
     affine_loops: list[tuple[object, ast.For]] = field(default_factory=list)  # `for i in nl.affine_range(...)`

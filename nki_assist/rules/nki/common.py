@@ -415,3 +415,13 @@ def _names_keep_ascii(text: str) -> bool:
             if any(c.isascii() and (c.isalpha() or c == "_") for c in unicodedata.normalize("NFKD", form)):
                 return False
     return True
+
+
+# Shared by the docs pages of the rules that read the target NKI version.
+API_TABLE_NOTE = """
+The facts come from the versioned NKI API table (docs/api-table.md), generated from the SDK's API stubs and release notes, read at the target NKI version (`nki-version` in `[tool.nki-assist]`, `--nki-version`, the project's `nki` pin, the installed `nki`, else the newest version the table covers)."""
+
+
+# Shared by the docs pages of the rules that read the target NKI version.
+TARGET_VERSION_NOTE = """
+The target NKI version is read as for the API-surface rules (`nki-version` in `[tool.nki-assist]`, `--nki-version`, the project's `nki` pin, the installed `nki`, else the newest version the API table covers); new-dialect (`import nki`) files at NKI 0.3 or newer only."""

@@ -9,6 +9,104 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .api_usage import usage
 from .common import check, emit
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI501", "removed-api-in-new-nki", "deprecated-api", Severity.ERROR,
+             "New-dialect file uses an API removed (error) or deprecated (warning) at or before the target NKI version.",
+             fix="Use the replacement named in the message (see the NKI migration guide).",
+             doc="""\
+## What it finds
+In a new-dialect file (`import nki`): APIs and keyword arguments that the versioned NKI API table (docs/api-table.md) lists as removed or deprecated at or before the target NKI version (`nki-version`, `--nki-version`, the project's pins, else the newest). These are `mask=` (removed 0.2), `nl.arange`/`nl.mgrid`, `nki.simulate_kernel`/`baremetal`/`benchmark`/`profile` (removed 0.2), `dst_rmw_op=` and `nki.jit(platform_target=)` (removed 0.3), `tensor_copy_dynamic_src/dst` (deprecated 0.3, removed 0.4), `nl.tile_size.psum_fmax` and `total_available_sbuf_size` (deprecated 0.4, not removed), and `nl.dynamic_range` (deprecated 0.6).
+
+Removed at or before the target is an `error`; deprecated at or before it is a `warning` (it still compiles); deprecated or removed only after the target is silent. So `nl.tile_size.psum_fmax` is fine for a project that targets 0.3, which is what nki-library uses it for. A fix names the replacement only when the target version has it.
+
+## Why it matters on Trainium
+The compiler rejects removed APIs outright. Kernels half-ported from legacy samples fail to compile, or (for masks) lose their tail handling when the mask is just deleted. Deprecated APIs still work but will break on the next upgrade.
+
+## Example
+```python
+x = nl.load(a[0:128, 0:512], mask=(i_p < M))   # mask= removed in 0.2
+```
+
+## Fix
+Use the replacement in the message: min()-clamped slices instead of masks, slices or `.ap()` instead of `nl.arange`, `nl.tile_size.psum_bank_fmax` (0.4+) instead of `psum_fmax`.
+"""),
+    RuleSpec("NKI502", "deprecated-loop-iterator", "deprecated-api", Severity.INFO,
+             "New NKI: nl.affine_range / sequential_range / static_range are deprecated aliases of range.",
+             fix="Write `for i in range(n)` (or nl.fori_loop for a runtime loop).",
+             doc="""\
+## What it finds
+In new NKI, loops over `nl.affine_range`, `nl.sequential_range` or `nl.static_range`.
+
+## Why it matters on Trainium
+New NKI unrolls every Python loop at specialization; these iterators are deprecated aliases of `range`. Their legacy meanings (parallel vs carried) no longer apply, which misleads readers porting legacy reasoning.
+
+## Example
+```python
+for i in nl.affine_range(4):   # same as range(4) in new NKI
+```
+
+## Fix
+Write `range(...)`, or `nl.fori_loop` for a loop that must stay a runtime loop.
+"""),
+    RuleSpec("NKI503", "new-api-in-legacy-nki", "deprecated-api", Severity.ERROR,
+             "Legacy (neuronxcc.nki) file uses an API that only exists in new NKI (fori_loop, dma_compute, ...).",
+             fix="Port the file to `import nki` or use the legacy equivalent named in the message.",
+             doc="""\
+## What it finds
+In a legacy (`neuronxcc.nki`) file: APIs that exist only in new NKI. These are `nl.fori_loop`/`while_loop`, `nisa.dma_compute`, `nisa.register_*`, `nki.simulate`, `nl.tile_size.psum_bank_fmax`, MX/topk/exponential ISA calls, and `accumulate=` on `nc_matmul`.
+
+## Why it matters on Trainium
+The legacy toolchain has none of these names, so the kernel fails at import or trace time. This usually means a file mixes code copied from the new docs into a legacy kernel.
+
+## Example
+```python
+nisa.nc_matmul(ps, st, mv, accumulate=True)   # legacy: ps += nisa.nc_matmul(st, mv)
+```
+
+## Fix
+Use the legacy equivalent named in the message, or port the whole file to `import nki`.
+"""),
+    RuleSpec("NKI504", "mixed-nki-namespaces", "deprecated-api", Severity.ERROR,
+             "The file imports both neuronxcc.nki and nki; NKI 0.4+ rejects neuronxcc.nki inside kernels.",
+             fix="Import only `nki` (nki.language, nki.isa) and port the legacy calls.",
+             doc="""\
+## What it finds
+A file that imports both the legacy `neuronxcc.nki` namespace and the new `nki` namespace. At a target NKI version of 0.4 or later, with the legacy namespace used inside a kernel, it is an `error` (a compile error since 0.4); otherwise a `warning`. Up to 0.3 a legacy import used only in type annotations (`neuronxcc.nki.typing`) is legal and not reported.
+
+## Why it matters on Trainium
+Since NKI 0.4, using `neuronxcc.nki` inside a kernel is a compile error, and all kernels in one model must use the same NKI version. Mixed files are half-migrated and break on current toolchains.
+
+## Example
+```python
+import nki.isa as nisa
+import neuronxcc.nki.language as nl   # legacy namespace
+```
+
+## Fix
+Import only `nki`, `nki.language` and `nki.isa`, and port the legacy calls (see NKI501).
+"""),
+    RuleSpec("NKI505", "block-dimension-in-new-nki", "deprecated-api", Severity.ERROR,
+             "New NKI: a tile has dimensions before its partition dim (block dims), removed in NKI 0.2.",
+             fix="Make the partition dim leftmost and keep a Python list of tiles instead of block dims.",
+             doc="""\
+## What it finds
+In new NKI: an SBUF/PSUM allocation with dimensions before its `nl.par_dim` partition dimension (legacy block dimensions).
+
+## Why it matters on Trainium
+NKI 0.2 removed block dimensions: the partition dimension must be leftmost. The allocation no longer compiles, and indexing `buf[i]` means something different.
+
+## Example
+```python
+buf = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+```
+
+## Fix
+Allocate a Python list of `(128, 512)` tiles (one per block), or fold the block into the free dimension.
+"""),
+]
 
 # Removed / deprecated APIs and keywords come from the versioned API table (nki_assist/api), read at the
 # target NKI version (Target.nki_version): removed at or before it = error, deprecated at or before it =

@@ -18,6 +18,42 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import dotted_name
 from .common import check, emit, kernel_findings, kernel_function, walk_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI211", "tile-constant-on-wrong-axis", "indexing-error", Severity.WARNING,
+             "A tile-size constant the kernel uses for one axis (TILE_K for K) offsets or sizes another axis "
+             "(M): correct only while the two constants are equal.",
+             fix="Use the tile constant of the axis being indexed (TILE_M for the M axis).",
+             doc="""\
+## What it finds
+Tile-size constants take their role from the kernel itself: the trip counts and asserts that divide an
+axis symbol by them (`M // TILE_M`, `assert K % BLOCK_K == 0`) and the HBM slices they offset
+(`lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:...]` with `K, M = lhsT.shape`). A constant whose uses agree
+(at least two, and 60% of them, on one axis) has that axis. The rule reports:
+- an HBM tensor slice whose axis is one symbol but whose index uses a constant of another axis
+  (`result[(TILES_IN_BLOCK_M * m + bm) * TILE_K + i.p, ...]` where result's axis 0 is M);
+- a tile loaded from an HBM slice whose free size is a constant of another axis than the one the load
+  reads there (`lhsT_tiles = nl.ndarray((K // TILE_K, nl.par_dim(TILE_K), TILE_N))` filled from
+  `lhsT[..., m * TILE_M:(m + 1) * TILE_M]`).
+
+## Why it matters on Trainium
+Tile sizes are often equal in the sizes a kernel is written and tested at (TILE_K == TILE_M == 128), so
+neither a run nor a shape check sees the mix-up; the first caller that changes one tile size (a 64-row M
+tile, a smaller K step for SBUF room) gets rows written at the wrong offsets or tiles of the wrong width.
+AWS's matmul tutorial shipped both forms and fixed them (nki-samples b2be1a5, 5480d25).
+
+## Example
+```python
+nl.store(result[(TILES_IN_BLOCK_M * m + bm) * TILE_K + i.p, BLOCK_N * n + i.x], value=packed)
+```
+
+## Fix
+Use the constant of the axis being indexed (`TILE_M` for result's rows); size tiles by the axis they hold.
+"""),
+]
 
 _HBM = {"nl.shared_hbm", "nl.hbm", "nl.private_hbm"}
 _LOADS = {"nl.load", "nl.load_transpose2d"}

@@ -14,6 +14,40 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from ...parse.pyast import dotted_name
 from .common import check, emit, module_tree, source_has, walk_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI215", "softmax-sum-after-dropout", "output-mismatch", Severity.WARNING,
+             "The softmax denominator is summed from the probabilities after dropout was applied to them.",
+             fix="Sum the probabilities before the dropout; apply dropout to the numerator only.",
+             doc="""\
+## What it finds
+In one function, in source order: a tile written by an exp (`nl.exp`, `nisa.activation(_reduce)` with
+`op=nl.exp`), then a call whose name contains `dropout` (`nl.dropout`, or a local helper such as
+`dropout_p_local(p_local=...)`) that takes that tile (in place, or writing a new one), then a sum of the
+dropped tile (`nl.sum`, `tensor_reduce(op=nl.add)`) before any new exp rewrites it.
+
+## Why it matters on Trainium
+Attention dropout multiplies the probabilities by a random keep mask (and 1/(1-p)) after the softmax; the
+normaliser is the sum of the undropped exp values. Summing the dropped tile renormalises each row by the
+fraction dropout kept, so the output's expectation is no longer the attention output: training diverges
+slightly from the reference at dropout > 0, and tests at dropout 0 pass. nki-samples' flash attention
+forward did this and fixed it (d3b64a8) by taking the sum with the exp's `reduce_res=` before the dropout.
+
+## Example
+```python
+p[:, s] = nisa.activation(np.exp, qk[:, s], bias=-m)
+dropout_p_local(p_local=p, dropout_p=rate, ...)
+partial_sum[:, i] = nl.sum(p[:, s], axis=1)       # NKI215: sums the dropped-out probabilities
+```
+
+## Fix
+Take the sum from the exp itself (`activation_reduce(..., reduce_op=nl.add, reduce_res=partial_sum[:, i])`)
+and apply dropout afterwards to the numerator only.
+"""),
+]
 
 
 def _base(node: ast.AST | None) -> str | None:

@@ -14,6 +14,53 @@ from ...findings import RelatedLocation, Severity
 from ...api.hardware import Target
 from ...parse.nki_model import Call, NkiFile, NkiKernel
 from .common import check, emit, kernel_findings, kernel_function, kernel_has, resolve_api, scope_nodes, source_has
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI521", "nc-version-equality", "hardware-generation", Severity.WARNING,
+             "A hardware-generation branch compares get_nc_version() with == / != a generation that is not the newest, "
+             "so newer NeuronCores take the older generation's path.",
+             fix="Compare with >= (or <) so later generations take the path of the generation named.",
+             doc="""\
+## What it finds
+`nisa.get_nc_version() == nisa.nc_version.gen3` (or `!=`, or the integer `3`) where the generation compared with is neither the oldest nor the newest the target NKI version's API table lists (`nisa.nc_version.gen2` ... `gen4`). `== gen2` (the oldest) means "gen2 and older"; `== <newest>` has no later generation to exclude yet, so neither is reported.
+
+## Why it matters on Trainium
+A branch written when trn2 (NeuronCore-v3, `gen3`) was the newest core usually means "gen3 and later": the PE-array transpose that must keep the input dtype, DMA transpose. With `==`, trn3 (NeuronCore-v4, `gen4`) silently takes the trn1 path: fp32 PSUM transposes that the newer core rejects, or a slower fallback. nki-samples fixed its flash-attention and fused RMSNorm-QKV kernels this way.
+
+## Example
+```python
+if nisa.get_nc_version() == nisa.nc_version.gen3:   # gen4 takes the gen2 path
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.psum)
+```
+
+## Fix
+`if nisa.get_nc_version() >= nisa.nc_version.gen3:`. If the branch really is specific to one generation, say so in a comment and suppress the finding.
+"""),
+    RuleSpec("NKI522", "transpose-dtype-mismatch", "unsupported-construct", Severity.WARNING,
+             "nisa.nc_transpose writes into a dst whose dtype differs from the transposed tile's (bf16 into an fp32 PSUM tile).",
+             fix="Allocate the PSUM dst with the input's dtype, or cast the input (tensor_copy into an fp32 tile) first.",
+             doc="""\
+## What it finds
+A new-dialect `nisa.nc_transpose(dst, data)` where `dst` and `data` are allocated with different dtypes: the common case is a `bfloat16` input tile (allocated with `dtype=q.dtype` from a bf16 kernel input) transposed into a `float32` PSUM tile, the way trn1 (NeuronCore-v2) transposes produced fp32.
+
+Severity: `error` when both dtypes are literal and differ: every NKI release's `nc_transpose` documentation says "The output `dst` tile must have the same data type as that of `data`" (SDK 2.27-2.32 stubs), and the compiler rejects it on trn2. A `warning` when one side is a kernel input's dtype (`k.dtype`): it matches only when the caller passes that dtype, and when the target is trn1, where the legacy PE array wrote fp32. Legacy-dialect (value-returning) transposes are not checked.
+
+## Why it matters on Trainium
+From NeuronCore-v3 on, the Tensor Engine transpose (a matmul against an identity, `is_transpose`) is bit-accurate and keeps the input dtype; it does not convert. A kernel that ran on trn1 with fp32 PSUM transposes fails to compile on trn2.
+
+## Example
+```python
+k_raw = nl.ndarray((128, 128), dtype=k.dtype, buffer=nl.sbuf)      # bf16 input
+k_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+nisa.nc_transpose(k_t, k_raw)                                        # dtypes differ
+```
+
+## Fix
+Allocate `k_t` with `dtype=k_raw.dtype` (and cast after the copy out of PSUM if fp32 is needed), or upcast first: `nisa.tensor_copy(k32, k_raw)` into an fp32 SBUF tile, then transpose `k32`.
+"""),
+]
 
 E, W = Severity.ERROR, Severity.WARNING
 _GEN = re.compile(r"(?:^|\.)nc_version\.gen(\d+)$")

@@ -18,6 +18,32 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .api_usage import dotted, usage
 from .common import check, emit
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI527", "shift-wider-than-nki-integer", "overflow-risk", Severity.WARNING,
+             "A bit shift by 32 or more on an NKI tile; NKI integers are at most 32 bits, so no bit survives.",
+             fix="Split the operands into 16-bit halves so each partial product fits in 32 bits.",
+             doc="""\
+## What it finds
+`nl.right_shift(x, n)` / `nl.left_shift(x, n)`, or `nisa.tensor_scalar` with `op0`/`op1` one of them, whose shift amount is a literal of 32 or more.
+
+Severity: `error` in new-dialect files where the target version's API table lists no 64-bit integer dtype (every release so far), else `warning`.
+
+## Why it matters on Trainium
+NKI's integer dtypes are `int8/16/32` and `uint8/16/32` (each release's `nki.language` stub; there is no 64-bit integer), and the shift works on each element in its own dtype, like `numpy.right_shift`. Shifting a 32-bit element by 32 keeps none of its bits (or, where the count wraps, all of them), so the CUDA/NumPy idiom `hi = (x * c) >> 32`, the high word of a 64-bit product, yields nothing useful: trnrand's Philox kernel computed every output wrong this way.
+
+## Example
+```python
+prod = nl.multiply(c0, M0)
+hi = nl.bitwise_and(nl.right_shift(prod, 32), MASK)    # NKI527
+```
+
+## Fix
+Compute the high word from 16-bit (or byte) halves whose partial products fit in 32 bits, and recombine them with shifts below 32.
+"""),
+]
 
 _SHIFTS = frozenset({"nl.right_shift", "nl.left_shift"})
 _WIDE = ("nl.int64", "nl.uint64")

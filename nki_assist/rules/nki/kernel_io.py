@@ -14,6 +14,48 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...project.index import LEGACY_LAUNCHERS
 from .common import check, decorator_text, emit, kernel_findings, kernel_function, module_tree, per_text, resolve_api, scope_nodes, walk_nodes
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI520", "kernel-writes-output-parameter", "deprecated-api", Severity.WARNING,
+             "An entry kernel stores its result into a parameter instead of allocating the output and returning it.",
+             fix="Drop the parameter, allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) "
+                 "inside the kernel, store into it and return it.",
+             doc="""\
+## What it finds
+An entry kernel (`@nki.jit`, `@nki.baremetal`, `@nki.benchmark`, `@nki.profile`, or a function wrapped with one of them, `nki.baremetal()(fn)`) that writes into one of its own parameters (`nl.store(out[...], ...)`, `nisa.dma_copy(dst=out, ...)`, through a view such as `out.reshape(...)`) and does not return it: the pre-2.21 pass-by-reference convention, where the caller allocated the output and passed it in. Parameters annotated `nt.mutable_tensor` and returned are in-place updates and are not reported; a `nt.mutable_tensor` parameter written and not returned is. Sub-kernels and helpers called from another kernel (nki-library's `output` parameters) are not entry kernels and are skipped, and so are kernels launched only through `torch_neuronx.nki_jit` / `jax_neuronx.nki_call`, whose convention was pass-by-reference.
+
+The legacy framework launchers are looked for in every file checked together (a directory check: the project model records which functions each module hands to one): `nki_jit()(kernel)`, `nki_jit(kernel)`, `nki_jit(func=kernel)`, `torch_neuronx.nki_jit()(mod.kernel)`, `nki_call(partial(kernel, ...), ...)`, with `nki_jit` imported from `torch_neuronx` or `torch_neuronx.xla_impl.ops` (at module level or inside the function that launches), or a bare `nki_jit` / `nki_call` bound nowhere in the module. A module's own `nki_jit = nki.trace`, or `from nki import jit as nki_jit`, is not that launcher.
+
+Severity, by what the compiler of the version does:
+- legacy dialect (`neuronxcc.nki`) with `@nki.jit`: `error`. `nki.jit` arrived in SDK 2.21 together with the "new calling convention in NKI kernels, where kernel output tensors are explicitly returned from the kernel instead of pass-by-reference" (NKI release notes, 2.21); from then on top-level kernel parameters are immutable and storing into one fails with `err_cannot_update_immutable_parameter`. A written `nt.mutable_tensor` parameter that is not returned fails with `err_mutable_parameter_not_returned`: also an `error`.
+- an output parameter that defaults to `None` (`def k(q, k, v, output=None)`), any dialect or launcher, when no file checked with it hands the kernel to a pass-by-reference launcher (next item): `warning`. The default says the kernel expects a caller to pass the output in, which only a pass-by-reference launcher does, and that launcher is usually in another module (optimum-neuron launches its `@nki.jit` flash-attention kernel through `torch_neuronx.nki_jit()(kernel)` from a sibling module, in production). Launched through `nki.jit` itself, the store still fails.
+- a kernel that one of those pass-by-reference launchers is given, in its own file or another one checked with it (optimum-neuron's `attention_base.py`: `_flash_fwd_large_d_call = nki_jit()(flash_fwd_large_d)`, with the `@nki.jit` kernel in `flash_attention_nki.py`): `info`, naming the launcher's `path:line` (evidence `launched_by_reference`, and a related location). Through that launcher the caller's output tensor receives the write, so the code works where it is used; the finding records that a launch through the kernel's own decorator would fail the same store, and that the framework launchers are gone from current SDKs (`torch_neuronx.nki_jit` is unsupported from SDK 2.24, whose notice says to call `@nki.jit` functions directly), so migrating means returning the output. A decorated kernel that some function of the project also calls directly keeps the severity below, and the message names both. Checked alone, the kernel's file shows no launcher and gets the severity below.
+- legacy dialect with `nki.baremetal` / `benchmark` / `profile` / `simulate_kernel`: `warning`. These decorators existed in SDK 2.20, whose convention was pass-by-reference; the table's legacy version (0.1) spans SDK 2.20-2.27, so the tool cannot tell which one the code was written for.
+- new dialect (`import nki`, NKI 0.2+): `warning`. Every new-dialect release returns outputs (kernel outputs allocated `nl.shared_hbm`, NKI 0.3 breaking changes); a write into an input is not an output the framework sees (a torchxla-mode kernel's result stays invisible to XLA), but no release note states a compile error.
+
+## Why it matters on Trainium
+The framework maps a kernel's returned tensors to its outputs. A kernel that writes into an argument either fails to compile (immutable parameter) or computes a result nobody receives: the caller's tensor keeps its old contents.
+
+## Example
+```python
+@nki.jit
+def add(a, b, out):                     # out: caller-allocated
+    nl.store(out, value=nl.load(a) + nl.load(b))
+```
+
+## Fix
+```python
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(a) + nl.load(b))
+    return out
+```
+and update the callers (`out = add(a, b)`).
+"""),
+]
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # launchers whose kernels return their outputs (SDK 2.21+ for nki.jit; the others also existed in 2.20)

@@ -15,6 +15,39 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import branch_nodes, dotted_name
 from .common import check, emit, kernel_findings, kernel_function, walk_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI212", "loop-variable-after-loop", "indexing-error", Severity.WARNING,
+             "A loop variable is read after its loop has ended (`k` where the enclosing loop's `m` was meant).",
+             fix="Use the variable of the loop the statement is in, or compute the value explicitly.",
+             doc="""\
+## What it finds
+A name bound by a `for` loop inside a kernel that a later statement of the same block reads before
+assigning it again: `for k in nl.affine_range(...): ...` followed by `x[k * 128:...]` outside that loop.
+Reads inside a later loop that rebinds the name, and reads after the name is assigned again, are not
+reported.
+
+## Why it matters on Trainium
+An `nl.affine_range`/`sequential_range` index has no value outside its loop; a Python `range` variable
+keeps its last value, which in a kernel is almost always the wrong tile (`k` where the enclosing loop's `m`
+was meant). The kernel still traces and runs, and only the rows it misplaces show the mistake, often
+explained as a tail problem.
+
+## Example
+```python
+for m in nl.affine_range(M // 128):
+    for k in nl.affine_range(K // 128):
+        ...
+    nl.store(out[k * 128:(k + 1) * 128, :], value=res)   # `m` was meant
+```
+
+## Fix
+Index with the variable of the loop the statement is in.
+"""),
+]
 
 _NKI_RANGES = ("affine_range", "sequential_range", "static_range")
 

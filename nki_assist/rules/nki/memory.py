@@ -1,20 +1,190 @@
-"""Memory-hierarchy rules: partitions, SBUF budget, PSUM banks, matmul limits, placement, DMA shape."""
+"""Memory-hierarchy rules: partitions, SBUF budget, PSUM banks, matmul limits, buffer placement (DMA traffic: dma.py)."""
 
 from __future__ import annotations
 
-import math
 import re
 
 from ...api import table
+from ...api.hardware import DTYPE_BYTES, Target
 from ...api.version import target_version
 from ...findings import Severity
-from ...api.hardware import DTYPE_BYTES, Target
 from ...parse.nki import kernel_resources, psum_banks_of
-from ...parse.nki_model import DMA_APIS, NkiFile
-from .common import check, decorator_text, emit, loop_label, shape_str
+from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
+from .common import check, decorator_text, emit, shape_str
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI101", "partition-dim-exceeds-limit", "partition-limit", Severity.ERROR,
+             "An SBUF/PSUM tile puts more than 128 rows on the partition axis.",
+             fix="Tile the partition axis into blocks of nl.tile_size.pmax (128) rows.",
+             doc="""\
+## What it finds
+An SBUF or PSUM tile, explicitly allocated or the result of `nl.load`, whose partition dimension is larger than `nl.tile_size.pmax` (128). The first dimension counts, or the one marked with `nl.par_dim`. Shapes are constant-folded (`2 * nl.tile_size.pmax` is 256).
+
+## Why it matters on Trainium
+SBUF and PSUM have 128 partitions on trn1, trn2 and trn3. A tile cannot span more than that, and the compiler stops with `Size of partition dimension 256 exceeds architecture limitation of 128`.
+
+## Example
+```python
+big = nl.ndarray((256, 512), dtype=nl.float32, buffer=nl.sbuf)   # 256 > 128 partitions
+```
+
+## Fix
+Tile the partition axis: loop over `M // 128` blocks, or keep a Python list of `(128, F)` tiles.
+"""),
+    RuleSpec("NKI102", "sbuf-over-budget", "sbuf-budget", Severity.ERROR,
+             "Simultaneously live SBUF tiles (block dims included) exceed the target's bytes per partition.",
+             fix="Shrink the block dims or free sizes, or allocate tiles inside the loop that uses them.",
+             doc="""\
+## What it finds
+The SBUF tiles that are live at the same time need more bytes per partition than the target has. Each tile costs block dims x free dims x dtype size. A tile is live in the loop body that allocates it and in every loop nested inside that body; tiles in sibling loops do not add up. The budget is the usable SBUF per partition (trn2: 224 KiB minus the compiler's 16.3 KiB reserve = 212,728 B).
+A legacy block-dimension tile (`nl.ndarray((B, nl.par_dim(128), F))`) gets a lifetime per block from the
+compiler: when the tiles fit counting one block of each, the finding is a warning saying so (the kernel
+overflows only if it holds the blocks together; the simulator's SIM104 measures what a run holds), and an
+error only when even one block each does not fit.
+
+## Why it matters on Trainium
+SBUF is software-managed and has no cache behind it. When live tiles exceed it, the compiler spills to HBM (slow) or fails with an allocation error (`[GCA046] Some infinite-cost nodes remain`).
+
+## Example
+```python
+stage = nl.ndarray((K // BK, nl.par_dim(BK), N), dtype=nl.bfloat16, buffer=nl.sbuf)
+# K=4096, BK=32, N=2048 -> 128 blocks x 2048 x 2 B = 524288 B per partition > 212728 B
+```
+
+## Fix
+Shrink block counts or free sizes, stream the data through a smaller tile inside the loop, or allocate a tile in the loop scope where it is used.
+"""),
+    RuleSpec("NKI103", "psum-tile-exceeds-bank", "psum-bank-overflow", Severity.ERROR,
+             "A PSUM tile needs more than one 2 KiB bank per partition (more than 512 fp32).",
+             fix="Split the free dimension into 512-wide fp32 blocks, one PSUM bank each.",
+             doc="""\
+## What it finds
+A PSUM tile whose free size needs more than one 2 KiB bank per partition, that is more than 512 float32 elements. On trn3 a matmul can write across all 8 banks, so there the limit is the full 16 KiB.
+
+## Why it matters on Trainium
+Each Tensor Engine accumulation group writes into one 2 KiB PSUM bank per partition. A wider tile cannot be a single matmul destination on trn1/trn2, and the compiler either rejects it or splits it in ways that break `+=` accumulation.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
+# PSUM tile [128, 1024] float32 needs 4096 B per partition; a PSUM bank holds 2048 B.
+```
+
+## Fix
+Split N into 512-wide blocks (`nl.tile_size.psum_bank_fmax`), with one PSUM tile and one matmul chain per block.
+"""),
+    RuleSpec("NKI104", "too-many-psum-banks", "psum-bank-overflow", Severity.ERROR,
+             "PSUM tiles live at the same time need more than the 8 banks a partition has.",
+             fix="Evict PSUM results to SBUF sooner, or allocate fewer accumulators per loop scope.",
+             doc="""\
+## What it finds
+PSUM tiles live at the same time that together need more than the 8 banks a partition has. Each tile needs ceil(free bytes / 2048) banks per block, block dims included. Liveness follows loop scopes, as for SBUF.
+Tiles are counted by liveness: a PSUM tile is live from its allocation to the last statement that names it
+(to the end of any loop that uses it), in its own loop scope and the scopes nested in it. Kernels that
+allocate many short-lived PSUM tiles at one scope and copy each out before the next (common in new-dialect
+kernels) therefore need only the banks that are live at once.
+
+## Why it matters on Trainium
+PSUM is 16 KiB per partition in 8 banks, so at most 8 accumulation groups can be in flight. Going past that forces the compiler to serialise and evict, or to fail allocation.
+
+## Example
+```python
+acc_a = nl.zeros((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)   # 4 banks
+acc_b = nl.zeros((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)   # 4 banks
+extra = nl.zeros((nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.psum)      # 9th bank
+```
+
+## Fix
+Evict finished accumulators to SBUF (`nisa.tensor_copy`) before starting new ones, or move accumulators into the loop scope that uses them.
+"""),
+    RuleSpec("NKI105", "matmul-tile-limit", "matmul-tile-limit", Severity.ERROR,
+             "A matmul's contraction, stationary free or moving free size exceeds the TensorE limits.",
+             fix="Tile K and M to 128 and the moving free size to 512 (gemm_moving_fmax).",
+             doc="""\
+## What it finds
+An `nl.matmul` or `nisa.nc_matmul` whose resolved operand shapes exceed the Tensor Engine limits: contraction K (partition axis) > 128, stationary free size M > 128, moving free size N > 512 (trn3: 4096 for an fp32 destination, 8192 for bf16).
+
+## Why it matters on Trainium
+The PE array is 128x128, and one matmul instruction writes one PSUM bank (512 fp32) on trn1/trn2. Larger tiles are compile errors.
+
+## Example
+```python
+st = nl.ndarray((nl.par_dim(128), 256), dtype=nl.bfloat16, buffer=nl.sbuf)
+res = nisa.nc_matmul(st, mv)   # stationary free M=256 > 128
+```
+
+## Fix
+Tile M to 128 (`gemm_stationary_fmax`), N to 512 (`gemm_moving_fmax`) and K to 128, with a loop over K accumulating into PSUM.
+"""),
+    RuleSpec("NKI106", "matmul-operand-placement", "buffer-placement", Severity.ERROR,
+             "A matmul reads an operand from HBM or PSUM, or writes its result outside PSUM.",
+             fix="Load operands into SBUF with nl.load / nisa.dma_copy and give the matmul a PSUM destination.",
+             doc="""\
+## What it finds
+A matmul operand read straight from HBM (a kernel input or an `nl.hbm` tensor) or from PSUM, or a matmul destination outside PSUM. In new-dialect (NKI 0.3+) code an operand bound to `nl.transpose(...)` counts as PSUM (a warning, medium confidence: the SDK's `nl.transpose` example names its result `result_psum` and copies it to SBUF with `nisa.tensor_copy`; trnsparse's kernels failed with "stationary must be in sbuf" and were fixed by staging the transpose through SBUF-producing loads). Parameters of a helper function the kernel calls (e.g. `@nki.jit(mode='trace')` sub-kernels), or of a function with no kernel decorator (a building block other files call), are whatever tiles the caller passes, so they are not taken to be HBM inputs. A parameter of a helper or sub-kernel (called from another function in the checked files) is whatever its callers pass: the rule judges it only when every call site the project model resolves passes the same kind of buffer (a helper whose callers all pass a PSUM tile as `dst` is fine; one whose caller passes its HBM output is not).
+
+## Why it matters on Trainium
+The Tensor Engine reads only SBUF and writes only PSUM. Legacy NKI reports `err_unsupported_memory`; new NKI rejects the instruction.
+
+## Example
+```python
+res = nl.matmul(lhsT[0:128, 0:128], b, transpose_x=True)   # lhsT is an HBM kernel input
+```
+
+## Fix
+Load the operand into SBUF first (`nl.load` or `nisa.dma_copy`), copy PSUM results to SBUF with `nisa.tensor_copy`, and give matmuls a `buffer=nl.psum` destination.
+"""),
+    RuleSpec("NKI107", "dma-from-psum", "buffer-placement", Severity.ERROR,
+             "New NKI: a DMA or nl.store reads directly from a PSUM tile, which 0.3+ rejects.",
+             fix="Copy the PSUM tile to SBUF with nisa.tensor_copy (or nl.copy) and store from SBUF.",
+             doc="""\
+## What it finds
+In new NKI (`import nki`), `nisa.dma_copy`, `nisa.dma_transpose` or `nl.store` whose source tile is in PSUM.
+
+## Why it matters on Trainium
+Since NKI 0.3, DMA has no PSUM source and `nl.store` cannot take PSUM. The legacy habit of storing a matmul result straight to HBM no longer compiles.
+
+## Example
+```python
+nisa.nc_matmul(dst=ps, stationary=st, moving=mv)
+nisa.dma_copy(dst=out[0:128, 0:512], src=ps)   # PSUM source
+```
+
+## Fix
+Evict through SBUF: `nisa.tensor_copy(dst=sb, src=ps)`, then `nisa.dma_copy(dst=out[...], src=sb)`.
+"""),
+    RuleSpec("NKI110", "kernel-output-not-shared-hbm", "buffer-placement", Severity.ERROR,
+             "A kernel returns a tensor that is not in HBM (shared_hbm in new NKI).",
+             fix="Allocate the output with nl.ndarray(shape, dtype, buffer=nl.shared_hbm) and store into it.",
+             doc="""\
+## What it finds
+A kernel that returns a tensor allocated outside HBM. In new NKI the output must also be `nl.shared_hbm`: `nl.hbm`/`nl.private_hbm` are per-core. A `return` inside a function nested in the kernel (a closure handing tiles back to the kernel) is not the kernel's output. Only entry kernels are judged: a `@nki.jit` function called from another kernel in the checked files (a sub-kernel, per the project model) hands its tiles back to its caller. A function wrapped with `nki.jit(fn)` is an entry kernel through the wrapper.
+
+Severity: an SBUF/PSUM output is an `error` in every dialect. An `nl.hbm`/`nl.private_hbm` output of a new-dialect kernel depends on the target NKI version (`nki-version`, docs/api-table.md): `error` from 0.3 (the 0.3.0 release notes list "Output tensors must use `buffer=nl.shared_hbm`. Using `nl.hbm` causes compilation failures." as a breaking change), `info` below 0.3, and a `warning` when the kernel's `nki.jit` passes `mode=` (the 0.2 framework switch, deprecated and ignored from 0.3): such a kernel was written for 0.2, where it compiles, and the finding is about the upgrade.
+
+## Why it matters on Trainium
+Kernel outputs go back to the framework through HBM. Since NKI 0.3, outputs must be in `shared_hbm` so both cores of an LNC=2 logical core see them. Returning an SBUF tile is an error in every dialect.
+
+## Example
+```python
+out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.hbm)
+...
+return out   # new NKI: must be nl.shared_hbm
+```
+
+## Fix
+Allocate the output with `buffer=nl.shared_hbm` and store or `dma_copy` the result into it.
+"""),
+]
+
 
 HBM = ("hbm", "shared_hbm", "private_hbm")
+
+
 KIB = 1024
+
+
 _IDENT = re.compile(r"[^\W\d]\w*")  # a Python identifier (names in operand text)
 
 
@@ -175,186 +345,6 @@ def dma_from_psum(nf: NkiFile, t: Target):
                        "(and nl.store cannot take PSUM).",
                        {"api": c.api, "operand": src.text, "buffer": "psum"},
                        fix=f"Copy `{src.name}` to an SBUF tile with nisa.tensor_copy (or nl.copy) and DMA from SBUF.")
-
-
-def _dma_region(c):
-    """The transferred region: the HBM side when its shape is known, else the on-chip side."""
-    ops = [o for o in c.operands if o.role in ("src", "dst", "value") and o.shape]
-    ops.sort(key=lambda o: 0 if (o.is_param or o.buffer in HBM) else 1)
-    return ops[0] if ops else None
-
-
-
-def _row_follows_loop(text: str | None, loops) -> bool:
-    """Does the first (partition-side) index of `x[first, ...]` use an enclosing loop's variable?"""
-    if not text or "[" not in text:
-        return False
-    first = text.split("[", 1)[1].split(",", 1)[0]
-    names = set(_IDENT.findall(first))
-    return any(lp.var in names for lp in loops if lp.var)
-
-
-def _data_fixed(region, parts, free, c, dtype) -> str | None:
-    """Why a small DMA's size is the data's, not the code's choice (None when it is not)."""
-    if parts == 1 and free == 1 and dtype and "int" in dtype:
-        return "a single integer control value: an index, count or offset"
-    text = " ".join(o.text for o in c.operands).lower()
-    loops = " ".join(lp.var or "" for lp in c.loops).lower()
-    if parts in (1, 4) and ("quad" in loops or "quad" in text or "scale" in text):
-        return "an MX scale layout: 4 partitions of scales per 32-partition quadrant"
-    if "vector_offset" in text or "indirect" in text or "dynamic" in text:
-        return "an indirect gather: the rows are chosen by an index tensor"
-    return None
-
-
-@check("NKI108")
-def small_dma(nf: NkiFile, t: Target):
-    for k in nf.kernels:
-        mm_operands = {op.name for mm in k.matmuls for op in (mm.stationary, mm.moving) if op is not None}
-        for c in k.calls:
-            if c.api not in DMA_APIS or not c.loops:
-                continue
-            inner = c.loops[-1]
-            if inner.trip_count is not None and inner.trip_count <= 1:
-                continue
-            region = _dma_region(c)
-            if region is None or len(region.shape) < 1:
-                continue
-            parts = region.shape[0] if isinstance(region.shape[0], int) else None
-            free = region.free_elems
-            dtype = c._kw_dtype if getattr(c, "_kw_dtype", None) else None  # type: ignore[attr-defined]
-            dtype = dtype or next((o.dtype for o in c.operands if o.dtype), None)
-            esize = DTYPE_BYTES.get(dtype) if dtype else None
-            problems, ev = [], {"shape": list(region.shape), "dtype": dtype, "loop_line": inner.line,
-                                "min_bytes_per_partition": t.dma_min_bytes_per_partition}
-            if parts is not None and parts < t.partitions:
-                problems.append(f"{parts} of {t.partitions} partitions")
-                ev["partitions"] = parts
-            if free is not None:
-                # unknown dtype: only certain when even fp32 stays under the minimum
-                bpp = free * esize if esize else (free * 4 if free * 4 < t.dma_min_bytes_per_partition else None)
-                if bpp is not None and bpp < t.dma_min_bytes_per_partition:
-                    problems.append(f"{bpp} B per partition{'' if esize else ' (at most, fp32)'}")
-                    ev["bytes_per_partition"] = bpp
-            if not problems:
-                continue
-            # a full-partition column ([128, 1]: a bias, scale or row statistic per tile) is as wide as
-            # that data gets per tile; only batching several tiles' columns (a layout change) helps
-            # (a tail-clamped tile, `min(128, R - 128 * t)` rows, is the same column on its full tiles)
-            column = free == 1 and (parts == t.partitions or str(region.shape[0]).replace(" ", "").startswith(
-                f"min({t.partitions},") or (parts is None and len(region.shape) <= 2))
-            ev["column_vector"] = column
-            # sizes the data fixes: a single value (an index, count or offset the kernel branches or addresses
-            # on), an MX scale block (4 partitions of scales per 32-partition quadrant), an indirect gather
-            fixed = _data_fixed(region, parts, free, c, dtype)
-            ev["data_fixed"] = fixed
-            # a single row ([1, n]: a bias / scale / gamma row later broadcast across partitions) is one partition
-            # by nature; only loading several rows per DMA would help
-            # (a row the loop walks, `x[r:r + 1, :]` in a loop over r, is the row-at-a-time defect instead)
-            row = (parts == 1 and len(region.shape) >= 2 and "bytes_per_partition" not in ev
-                   and not _row_follows_loop(region.text, c.loops))
-            ev["row_vector"] = row
-            # a full 128-partition matmul operand tile is the Tensor Engine's own tile: loading a wider
-            # strip per DMA is an optimisation whose worth the cost model estimates (PERF101/PERF102)
-            dst = c.operand("dst")
-            dst_name = dst.name if dst is not None else getattr(c, "target", None)
-            if dst_name is None:  # `tiles[k] = nl.load(...)`: the assignment names the tile
-                dst_name = next((a.name for a in k.assignments if a.line == c.line and a.value_api == c.api), None)
-            mm_tile = parts == t.partitions and dst_name is not None and dst_name in mm_operands
-            ev["matmul_operand_tile"] = mm_tile
-            advice = (f"; its size is fixed by the data ({fixed}), so there is nothing wider to move." if fixed else
-                      "; it is one value per partition per tile, so only moving several tiles' values in one "
-                      "[128, n] DMA would help." if column else
-                      ("; it writes a single output row per DMA, so only storing several rows at once would help."
-                       if c.api in ("nl.store",) or (dst is not None and dst.buffer in ("hbm", "shared_hbm"))
-                       else "; it is a single row (a bias or scale row to broadcast across partitions), so only "
-                            "loading several rows per DMA would help.") if row else
-                      "; it is one Tensor Engine operand tile, so only loading a wider strip per DMA (several "
-                      "tiles at once) would help." if mm_tile else ".")
-            yield emit("NKI108", nf, c.line, c.col, c.end_line, c.end_col,
-                       f"`{c.api}` of {shape_str(region.shape)} inside {loop_label(inner)} moves "
-                       f"{' and '.join(problems)}; DMA needs >= {t.dma_min_bytes_per_partition} B per partition "
-                       f"on {t.partitions} partitions to amortise its ~{t.dma_fixed_cost_s * 1e6:.1f} us fixed cost"
-                       + advice,
-                       ev, severity=Severity.INFO if column or row or mm_tile or fixed else None,
-                       confidence="high" if esize or "partitions" in ev else "medium")
-
-
-@check("NKI109")
-def loop_invariant_load(nf: NkiFile, t: Target):
-    for k in nf.kernels:
-        stored = {(c.operand("dst").name, c.line) for c in k.calls
-                  if c.api in ("nl.store", "nisa.dma_copy") and c.operand("dst") is not None}
-        for c in k.calls:
-            if c.api not in ("nl.load", "nl.load_transpose2d", "nisa.dma_copy") or not c.loops:
-                continue
-            src = c.operand("src")
-            if src is None or not (src.is_param or src.buffer in HBM):
-                continue
-            dst = c.operand("dst")
-            if dst is not None and (dst.is_param or dst.buffer in HBM):
-                continue  # HBM to HBM (a zero fill of each output region): no on-chip copy to reuse
-            inner = c.loops[-1]
-            if inner.id in c.dep_loops or (inner.trip_count is not None and inner.trip_count <= 1):
-                continue
-            if inner.kind in ("while", "iter", "fori_loop"):
-                continue
-            if any(n == src.name and inner.line <= ln <= inner.end_line for n, ln in stored):
-                continue  # the loop also writes that tensor: the reload may be intended
-            index_names = set(_IDENT.findall(src.text)) - {src.name}
-            if any(a.name in index_names and inner.line <= a.line <= inner.end_line for a in k.assignments):
-                continue  # the address reads a value the loop updates (`x[idx[0, 0]]` after `idx[...] += 1`)
-            r = redundancy(c, src)
-            outer = r["hoist_above_line"]
-            count = (f"{r['redundant_reads']} of its {r['loads']} executions (= {r['redundant_reads_expr']})"
-                     if r["redundant_reads"] is not None else
-                     f"{r['redundant_reads_expr']} of its {r['loads_expr']} executions")
-            yield emit("NKI109", nf, c.line, c.col, c.end_line, c.end_col,
-                       f"`{c.api}({src.text})` inside {loop_label(inner)} does not depend on "
-                       f"{' or '.join(f'`{v}`' for v in r['independent_vars'])}: {count} re-read an HBM region "
-                       f"already loaded.",
-                       {"tensor": src.name, "loop_var": inner.var, "loop_line": inner.line,
-                        "trip_count": inner.trip_count, "shape": list(src.shape) if src.shape else None, **r},
-                       fix=f"Hoist the load above line {outer} and reuse the tile inside the loop.")
-
-
-def _factor(lp) -> tuple[int | None, str]:
-    if lp.trip_count is not None:
-        return lp.trip_count, str(lp.trip_count)
-    expr = lp.trip_expr or "?"
-    return None, expr if expr.replace("_", "").isalnum() else f"({expr})"
-
-
-def redundancy(c, src) -> dict:
-    """Redundant HBM reads of a load in loops it does not depend on, as a formula of the trip counts.
-
-    The loops from the innermost outward that the load's region does not depend on can all be hoisted
-    over: the load runs prod(all trips) times but only prod(trips of the other loops) regions differ, so
-    redundant = prod(other trips) * (prod(hoisted trips) - 1). Numbers when the trips are constant."""
-    hoist = []
-    for lp in reversed(c.loops):
-        if lp.id in c.dep_loops or lp.kind in ("while", "iter", "fori_loop"):
-            break
-        hoist.append(lp)
-    hoist.reverse()
-    keep = [lp for lp in c.loops if lp not in hoist]
-    hv = [_factor(lp) for lp in hoist]
-    kv = [_factor(lp) for lp in keep]
-    h_expr = " * ".join(e for _, e in hv)
-    expr = f"{h_expr} - 1" if not kv else " * ".join([e for _, e in kv] + [f"({h_expr} - 1)"])
-    h_n = math.prod(n for n, _ in hv) if all(n is not None for n, _ in hv) else None
-    k_n = math.prod(n for n, _ in kv) if all(n is not None for n, _ in kv) else None
-    red = k_n * (h_n - 1) if h_n is not None and k_n is not None else None
-    elems = math.prod(src.shape) if src.shape and all(isinstance(d, int) for d in src.shape) else None
-    esize = DTYPE_BYTES.get(src.dtype) if src.dtype else None
-    return {"independent_vars": [lp.var or "?" for lp in hoist],
-            "independent_loops": [{"var": lp.var, "line": lp.line, "trip": e} for lp, (_, e) in zip(hoist, hv)],
-            "loads": h_n * k_n if red is not None else None,
-            "loads_expr": " * ".join(e for _, e in kv + hv),
-            "distinct_loads": k_n, "redundant_reads": red, "redundant_reads_expr": expr,
-            "elements_per_load": elems,
-            "redundant_bytes": red * elems * esize if red is not None and elems and esize else None,
-            "hoist_above_line": hoist[0].line}
 
 
 @check("NKI110", per_file=True)

@@ -9,6 +9,105 @@ from ...parse.nki import proves_divisible
 from ...parse.nki_model import NkiFile
 from .tails import has_tail_block
 from .common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, inside, loop_label, reads_self, tail_claim
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI201", "affine-range-carried-dependency", "loop-carried-dependency", Severity.ERROR,
+             "Legacy NKI: an nl.affine_range iteration reads a tensor an earlier iteration wrote "
+             "(other than `psum += matmul`).",
+             fix="Use nl.sequential_range for the loop, or accumulate in PSUM with `acc += nl.matmul(...)`.",
+             doc="""\
+## What it finds
+Legacy NKI only: inside `nl.affine_range`, a tensor defined before the loop is read and written at the same location by every iteration: `acc[...] = nl.add(acc, x)` (an error). `acc += x` (also `-=`, `*=`) outside PSUM is an associative reduction, so the iteration order does not change the result (AWS's fused Mamba tutorial accumulates `scanC_accum[...] += scanC` in SBUF this way), but maintainers report `+=` on SBUF as unreliable in the compiler: a warning. The documented `psum += nl.matmul(...)` accumulation (also into a direct `ncc.psum.mod_alloc(...)` allocation) is allowed. So are writes indexed by the loop variable, tensors freshly created inside the loop, and trace-time Python values: an address counter `addr += size` is unrolled by the tracer, and a predicate over indices and sizes rebound in the loop (`mask = (nl.arange(128)[:, None] + 128 * i < n) & mask`) is built by the tracer too; neither is carried on the device. A tile copied (or cast) into its own name, `x = nl.copy(x, dtype=...)`, reading nothing else the kernel binds, gives the same values in any order: an info that the copy belongs before the loop.
+
+## Why it matters on Trainium
+`affine_range` declares the iterations independent, so the compiler may reorder or pipeline them. With a real carried dependency the result is wrong, or the compile fails (`[TEN404] ... Can only handle single store`), and the simulator may not show it.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)
+for k in nl.affine_range(8):
+    acc += nl.load(a[k * 128:(k + 1) * 128, 0:512])
+```
+
+## Fix
+Use `nl.sequential_range` for loops with a carried dependency, or accumulate matmuls in a PSUM tile with `+=`.
+"""),
+    RuleSpec("NKI202", "unused-kernel-input", "unused-input", Severity.WARNING,
+             "A kernel parameter is never read.",
+             fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
+             doc="""\
+## What it finds
+A kernel parameter that the kernel body never reads. A parameter the body writes into (`out[...] = ...`, or the `dst=` of an ISA call: an output buffer the caller passes) and `*args`/`**kwargs` are not reported. Only entry kernels (and functions no other checked function calls) are judged: a helper or sub-kernel that ignores a parameter (a buffer manager, a name suffix passed to every helper) is plumbing, not a dropped kernel input. Names read inside f-strings and parameters that are called (`activation_fn(x)`) count as reads.
+
+## Why it matters on Trainium
+In a CUDA port this usually means part of the computation was dropped (a bias, a scale, a residual), and the results differ from the CUDA kernel only for inputs where that argument matters.
+
+## Example
+```python
+def gemm_bias(lhsT, rhs, bias):   # bias is never loaded
+```
+
+## Fix
+Apply the input the way the CUDA kernel does, or remove it from the signature and the call sites.
+"""),
+    RuleSpec("NKI203", "floor-div-trip-count-unguarded", "missing-boundary-mask", Severity.WARNING,
+             "A loop runs `N // T` iterations with no assert that T divides N and no mask or clamp for the tail.",
+             fix="Add `assert N % T == 0`, or iterate ceil(N / T) tiles and clamp the last one (min()/mask=).",
+             doc="""\
+## What it finds
+A loop whose trip count floor-divides by a tile size (`M // 128`, directly or through a name bound to it) when no assert proves divisibility (`assert M % 128 == 0`), and the loop has no mask, `min()` clamp or `if` guard for the tail, and no store after the loop completes the same output (a separate tail tile; NKI207 checks where it starts). An assert on a derived size counts (`L = LX - 128; assert L % 512 == 0`). With constant operands that do not divide, the rule fires as an error and states how many elements are dropped.
+
+The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause. Guards also count when they are a library assert helper (`kernel_assert(M % 128 == 0, ...)`), in any function that calls this one (directly or through others, the argument passed for a parameter included), in a validator or config builder such a caller runs, or in a method of a config class (`if self.H % 512 != 0: raise`). A ceiling division (`(T + 15) // 16`) rounds up and is not reported, and constants imported from other checked modules fold (`PSUM_SIZE // TILE_SIZE`). A loop over MX quadrants (`// 32` or `// 4` in a loop whose variable names a quadrant) is not reported: the format keeps the partition dimension a multiple of 32.
+
+## Why it matters on Trainium
+The CUDA kernel guards its tail threads with `if (row < M)`. The floored NKI loop silently skips the last `M % 128` rows: output is correct for aligned test sizes and uninitialised for everything else.
+
+## Example
+```python
+M, N = a.shape
+for i in nl.affine_range(M // 128):   # M % 128 rows are never processed
+```
+
+## Fix
+Assert the precondition (`assert M % 128 == 0`), or iterate `(M + 127) // 128` tiles and clamp the last one (`min(128, M - i * 128)` in new NKI, `mask=` in legacy NKI).
+"""),
+    RuleSpec("NKI206", "shape-special-cased", "output-mismatch", Severity.ERROR,
+             "The kernel computes only when a shape equals literal values (`if R == 256 and D == 1024`) and "
+             "otherwise returns an input or writes no output.",
+             fix="Compute for any shape (tile loops over the symbolic sizes, masked/clamped tail), or assert the "
+                 "supported shapes so other shapes fail loudly.",
+             doc="""\
+## What it finds
+An `if` whose test compares shape values of kernel inputs (names bound from `x.shape`, or `x.shape[i]`
+itself) with literal numbers — `R == 256 and D == 1024`, `x.shape == (256, 1024)`, or the negated form
+`R != 256 or D != 1024` — where the path for the literal shape computes and the path for every other shape
+computes nothing: it returns a kernel input unchanged, returns a tensor it never wrote, or writes no
+output at all. A two-way test only: an `if`/`elif` dispatch, tests such as `K % 128 == 0`, a path that
+still computes (a generic fallback) or one that raises/asserts are not reported. Helpers and sub-kernels are not judged: their caller consumes what they return, so a path that passes a tile through unchanged (a bias already broadcast) is no missing output.
+
+## Why it matters on Trainium
+A kernel tuned (or faked) for the one shape its author tested passes that test and silently returns
+garbage for every other shape; nothing fails, the numbers are just wrong. NKI specialises kernels per
+input shape at trace time, so a shape test costs nothing at run time — the problem is only what happens
+on the other branch.
+
+## Example
+```python
+R, D = gate.shape
+if R == 256 and D == 1024:          # the tested shape
+    ...                              # the real computation
+    return out
+return gate                          # any other shape: the input, unchanged
+```
+
+## Fix
+Compute for any shape (loop over `R // 128` tiles with a clamped or masked tail, tile the free axis over
+`D`), or, if only some shapes are supported, say so with `assert R % 128 == 0, "..."` so other shapes
+fail loudly instead of returning a wrong value.
+"""),
+]
 
 
 @check("NKI201")

@@ -9,6 +9,132 @@ from ...findings import RelatedLocation, Severity
 from ...api.hardware import ACTIVATION_VALID_RANGE, FP8_MAX, LOW_PRECISION_FLOATS, Target
 from ...parse.nki_model import NkiFile
 from .common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, loop_label, reads_self
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI401", "low-precision-sbuf-accumulator", "low-precision-accumulation", Severity.WARNING,
+             "A bf16/fp16/fp8 SBUF tile accumulates a sum across loop iterations.",
+             fix="Accumulate in a float32 tile (or in PSUM) and cast once after the loop.",
+             doc="""\
+## What it finds
+A bfloat16/float16/fp8 SBUF tile that is defined before a loop and accumulates a sum in it (`acc += x`, `nisa.tensor_tensor(dst=acc, data1=acc, ..., op=nl.add)`).
+Also a bfloat16/float16 PSUM tile defined before a loop that is the accumulating matmul destination in it
+(`nisa.nc_matmul(dst=acc, ...)` or `acc += nl.matmul(...)`): the Tensor Engine adds in fp32 but rounds the
+sum to the tile's dtype on every write, so each K tile's partial sum is rounded.
+
+## Why it matters on Trainium
+Vector and Scalar engines compute in fp32 but round the result to the destination dtype on every write. A bf16 running sum keeps 8 significant bits: after a few hundred additions, small terms stop changing it at all. CUDA kernels typically accumulate in fp32 registers.
+
+## Example
+```python
+acc = nl.zeros((nl.par_dim(128), 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+for k in nl.sequential_range(16):
+    acc += nl.load(a[k * 128:(k + 1) * 128, 0:512])
+```
+
+## Fix
+When the running sum adds matmul results (a K loop), accumulate in PSUM: allocate the accumulator with
+`buffer=nl.psum, dtype=nl.float32`; the Tensor Engine adds into fp32 PSUM as it multiplies, which also
+removes a Vector Engine add per K tile. Copy it to bf16 once after the loop. For other sums, accumulate
+in a float32 SBUF tile and convert to bf16 once after the loop.
+"""),
+    RuleSpec("NKI402", "exp-without-max-subtraction", "overflow-risk", Severity.WARNING,
+             "exp() of data with no preceding max reduction: large inputs overflow to inf.",
+             fix="Subtract the row max first: exp(x - max(x)) (e.g. activation(exp, x, bias=-max)).",
+             doc="""\
+## What it finds
+`nl.exp` or `nisa.activation(op=nl.exp)` with no max reduction (`nl.max`, `tensor_reduce(op=nl.max)`, `max8`) earlier in the kernel, no `bias=` and no subtraction in the argument. When the activation multiplies by a tensor `scale=`, the exponent's sign depends on data the code does not show (state-space models compute exp(delta * A) with A < 0): that case is a low-confidence info saying what to check. An exp whose operand was written one instruction earlier by a subtraction (`tensor_tensor(..., op=nl.subtract)`, `tensor_scalar(op0=nl.subtract, operand0=lse)`) or the add of a negated max is not reported.
+When the argument is a running sum over a loop that the exp sits in or follows (`cum += x` or
+`tensor_tensor(dst=cum, data1=cum, ...)`, a cumulative decay), the message names the loop: the exponent
+grows with the trip count, and the fix keeps it bounded (a running max, or per-step factors).
+When the operand is a cumulative sum that the kernel receives or computes (a tensor named like one, `g_cumsum`,
+`prefix_sum`, or an `nl.cumsum` result), reached through copies, loads, transposes and multiplications by a
+constant (`tensor_scalar(op0=nl.multiply, operand0=-1.0)`, `scale=-1.0`, a leading `-`), the finding names it
+(`bias=None` shifts nothing): exp of the negated cumulative sum is a warning (for log-decay terms, <= 0, the
+gated-attention form, it grows with the position: exp(-g_cumsum) overflows float32 after ~30 steps of -3), exp of
+the cumulative sum itself is an info (bounded by 1 exactly when the terms are <= 0, which the code does not show).
+Differences of it (`g_last - g_cumsum`, clamped `cum[i] - cum[j]`) are bounded and not reported.
+
+In `review`, the simulator's value ranges back the claim: the message gains, per size that ran, the
+largest argument reached and its margin to fp32 overflow (88.72) and to the output dtype's limit; an
+argument that passed it confirms the finding and links it to the NUM104 it caused; for a running sum the
+largest size's maximum is extrapolated linearly with the trip count to 2x the size, saying whether exp
+would overflow there (docs/simulator.md "Value ranges").
+
+## Why it matters on Trainium
+exp overflows float32 above about 88.7. Softmax and attention kernels without the max subtraction produce inf and then NaN on realistic logits, while the CUDA reference (which subtracts the max) does not.
+
+## Example
+```python
+e = nl.exp(x)   # no row max subtracted
+```
+
+## Fix
+Subtract the row max first: `m = nl.max(x, axis=1)`, then `nl.exp(nl.subtract(x, m))`, or fold it into `nisa.activation(op=nl.exp, data=x, bias=-m)`.
+"""),
+    RuleSpec("NKI403", "variance-cancellation", "catastrophic-cancellation", Severity.WARNING,
+             "Variance computed as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std (bf16 and fp32).",
+             fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32.",
+             doc="""\
+## What it finds
+A subtraction of the form E[x^2] - E[x]^2: a reduction of squared values (`tensor_reduce`/`nl.sum`/`nl.mean` of a square, or the `reduce_res=` of `activation(_reduce)(op=nl.square, reduce_op=nl.add)`) minus the square of a reduction, as an expression, `nl.subtract` or `tensor_tensor(op=nl.subtract)`. The reductions may write tensor views (`v.get_view()` as the destination, nki-library's TensorView) and may be completed by a matmul against a constant (`nc_matmul(dst=m, stationary=ones_over_h, moving=sums)`, the Tensor Engine's cross-partition average): the result keeps the sum's meaning, and a view reused for the squared mean takes the new one. Confidence is high for bf16/fp16/fp8 operands and medium for float32 or unknown dtypes.
+
+## Why it matters on Trainium
+When the mean is large compared with the spread, the two terms are nearly equal and the subtraction cancels almost all significant bits. The relative error of the difference is about eps * (1 + mean^2/var): in bf16 every bit is gone once |mean|/std reaches ~16, in float32 once it reaches ~4096 (layer-norm inputs with a large DC offset get there). The variance can then come out zero or negative, and rsqrt gives inf/NaN. CUDA layer norms use Welford or a centred second pass for this reason, so a port that switches to the one-pass form loses accuracy the original had.
+
+## Example
+```python
+mean = nl.mean(x, axis=1)
+ex2 = nl.mean(nl.square(x), axis=1)
+var = ex2 - mean * mean
+```
+
+## Fix
+Use `nisa.bn_stats`/`bn_aggr`, or subtract the mean first and average `(x - mean)^2` in float32.
+"""),
+    RuleSpec("NKI404", "activation-valid-range", "activation-approximation", Severity.WARNING,
+             "A ScalarE activation with a documented valid input range (sin, arctan, log, sqrt, rsqrt, "
+             "reciprocal) gets input that is not range-reduced or guarded.",
+             fix="Range-reduce or clamp the input first, or use the nl.* form that range-reduces (nl.sin).",
+             doc="""\
+## What it finds
+`nisa.activation` with a function whose ScalarE approximation has a documented valid input range: sin [-pi, pi], arctan [-pi/2, pi/2] (warning), and log, sqrt, rsqrt, reciprocal (info). A `sin` whose operand went through a modulo before the call (`(x + pi) % 2pi - pi` via an ISA `mod` op or a helper named like one) is range-reduced and not reported.
+
+In `review`, the simulator counts the arguments each activation line actually received outside that
+range: any at all confirm the finding with the count and the range reached (error for sin and arctan,
+warning for the others); arguments all inside it are reported as measured, and the static claim stands.
+
+## Why it matters on Trainium
+ScalarE evaluates these functions with piece-wise polynomials. Outside the valid range the output is simply wrong: `activation(op=nl.sin)` on 9.0 returns about 27.65. The CUDA `sinf` range-reduces, so the port diverges only for large inputs.
+
+## Example
+```python
+s = nisa.activation(op=nl.sin, data=x)   # no range reduction
+```
+
+## Fix
+Range-reduce or clamp the input first, or use `nl.sin`, which adds range reduction.
+"""),
+    RuleSpec("NKI405", "fp8-variant-unsupported", "fp8-range", Severity.ERROR,
+             "float8_e4m3fn (OCP, max 448) is used on a target whose TensorE supports only float8_e4m3 (max 240).",
+             fix="Use nl.float8_e4m3 with a scale that keeps values within 240, or target trn3.",
+             doc="""\
+## What it finds
+`float8_e4m3fn` (OCP fp8, max 448) used for a tile or a load on a target whose Tensor Engine supports only Neuron's `float8_e4m3` (max 240): trn1 and trn2.
+
+## Why it matters on Trainium
+The two fp8 formats differ in range and special values. trn1/trn2 reject e4m3fn matmul operands, and values quantised for a 448 range overflow a 240 range.
+
+## Example
+```python
+st = nl.ndarray((128, 128), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)   # trn2
+```
+
+## Fix
+Use `nl.float8_e4m3` with a scale that keeps values within 240, or target trn3.
+"""),
+]
 
 _MAX_APIS = {"nl.max", "nisa.max8", "nl.amax", "nl.reduce_max"}
 _ACT_APIS = {"nisa.activation", "nisa.activation_reduce"}

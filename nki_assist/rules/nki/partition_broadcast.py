@@ -22,6 +22,49 @@ from ...findings import RelatedLocation, Severity
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes_of
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI112", "partition-broadcast-in-elementwise-op", "unsupported-construct", Severity.WARNING,
+             "An elementwise op combines a one-partition tile with a tile of more partitions; NKI does not broadcast "
+             "across the partition dim there.",
+             fix="Give both operands the same partition count (broadcast the row into every partition first), or "
+                 "use nisa.tensor_scalar with a [P, 1] operand.",
+             doc="""\
+## What it finds
+A binary elementwise op whose two tile operands have different partition counts, read from the kernel's code:
+the first index of the `nl.load` access that made a tile (`x[k:k+1]` is one partition, `x[p0:p1]` is `p1 - p0`),
+the first dim of an on-chip allocation, an integer index into a tile (`t[k]` keeps one partition). The ops:
+- legacy `neuronxcc.nki`: Python operators on tiles (`+ - * / // % ** << >> & | ^`, and their `+=` forms);
+- NKI 0.3+: the `nki.language` binary functions (`nl.add`, `nl.multiply`, `nl.maximum`, ...);
+- every dialect: `nisa.tensor_tensor`'s two inputs.
+
+Both counts literal and different: error. One side one partition and the other an expression (a chunk
+`p_off:p_end`, `num_groups`): warning, the op needs a broadcast whenever that expression exceeds 1. A literal > 1
+against an expression, or two different expressions, are not reported (they may be equal).
+
+## Why it matters on Trainium
+Each partition is its own lane: an instruction reads the same partitions of its inputs that it writes, so a value
+in one partition cannot reach the others without a data movement. The legacy docs' known issues say "Partition
+dimension broadcasting is not supported on operator overloads" (the `nl.*` functions did it, at a cost); NKI
+0.3's release notes list "no broadcasting in binary ops" for `nki.language`; `tensor_tensor` requires equal
+partition counts (`err_num_partition_mismatch`). trnfft's FFT butterfly multiplied a `(1, 1)` twiddle by
+`(groups, 1)` columns and had to broadcast the twiddles on the host.
+
+## Example
+```python
+tw = nl.load(twiddle[k:k+1])                  # one partition
+col = nl.load(x2d[p_off:p_end, k:k+1])        # p_end - p_off partitions
+prod = tw * col                               # NKI112 (warning)
+```
+
+## Fix
+Load the value into every partition (`nl.load(twiddle_bcast[p_off:p_end, k:k+1])` from a host-broadcast array,
+`.broadcast_to((P, 1))`, or a ones-vector matmul), or make it the `[P, 1]` scalar operand of
+`nisa.tensor_scalar`.
+"""),
+]
 
 E, W = Severity.ERROR, Severity.WARNING
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})

@@ -14,6 +14,68 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from ...project.incremental import flakes
 from .common import check, emit, module_tree, per_text
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI002", "undefined-name", "unsupported-construct", Severity.ERROR,
+             "A name is read that is neither defined nor imported where it is used (pyflakes).",
+             fix="Define or import the name, or use the name that was meant.",
+             doc="""\
+## What it finds
+A name the code reads that no assignment, parameter, import or builtin defines in that scope, as pyflakes reports it (`undefined name`, `local variable referenced before assignment`, a name listed in `__all__` that does not exist). Checked on every NKI file that Python can compile.
+
+## Why it matters on Trainium
+NKI kernels are Python traced at compile time: the line raises `NameError` when the tracer reaches it. In a branch that only some shapes or flags take (a quantised path, a masking option), the kernel works in every test and fails in production on the first call that takes the branch.
+
+## Example
+```python
+def attention(q, k, v, mask_active):
+    return _attend(q, k, v, attention_mask=mask)   # NKI002: `mask` is not defined
+```
+
+## Fix
+Use the name that was meant (`mask_active` above), or import the missing one.
+"""),
+    RuleSpec("NKI003", "imported-name-missing", "unsupported-construct", Severity.ERROR,
+             "`from m import x` names a module of the checked tree that does not define `x`.",
+             fix="Import the name the module defines, or add it to that module.",
+             doc="""\
+## What it finds
+`from pkg.mod import name` (relative imports included) where `pkg.mod` is one of the files checked together (the project model) and defines no `name`: no function, class, assignment or import of that name at its top level (or under its `if`/`try` blocks). Modules with a `*` import, modules that do not compile and submodules present on disk are not judged.
+
+## Why it matters on Trainium
+Importing the kernel file raises `ImportError` before any kernel runs, typically after a helper was renamed or moved in a refactor.
+
+## Example
+```python
+from .helpers import load_tile   # NKI003: helpers.py defines load_tiles, not load_tile
+```
+
+## Fix
+Import the name the module defines, or restore the name in the module.
+"""),
+    RuleSpec("NKI004", "redefined-unused-name", "unsupported-construct", Severity.WARNING,
+             "A function or class is defined again before the first definition is used (pyflakes).",
+             fix="Rename or delete one of the two definitions.",
+             doc="""\
+## What it finds
+A function or class defined again (by `def`, `class` or a decorated definition) before anything read the first definition, as pyflakes reports it (`redefinition of unused ...`). A repeated import is harmless and not reported.
+
+## Why it matters on Trainium
+Every call reaches the second definition: the first is dead code. In kernel files this is usually a copied helper that was edited in one copy (a tile size, a mask) while the callers run the other.
+
+## Example
+```python
+def load_block(x, i): ...    # the version with the tail mask
+def load_block(x, i): ...    # NKI004: redefinition; this one runs
+```
+
+## Fix
+Give the two functions different names, or delete the stale one.
+"""),
+]
 
 _UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 _REDEFINED = (messages.RedefinedWhileUnused,)

@@ -7,6 +7,42 @@ import re
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .common import check, emit, shape_str
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI210", "partition-axis-reduction", "unsupported-construct", Severity.ERROR,
+             "A Vector Engine reduction (nl.sum/max/min/mean/..., nisa.tensor_reduce) over axis 0, the partition "
+             "axis: the engines reduce along free axes only, so the kernel does not compile.",
+             fix="Contract the partition axis on the Tensor Engine: matmul with a ones vector into PSUM, or "
+                 "transpose first and reduce along the free axis.",
+             doc="""\
+## What it finds
+A reduction call whose `axis` (keyword or positional) is the literal `0`, or a tuple/list containing
+`0`, on an on-chip tile that has more than one partition: `nl.sum`, `nl.max`, `nl.min`, `nl.mean`,
+`nl.prod`, `nl.all`, `nl.any`, `nl.var`, `nisa.tensor_reduce`. The simulator reports the same
+construct at run time as SIM119.
+
+## Why it matters on Trainium
+The Vector Engine has one lane per partition and reduces along the free axes of each lane; it cannot
+combine lanes (`nki.isa.tensor_reduce`: free axes only, never the partition axis). The compiler
+rejects the call: this is a construct the hardware cannot execute, not a slow path. CUDA code that
+sums a column with a block-wide tree has no one-instruction equivalent on a NeuronCore.
+
+## Example
+```python
+t = nl.load(x[0:128, 0:512])
+col = nl.sum(t, axis=0, keepdims=True)       # sums across the 128 partitions
+```
+
+## Fix
+Use the Tensor Engine, which contracts over the partition axis natively:
+`nl.matmul(ones, t, transpose_x=True)` with `ones = nl.full((128, 1), 1.0, dtype=nl.float32)` gives
+the [1, 512] column sums in fp32 PSUM. For max/min, transpose 128x128 blocks (`nisa.nc_transpose`) and
+reduce along the free axis.
+"""),
+]
 
 # api -> index of `axis` among positional arguments (dst-style calls shift it by one)
 _AXIS_POS = {"nl.sum": 1, "nl.max": 1, "nl.min": 1, "nl.mean": 1, "nl.prod": 1, "nl.all": 1, "nl.any": 1,

@@ -3,24 +3,56 @@
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
+import importlib
+import pkgutil
+from functools import partial, cache
 
 from ...findings import Finding, RelatedLocation, Severity
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...project import apply_context, context_for
-from . import api_idioms as nki_api_idioms, api_surface as nki_api_surface, dialect as nki_dialect, dim_roles as nki_dim_roles, dropout as nki_dropout, loopvars as nki_loopvars, memory as nki_memory, migration as nki_migration, numerics as nki_numerics, python as nki_python, reductions as nki_reductions, slips as nki_slips, tails as nki_tails, utilization as nki_utilization, windows as nki_windows
-from . import generation as nki_generation, kernel_io as nki_kernel_io  # noqa: F401
-from . import api_forms as nki_api_forms  # noqa: F401  (NKI517-NKI519)
-from . import partition_broadcast as nki_partition_broadcast, self_compare as nki_self_compare, target_gates as nki_target_gates, tile_rank as nki_tile_rank  # noqa: F401  (NKI112, NKI113, NKI216, NKI523)
-from . import int_shift as nki_int_shift, tile_values as nki_tile_values, traced_python as nki_traced_python  # noqa: F401  (NKI524-NKI527; NKI106/NKI514 widened)
 from .common import CHECKS, emit, release_walks
 from ..runner import Check, crash_message, findings_of
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI001", "nki-syntax-error", "unsupported-construct", Severity.ERROR,
+             "Part of the file cannot be parsed (or a check could not analyse it); facts there are missing.",
+             fix="Fix the syntax error; the checks skip the code that does not parse.",
+             doc="""\
+## What it finds
+Code the tree-sitter parser cannot parse (a missing bracket, a stray operator). The finding sits on the first broken line. The rest of the file still gets checked. The same id, at `info` severity, also reports a check that crashed on this file: the other checks still ran. When Python itself cannot compile the file, the finding is one error at the line and column CPython reports (a duplicated docstring tail is an `unexpected indent` there, not wherever the tree-sitter parser lost track), and the rules that report something missing (NKI202, NKI203, NKI206, NKI402) skip the file: what they would call missing is usually the code that did not parse. When only nki-assist's parser fails on code Python accepts, the finding is an `info` saying facts are missing there.
+
+## Why it matters on Trainium
+The NKI compiler rejects the file outright, and every fact nki-assist extracts from the broken region (allocations, loops, shapes) is missing. So capacity and correctness checks are silent there, and that silence is not evidence that the code is fine.
+
+## Example
+```python
+y = nl.multiply(x, 2.0 +)   # NKI001: cannot parse
+```
+
+## Fix
+Fix the syntax error. Once the file parses, the other checks cover the whole file again.
+"""),
+]
 
 __all__ = ["run_nki_rules", "rule_ids"]
 
 
+@cache
+def load_checks() -> None:
+    """Import every rule module of this package once: each registers its checks (and lists its RULES)
+    when imported, so a new rule module is picked up without being named anywhere else."""
+    package = __name__.rpartition(".")[0]
+    for mod in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
+        if mod.name not in ("common", "run"):
+            importlib.import_module(f"{package}.{mod.name}")
+    CHECKS.checks.sort(key=lambda c: min(c.rules))  # one order, whatever the import order
+
+
 def rule_ids() -> list[str]:
+    load_checks()
     return sorted(CHECKS.rule_ids() | {"NKI001"})
 
 
@@ -76,6 +108,7 @@ def run_nki_rules(nki_file: NkiFile, target: Target) -> list[Finding]:
     """All static NKI findings for one file. A crashing check becomes an NKI001 note, never a raise."""
     if nki_file.project is None:  # parsed outside check: a one-file project (roles, call sites in the file)
         apply_context(nki_file, context_for(nki_file.path, "\n".join(nki_file.lines), None))
+    load_checks()
     findings: list[Finding] = _syntax_findings(nki_file)
 
     def crashed(check: Check, exc: Exception) -> Finding:
@@ -132,3 +165,6 @@ def _kernel_part(check: Check, k: NkiKernel, results: dict, nf: NkiFile, target:
     if isinstance(found, Exception):
         raise found
     return found
+
+
+load_checks()  # importing the entry point loads the family: CHECKS is complete for whoever reads it

@@ -15,6 +15,42 @@ import re
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .common import check, emit, module_tree, walk_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI216", "self-comparison-in-verification", "output-mismatch", Severity.WARNING,
+             "A comparison or allclose/array_equal/assert_allclose call compares an expression with itself, so the "
+             "check passes whatever the kernel computes.",
+             fix="Compare the kernel's output with the reference result instead of with itself.",
+             doc="""\
+## What it finds
+Anywhere in a checked file (kernel code, its `__main__` block, its tests): `a == a`, `a <= a`, `a >= a`, or a
+two-argument comparison call (`np.allclose`, `np.isclose`, `np.array_equal`, `np.testing.assert_allclose`,
+`assert_array_equal`, `torch.testing.assert_close`, `assertEqual`, ...) whose first two arguments are the same
+expression. Only side-effect-free operands count (names, attributes, subscripts with constant or name indices):
+`np.array_equal(kernel(x), kernel(x))` is a determinism test and is not reported. `x != x` is the NaN idiom and is
+not reported either.
+
+## Why it matters on Trainium
+A kernel's correctness rests on its comparison with a reference; a comparison of the output with itself is true
+for any output (zeros from a kernel that never ran, garbage from a wrong index), so the test stays green while
+the kernel is wrong. The same review rule exists in general linters (pylint's comparison-with-itself, ruff
+PLR0124); here it also covers the numpy/torch comparison calls that kernel tests use. nki-samples' average-pool
+tutorial shipped `(out_nki == out_nki).all()` and later fixed it to compare with the NumPy result.
+
+## Example
+```python
+out_np = np_average_pool_2D(in_tensor, POOL_SIZE)
+match = (out_nki == out_nki).all()          # NKI216: always True
+assert np.allclose(out_nki, out_nki)        # NKI216
+```
+
+## Fix
+Compare with the reference: `np.allclose(out_nki, out_np)`. To test for NaN, use `np.isnan`.
+"""),
+]
 
 # two-argument comparison functions of numpy, torch, unittest and pytest whose first two arguments are compared
 _COMPARE_FUNCS = frozenset({

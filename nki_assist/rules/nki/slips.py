@@ -16,6 +16,65 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .common import check, emit, module_tree, walk_nodes
 from .python import pyflakes_messages
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI213", "bit-test-as-divisibility-guard", "missing-boundary-mask", Severity.WARNING,
+             "A guard tests one bit (`dim & 128 == 0`) where divisibility (`dim % 128 == 0`) was meant.",
+             fix="Write the guard with `%` (`dim % 128 == 0`).",
+             doc="""\
+## What it finds
+An `assert`, `if` or `while` condition that compares `x & C` with 0 (`==`, `!=`, or `not x & C`) where `C`
+is an integer literal that is a power of two of at least 2. Masks of low bits (`x & 127 == 0`, a correct
+multiple-of-128 test) and parity tests (`x & 1`) are not reported.
+
+## Why it matters on Trainium
+Tile loops assume the guarded size is a multiple of the tile (`dim // 128` tiles of 128). `dim & 128 == 0`
+only says that the bit of value 128 is clear: it rejects 384 (three full tiles) and accepts 100, so ragged
+sizes pass the guard and lose their tail, while valid ones are refused. nki-samples shipped this guard in
+its fused RMSNorm-QKV kernel and fixed it (fc202b2).
+
+## Example
+```python
+assert dim <= 8192 and dim & 128 == 0, "Unsupported hidden dimension"   # NKI213
+```
+
+## Fix
+`assert dim % 128 == 0` (equivalently `dim & 127 == 0`).
+"""),
+    RuleSpec("NKI214", "misspelled-branch-assignment", "uninitialized-read", Severity.WARNING,
+             "One branch of an if/elif chain assigns a near-miss of the name the other branches assign and the "
+             "code reads after it (`casual_mask` for `causal_mask`).",
+             fix="Assign the name the other branches assign.",
+             doc="""\
+## What it finds
+In a function, a name assigned in one branch of an `if`/`elif`/`else` chain and never read anywhere (as
+pyflakes reports it: `local variable ... is assigned to but never used`), when another branch of the same
+chain assigns a name one or two edits away (a typo or a swapped pair of letters; one edit for names under 8
+characters), this branch does not assign that name, and the code after the chain reads it.
+
+## Why it matters on Trainium
+On the path through the misspelled branch the name read after the chain is never set: the kernel raises
+`UnboundLocalError` when traced with that flag, or, inside a loop, silently reuses the value an earlier
+iteration computed (a stale mask). Tests that only take the other branches pass. nki-samples' flash attention
+assigned `casual_mask` in its no-mask branch and fixed it (2844505).
+
+## Example
+```python
+if use_causal_mask:
+    causal_mask = i * B_P_SIZE >= j * LARGE_TILE_SZ
+else:
+    casual_mask = True          # NKI214: `causal_mask` was meant
+if causal_mask:
+    ...
+```
+
+## Fix
+Assign the name the other branches assign (`causal_mask = True`).
+"""),
+]
 
 
 # -- NKI213: `dim & 128 == 0` ---------------------------------------------------------------------------------

@@ -17,6 +17,45 @@ from ...parse.nki_model import DMA_APIS, Call, Loop, NkiFile, NkiKernel
 from ..migration.index import subscript_elements
 from ..migration.pair import nki_output_names
 from .common import check, emit
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI207", "tail-tile-offset", "indexing-error", Severity.ERROR,
+             "A floored main loop is completed by a partial tile after it, but that tile starts at a different "
+             "offset than where the loop stopped (e.g. R // 128 instead of (R // 128) * 128).",
+             fix="Start the partial tile at tile * (N // tile) (= N - N % tile), the first row the loop did not cover.",
+             doc="""\
+## What it finds
+A kernel that tiles an axis with a floored loop (`for t in range(R // 128)`, storing rows
+`t * 128 ... (t + 1) * 128`) and completes it with one partial tile after the loop, where that partial
+tile starts at a different offset than where the loop stopped. The usual slip is the tile *count*
+`R // 128` used as the first *row*, instead of `(R // 128) * 128` (= `R - R % 128`).
+
+## Why it matters on Trainium
+Shapes are static at trace time, so a separate tail tile is a common and correct way to handle a ragged
+size without masks. Started at the wrong row it rewrites rows the main loop already produced (with the
+wrong inputs) and leaves the last `R % 128` rows of the output unwritten: garbage in HBM, and NaN in the
+simulator, only on sizes that are not a multiple of the tile.
+
+## Example
+```python
+full = R // P
+for t in range(full):
+    nisa.dma_copy(dst=out[t * P:(t + 1) * P, 0:D], src=...)
+rem = R - full * P
+if rem > 0:
+    r0 = R // P                      # a tile count, not a row
+    nisa.dma_copy(dst=out[r0:r0 + rem, 0:D], src=...)
+```
+
+## Fix
+Start the partial tile at `full * P` (or `R - rem`), the first row the loop did not cover, and read the
+inputs at the same offset. NKI203 and MIG101 stay silent on a floored loop that such a tail tile
+completes; the numerics (a ragged size in the port spec) confirm the tail either way.
+"""),
+]
 
 
 @dataclass

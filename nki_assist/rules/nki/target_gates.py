@@ -28,6 +28,58 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import branch_nodes
 from .common import check, decorator_text, emit, kernel_findings, kernel_function, resolve_api
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI523", "generation-gated-api-without-target", "unsupported-construct", Severity.WARNING,
+             "An instruction or mode the API docs mark as NeuronCore-v3+/v4+ only, in a kernel whose target does "
+             "not guarantee that generation.",
+             fix="Pin the kernel's target to a generation that has it, or branch on nisa.get_nc_version().",
+             doc="""\
+## What it finds
+Uses of the API the SDK's documentation marks as generation-specific:
+- NeuronCore-v4 (trn3) and newer: `nisa.nc_matmul_mx`, `nisa.activate2`, `nisa.rand2`, `nisa.exponential`,
+  `nisa.quantize_mx`, `nl.abs_max`, `nl.abs_min` ("Available only on NeuronCore-v4 and newer");
+- NeuronCore-v3 (trn2) and newer: `nisa.dma_transpose`, `nisa.range_select`, `nisa.rand_set_state`,
+  `nisa.rand_get_state`, `nisa.nonzero_with_count`, `nc_matmul(perf_mode=double_row...)` (FP8 double-row mode,
+  "on NeuronCore-v3 and NeuronCore-v4"), `dge_mode=hwdge` ("only supported for NeuronCore-v3 or newer").
+
+In legacy `neuronxcc.nki` code only the gates its own docs and examples state count (`range_select`, the
+`double_row_gen3` perf mode, HWDGE): the legacy `dma_transpose`, for one, carries no generation note.
+
+Severity follows what the file and the settings say about the target:
+- the kernel pins an older target (`@nki.jit(platform_target='trn1')`, or a `NEURON_PLATFORM_TARGET_OVERRIDE`
+  the file sets): error;
+- nothing pins it and the dialect sets the target on the decorator (`neuronxcc.nki` and NKI 0.2, where
+  `nki.jit` takes `platform_target=`): warning, the kernel builds only where the build host's default target is
+  new enough;
+- from NKI 0.3 (`platform_target` removed; the target comes from the environment), nothing pins it and the
+  checked target (`--target`) is older: info (the checked target may be the default; a library's trn3-only
+  kernels are checked at trn2 too);
+- a checked target that has it (NKI 0.3+), a kernel that branches on `get_nc_version()`/`nc_version`, or a mode
+  chosen by a conditional expression:
+  no finding. A sub-kernel without a decorator takes its caller's target and gets no decorator warning.
+
+## Why it matters on Trainium
+The compiler builds a kernel for one NeuronCore generation; an instruction that generation lacks is a compile
+error, or the wrong program. The SDK's own examples pin `platform_target='trn2'` on double-row matmul kernels and
+`'trn3'` on MX kernels; nki-samples' double-row matmul reference kernel first shipped without it and was fixed
+by adding `platform_target='trn2'`.
+
+## Example
+```python
+@nki.jit                                           # no platform_target
+def fp8_matmul(lhsT, rhs):
+    ...
+    res += nisa.nc_matmul(a, b, perf_mode='double_row_gen3')   # NKI523
+```
+
+## Fix
+`@nki.jit(platform_target='trn2')` (legacy and NKI 0.2), `NEURON_PLATFORM_TARGET_OVERRIDE=trn2` (NKI 0.3+), or
+`if nisa.get_nc_version() >= nisa.nc_version.gen3:` with a fallback path for older cores.
+"""),
+]
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 # API -> (oldest NeuronCore generation, the doc's wording); from the SDK's API stubs (2.27-2.32 nki/api)

@@ -21,6 +21,48 @@ from ...findings import RelatedLocation
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI113", "on-chip-tile-below-two-dims", "unsupported-construct", Severity.WARNING,
+             "Legacy NKI: an SBUF/PSUM tile with one dim, allocated so or loaded from an HBM tensor the kernel shows "
+             "to be 1-D.",
+             fix="Keep on-chip tiles 2-D: (N, 1) instead of (N,); load [P, F] blocks of a 2-D view of 1-D data.",
+             doc="""\
+## What it finds
+In legacy `neuronxcc.nki` kernels, two forms of an on-chip tile without a free dim, read from the kernel's own code:
+- an SBUF/PSUM allocation (`nl.ndarray`, `nl.zeros`, `nl.ones`, `nl.full`, `nl.empty`; SBUF is the default
+  buffer) whose shape has one dim: `nl.zeros((128,), dtype, buffer=nl.sbuf)`;
+- `nl.load` of a one-index access into an HBM tensor the kernel shows to be 1-D (allocated with a one-dim shape
+  in HBM, a `.reshape((n,))` view, or a parameter unpacked as `n, = x.shape` or asserted `len(x.shape) == 1` /
+  `x.ndim == 1`): the loaded tile has no partition dim.
+
+A parameter whose rank the kernel does not show is never assumed 1-D. NKI 0.3+ code is not checked (nki-library's
+own tests allocate `(1,)` SBUF tensors there), nor the known issue's "index [N, 1] buffers with both indices"
+(Neuron-team legacy kernels pass `bias=b[:n]` of an `(n, 1)` buffer).
+
+## Why it matters on Trainium
+SBUF and PSUM are laid out as 128 partitions by a free dim; an on-chip tile has a partition dim (dim 0) and a free
+dim. The legacy known issues say "Tile on SBUF/PSUM must have at least 2 dimensions ... If using a 1D tile on
+SBUF/PSUM, users may get an `Insufficient rank` error", with `nl.zeros((128, ), ...)` as the form that "won't
+work" and `(128, 1)` as the one that does. Kernels ported from 1-D code (FFT stages, vectors of twiddles,
+per-row scalars) hit this first; trnfft's first NKI butterfly loaded its even/odd halves as 1-D tiles and was
+rewritten with a 2-D partition layout.
+
+## Example
+```python
+(n,) = x.shape
+acc = nl.zeros((128,), dtype=nl.float32, buffer=nl.sbuf)   # NKI113
+half = nl.load(x[0:n // 2])                                # NKI113: a 1-D tile
+```
+
+## Fix
+`nl.zeros((128, 1), ...)`; view the 1-D input as 2-D (`x.reshape((rows, cols))`, rows on the partition dim) and
+load `[P, F]` blocks.
+"""),
+]
 
 _ALLOC = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})
 _ON_CHIP = ("sbuf", "psum")

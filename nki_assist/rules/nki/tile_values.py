@@ -1,4 +1,4 @@
-"""What a new-NKI tile value is, read from the kernel's Python AST (rules/nki_api_usage.py facts):
+"""What a new-NKI tile value is, read from the kernel's Python AST (rules/nki/api_usage.py facts):
 - NKI524: a NumPy-style `.astype(...)` call on a tile; NkiTensor documents no such method (the casts are
   `nl.copy(x, dtype=...)` or an instruction's `dtype=`/dst dtype);
 - NKI525: an `nl` reduction that removes every free dim of a tile (`nl.max(t2d, axis=1)` without
@@ -18,6 +18,56 @@ from ...parse.nki_model import NkiFile
 from .api_idioms import tile_names
 from .api_usage import dotted, new_namespace_version, usage
 from .common import check, emit, kernel_function, scope_nodes
+from ..registry import RuleSpec
+from .common import TARGET_VERSION_NOTE
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI524", "numpy-astype-on-nki-tile", "unsupported-construct", Severity.WARNING,
+             "A NumPy-style `.astype(dtype)` call on a new-NKI tile; NkiTensor has no astype method.",
+             fix="Cast with nl.copy(x, dtype=...) or the computing call's dtype=.",
+             doc="""\
+## What it finds
+`t.astype(dtype)` in a new-dialect kernel or helper where `t` is a tile: a name every assignment of which in the function is an allocation or the tile an `nl` function returns (as NKI515 reads it), a slice of one, or an `nl` call's result (`nl.greater(a, b).astype(...)`).
+""" + TARGET_VERSION_NOTE + """
+
+Severity: `error` where the target version's stub lists `NkiTensor`'s methods (0.5 and 0.6 list `slice`, `reshape`, `view`, `ap`, ... and no `astype`), `warning` for versions whose stub does not list them.
+
+## Why it matters on Trainium
+A NumPy array or a torch tensor converts with `.astype`; an NKI tile is a view of on-chip storage, and a dtype conversion is an instruction that writes a destination. The call fails when the kernel is traced. trnsparse's screened SpMM multiplied by `mask.astype(a.dtype)` and was fixed by passing the boolean mask to `nl.multiply` as it is.
+
+## Example
+```python
+mask = nl.greater(bound, threshold)
+a_masked = nl.multiply(a_tile, mask.astype(a.dtype))   # NKI524
+```
+
+## Fix
+`nl.copy(mask, dtype=a.dtype)`, the computing call's `dtype=`, or (for a mask) pass the boolean tile directly.
+"""),
+    RuleSpec("NKI525", "reduction-leaves-no-free-dim", "unsupported-construct", Severity.WARNING,
+             "An nl reduction removes every free dim of an on-chip tile (no keepdims=True): the result is 1-D.",
+             fix="Pass keepdims=True, so the result is a [P, 1] tile.",
+             doc="""\
+## What it finds
+`nl.max`, `nl.min`, `nl.sum`, `nl.mean`, `nl.prod`, `nl.all`, `nl.any` or `nl.var` over free axes (a literal `axis`, not 0) that are all the free dims of a tile whose rank the kernel shows, without `keepdims=True`: `nl.max(score, axis=1)` on a 2-D tile. The rank is read from the kernel's own code: an on-chip allocation's literal shape, an `nl.load` of an all-slices access, `nl.load_transpose2d` (2-D), an elementwise `nl` function (its first tile operand's rank), a `.reshape((...))` view; a tile whose rank it does not show is not reported. Reductions over the partition axis are NKI210's.
+""" + TARGET_VERSION_NOTE + """
+
+Severity: `warning`, medium confidence. The language guide (0.5+) and `NkiTensor.__getitem__` say SBUF and PSUM tensors are always at least 2-D; the NKI 0.3 stubs do not say it, and trnsparse's NKI 0.3 fix states it ("SBUF tensors must have >= 2 dimensions. nl.max/nl.sum with axis=1 produce 1D (128,)").
+
+## Why it matters on Trainium
+An on-chip tile is a partition dim (the lanes) by free dims (each lane's elements). Reducing every free dim without `keepdims` asks for a tile with lanes and no elements; `keepdims=True` keeps the reduced dims with size 1, the `[P, 1]` column the row statistics of a softmax or a norm live in.
+
+## Example
+```python
+t_max = nl.max(score, axis=1)                        # NKI525: (128,)
+t_max = nl.max(score, axis=1, keepdims=True)         # (128, 1)
+```
+
+## Fix
+Pass `keepdims=True`; store the `[P, 1]` result into a `[P, 1]` HBM slice, and drop the extra dim on the host if the caller wants a vector.
+"""),
+]
 
 _REDUCTIONS = frozenset({"nl.max", "nl.min", "nl.sum", "nl.mean", "nl.prod", "nl.all", "nl.any", "nl.var"})
 _ALLOCS = frozenset({"nl.ndarray", "nl.zeros", "nl.ones", "nl.full", "nl.empty"})

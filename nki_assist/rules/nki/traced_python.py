@@ -2,7 +2,7 @@
 undecorated helpers they call (the call tree is inlined at specialization, nki-language-guide "Compilation
 Model"). New-dialect files (`import nki`) at NKI 0.3 or newer only.
 - NKI514 (widened): a `def` nested in a helper the kernel calls (the kernel's own nested defs are read in
-  rules/nki_api_surface.py).
+  rules/nki/api_surface.py).
 - NKI526: a comprehension or generator expression, or a subscript among the targets of a tuple assignment
   (`xs[0], xs[1] = f(...)`).
 Neither is in the API stubs: the basis is public fixes that quote the compiler (trnrand's hardware builds:
@@ -18,6 +18,40 @@ from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from .api_usage import BODY_FUN_APIS, dotted, new_namespace_version, usage
 from .common import check, emit, kernel_function, scope_nodes
+from ..registry import RuleSpec
+from ...findings import Severity
+from .common import TARGET_VERSION_NOTE
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI526", "untraceable-python-in-nki-kernel", "unsupported-construct", Severity.WARNING,
+             "A comprehension, or a subscript among a tuple assignment's targets, in a jit kernel or a helper it "
+             "calls; the NKI 0.3+ compiler rejects both.",
+             fix="Write the elements out, or unpack into plain names.",
+             doc="""\
+## What it finds
+In a new-dialect `@nki.jit` kernel, or an undecorated function of the same file that a kernel calls (directly or through other helpers):
+- a list, set or dict comprehension or a generator expression (`[f(x[i]) for i in range(4)]`, `any(d > 0 for d in dims)`);
+- a tuple assignment with a subscript among its targets (`xs[0], xs[1] = mix(xs[0], xs[1])`). A single subscript target (`buf[i] = t`) is not reported.
+""" + TARGET_VERSION_NOTE + """
+
+Severity: `warning`, medium confidence. Not in the API stubs or the language guide: the basis is a public fix that quotes the compiler on hardware builds (trnrand, NKI 0.3: "unsupported expression" for list comprehensions, "expecting pattern" for subscript tuple targets, both accepted by the CPU simulator), and AWS's NKI 0.3 library, which uses neither construct in traced code.
+
+## Why it matters on Trainium
+The NKI compiler specializes the kernel's whole call tree: it evaluates the Python it supports at compile time and lowers the rest to instructions. A construct it does not support stops the build, and the simulator does not catch it, so the kernel fails only on the device.
+
+## Example
+```python
+def _xor_bytes(a, b):                       # called from a @nki.jit kernel
+    return [nl.bitwise_xor(a[i], b[i]) for i in range(4)]     # NKI526
+
+xs[0], xs[1] = _mix(xs[0], xs[1])           # NKI526
+```
+
+## Fix
+Write the elements out (`[nl.bitwise_xor(a[0], b[0]), ...]`) or build the list with a `for` loop and `.append`; unpack into plain names (`x0, x1 = _mix(x0, x1)`).
+"""),
+]
 
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _COMP_WORD = {ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
@@ -64,7 +98,7 @@ def helper_nested_def(nf: NkiFile, t: Target):
         return
     for k, root in traced(nf):
         if k.decorator is not None or not _has_nested_def(nf.lines[k.line - 1:k.end_line]):
-            continue  # a kernel's own nested defs: rules/nki_api_surface.py
+            continue  # a kernel's own nested defs: rules/nki/api_surface.py
         nodes = _own_nodes(nf, k)
         defs = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if not defs:

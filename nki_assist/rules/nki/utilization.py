@@ -6,6 +6,79 @@ from ...findings import Severity
 from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from .common import check, emit
+from ..registry import RuleSpec
+
+
+RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
+    RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", Severity.WARNING,
+             "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
+             fix="Grow K and M tiles to 128 (pack several small problems along the partition axis).",
+             doc="""\
+## What it finds
+A matmul whose resolved contraction size K or stationary free size M is below 128.
+
+## Why it matters on Trainium
+The Tensor Engine is a 128x128 systolic array: K fills its rows and M its columns. A 64x32 tile does 12.5% of the possible work per instruction for the same fixed cost.
+
+## Example
+```python
+a = nl.load(lhsT[0:64, 0:128])
+res = nl.matmul(a, b, transpose_x=True)   # K=64
+```
+
+## Fix
+Grow tiles to K=128 and M=128, pack independent small problems along the partition axis, or map the short side to the moving operand.
+"""),
+    RuleSpec("NKI303", "row-tile-below-128-partitions", "partition-underutilized", Severity.WARNING,
+             "A loop walks the rows of the data in blocks of fewer than 128, so every instruction and DMA on "
+             "those tiles uses only that many of the 128 partitions (lanes).",
+             fix="Tile 128 rows per iteration (nl.tile_size.pmax) and handle the ragged tail; a row count "
+                 "copied from a CUDA block shape does not carry over.",
+             doc="""\
+## What it finds
+An SBUF tile with fewer than 128 rows on the partition axis, allocated inside a loop that walks a
+dimension of the data in steps of that same row count (`for t in range(R // 64)` with `(64, D)` tiles).
+The kernel processes the data 64 (or 32, ...) rows per instruction although 128 lanes exist. The
+typical cause is a CUDA block shape (`blockDim.y = 64`) carried over into the port.
+
+## Why it matters on Trainium
+Vector, Scalar and GpSimd instructions run one partition per lane and cost the same whether 64 or all
+128 partitions take part; DMA transfers spread over the 16 engines by partition. A 64-row tile therefore
+halves the throughput of every instruction and DMA on it (a 32-row tile quarters it), and doubles the
+instruction count and its fixed costs (nki-facts §1.4, PERF Opt #5b).
+
+## Example
+```python
+ROWS = 64  # rows per CUDA block
+for t in range(R // ROWS):
+    xt = nl.ndarray((ROWS, D), dtype=nl.float32, buffer=nl.sbuf)   # 64 of 128 lanes
+```
+
+## Fix
+Tile 128 rows per iteration (`nl.tile_size.pmax`) and handle the ragged tail (clamped slices in new
+NKI, `mask=` in legacy NKI). When a dimension really is 64 wide, pack two 64-row blocks into one
+128-partition instruction.
+"""),
+    RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", Severity.WARNING,
+             "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
+             fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32.",
+             doc="""\
+## What it finds
+A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`). A matmul that transposes (`is_transpose=True`, or against an identity tile) is not reported: it moves values rather than computing with them, and fp32 keeps them exact.
+
+## Why it matters on Trainium
+fp32 matmuls run at a quarter of the bf16 rate (trn2: 19.7 vs 78.6 TFLOPS per core). PSUM accumulates in fp32 either way, so bf16 operands usually keep accuracy.
+
+## Example
+```python
+st = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+nisa.nc_matmul(dst=ps, stationary=st, moving=mv)
+```
+
+## Fix
+Cast the operands to bfloat16 (or fp8 with scaling) when loading them; keep the PSUM accumulator in float32.
+"""),
+]
 
 
 @check("NKI301")

@@ -1,11 +1,11 @@
-"""Rule metadata, one module per family. Pure data: importing these never pulls in checks.
+"""Metadata of the rules whose checks run above the rules layer (the registry cannot import them there).
 
 Families and id ranges (ids are stable, never reused):
-  NKI0xx-NKI5xx  static NKI rules (parse/nki + rules/nki_*)     specs/nki.py
-  CUDA1xx        static CUDA rules                               specs/cuda.py
   NA1xx          tool-level rules (unused suppression, ...)      specs/general.py
   SIM1xx         simulator violations                            specs/sim.py
-  MIG1xx         CUDA-vs-NKI migration checks                    specs/migration.py
   NUM1xx         numerical attributions                          specs/numerics.py
   PERF1xx        cost-model findings, PROF1xx profile findings   specs/perf.py
+  TC1xx          toolchain and sandbox                           specs/toolchain.py
+The static families list their specs beside their checks: NKI0xx-NKI5xx in rules/nki/, CUDA1xx in
+rules/cuda/, MIG1xx in rules/migration/.
 """
