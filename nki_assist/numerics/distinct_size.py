@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api.hardware import Target
+from ..parse import intexpr
 from .spec import PortSpec, SizeSpec, _module_functions
 
 NAME = "distinct-dims"
@@ -35,8 +36,7 @@ _SEARCH_S = 0.5  # the search stops here with the best size so far (many symbols
 _MISSING = object()
 
 
-class _Unknown(Exception):
-    """Not evaluable from the source alone."""
+_Unknown = intexpr.Unknown  # not evaluable from the source alone
 
 
 @dataclass
@@ -91,52 +91,26 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _no_zero_divisor(node: ast.BinOp, a: Any, b: Any) -> None:
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod, ast.Div)) and b == 0:
+        raise _Unknown("division by zero")
+
+
 class _Eval:
     """Integer arithmetic over names, min/max/abs/int, comparisons and nl.tile_size.*; anything else is _Unknown."""
 
-    _BIN = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-            ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b}
-    _CMP = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
-    _FN = {"min": min, "max": max, "abs": abs, "int": int}
-
     def __init__(self, tiles: dict[str, int]):
         self.tiles = tiles
+        self.arith = intexpr.Arith(functions={"min": min, "max": max, "abs": abs, "int": int}, logic=True,
+                                   unary_plus=False, attribute=self._tile_size, check=_no_zero_divisor)
+
+    def _tile_size(self, node: ast.Attribute) -> int:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "tile_size" and node.attr in self.tiles:
+            return self.tiles[node.attr]
+        raise _Unknown(type(node).__name__)
 
     def __call__(self, node: ast.AST, env: dict[str, Any]) -> Any:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in env:
-                return env[node.id]
-            raise _Unknown(node.id)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "tile_size" and node.attr in self.tiles:
-            return self.tiles[node.attr]
-        if isinstance(node, ast.BinOp) and type(node.op) in self._BIN:
-            a, b = self(node.left, env), self(node.right, env)
-            if isinstance(node.op, (ast.FloorDiv, ast.Mod, ast.Div)) and b == 0:
-                raise _Unknown("division by zero")
-            return self._BIN[type(node.op)](a, b)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -self(node.operand, env)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not self(node.operand, env)
-        if isinstance(node, ast.BoolOp):
-            vals = [self(v, env) for v in node.values]
-            return all(vals) if isinstance(node.op, ast.And) else any(vals)
-        if isinstance(node, ast.Compare) and all(type(o) in self._CMP for o in node.ops):
-            left = self(node.left, env)
-            for op, right in zip(node.ops, node.comparators):
-                r = self(right, env)
-                if not self._CMP[type(op)](left, r):
-                    return False
-                left = r
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self._FN \
-                and node.args and not node.keywords:
-            return self._FN[node.func.id](*[self(a, env) for a in node.args])
-        raise _Unknown(type(node).__name__)
+        return intexpr.value(node, env, self.arith)
 
 
 @dataclass

@@ -12,6 +12,8 @@ import ast
 import math
 from typing import Callable
 
+from ..parse import intexpr
+
 MAX_CHARS = 200
 MAX_DEPTH = 32
 MAX_MAGNITUDE = 2**63  # larger values are no launch dimension, buffer size or kernel scalar
@@ -102,31 +104,32 @@ def _bounded(v: int | float) -> int | float:
     return v
 
 
+def _unknown_symbol(node: ast.Name, env: dict[str, int | float]) -> int | float:
+    if node.id not in env:
+        raise ExprError(f"unknown symbol {node.id!r} (known: {', '.join(sorted(env)) or 'none'})")
+    return env[node.id]
+
+
+def _check_operands(node: ast.BinOp, a: int | float, b: int | float) -> None:
+    if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+        raise ExprError("division by zero")
+    if isinstance(node.op, ast.Pow) and (abs(b) > 64 or abs(a) > MAX_MAGNITUDE):
+        raise ExprError("exponent out of range")
+
+
+def _function_failed(name: str, exc: Exception) -> int | float:
+    if isinstance(exc, ExprError):
+        raise exc
+    raise ExprError(f"{name}(): {exc}") from None
+
+
+# parse() has already refused anything outside the allow-list; this says how the allowed nodes evaluate
+_SPEC = intexpr.Arith(binops=_BINOPS, functions={name: fn for name, (fn, _) in FUNCTIONS.items()},
+                      name=_unknown_symbol, check=_check_operands, result=_bounded, call_failed=_function_failed)
+
+
 def _eval(node: ast.expr, env: dict[str, int | float]) -> int | float:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in env:
-            raise ExprError(f"unknown symbol {node.id!r} (known: {', '.join(sorted(env)) or 'none'})")
-        return env[node.id]
-    if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, env)
-        return -v if isinstance(node.op, ast.USub) else v
-    if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
-            raise ExprError("division by zero")
-        if isinstance(node.op, ast.Pow) and (abs(b) > 64 or abs(a) > MAX_MAGNITUDE):
-            raise ExprError("exponent out of range")
-        return _bounded(_BINOPS[type(node.op)](a, b))
-    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    fn = FUNCTIONS[node.func.id][0]
-    try:
-        return _bounded(fn(*[_eval(a, env) for a in node.args]))
-    except (ValueError, OverflowError, TypeError) as exc:
-        if isinstance(exc, ExprError):
-            raise
-        raise ExprError(f"{node.func.id}(): {exc}") from None
+    return intexpr.value(node, env, _SPEC)
 
 
 def evaluate_int(expr: int | float | str, env: dict[str, int | float]) -> int:

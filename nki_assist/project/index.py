@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..parse import intexpr
 from ..parse.consts import TILE_SIZE
 from ..parse.pyast import branch_nodes, dotted_name
 from ..parse.pyast import python_syntax_error  # noqa: F401  (re-exported)
@@ -579,33 +580,18 @@ def _has_mod(node: ast.AST) -> bool:
 def fold(node: ast.AST, env: dict[str, Any]) -> Any:
     """Constant value of a simple expression over literals and known module constants, else None."""
     try:
-        return _fold(node, env, 0)
-    except (ArithmeticError, TypeError, ValueError, RecursionError):
+        return intexpr.value(node, env, _FOLD)
+    except (intexpr.Unknown, ArithmeticError, TypeError, ValueError, RecursionError):
         return None
 
 
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
-           ast.Pow: lambda a, b: a ** b if abs(b) < 64 else None, ast.LShift: lambda a, b: a << b if b < 64 else None,
-           ast.RShift: lambda a, b: a >> b}
+def _tile_size(node: ast.Attribute) -> Any:  # nl.tile_size.pmax
+    d = _dotted(node) or ""
+    return TILE_SIZE.get(d.rsplit(".", 1)[-1]) if ".tile_size." in f".{d}" else None
 
 
-def _fold(node: ast.AST, env: dict[str, Any], depth: int) -> Any:
-    if depth > 30:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env.get(node.id)
-    if isinstance(node, ast.Attribute):  # nl.tile_size.pmax
-        d = _dotted(node) or ""
-        return TILE_SIZE.get(d.rsplit(".", 1)[-1]) if ".tile_size." in f".{d}" else None
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _fold(node.operand, env, depth + 1)
-        return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = _fold(node.left, env, depth + 1), _fold(node.right, env, depth + 1)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-                and not isinstance(b, bool):
-            return _BINOPS[type(node.op)](a, b)
-    return None
+_FOLD = intexpr.Arith(
+    binops={**intexpr.BINOPS, ast.Pow: lambda a, b: a ** b if abs(b) < 64 else None,
+            ast.LShift: lambda a, b: a << b if b < 64 else None, ast.RShift: lambda a, b: a >> b},
+    constants=(int, float, str, bool), numbers_only=True, unary_plus=False, max_depth=30,
+    name=lambda node, env: env.get(node.id), attribute=_tile_size)
