@@ -20,8 +20,7 @@ are private to it. Names are loaded on first use so that importing one of them s
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..infra.lazy import lazy_exports
 
 _PUBLIC = {
     "options": ("CheckOptions", "options_from_config", "unknown_selectors", "file_ignores", "language_of"),
@@ -33,14 +32,4 @@ _PUBLIC = {
     "fix": ("fix_text",),
     "autofix": ("apply_fixes", "selected_fixes"),
 }
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

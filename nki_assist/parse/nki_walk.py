@@ -3,21 +3,7 @@ the heads and arguments of calls. `nki_extract.Extractor` builds on it; fact col
 
 from __future__ import annotations
 
-import re
-
-# a call whose name says it asserts (nki-library's `kernel_assert(cond, msg)`): a guard like `assert cond`
-ASSERT_HELPER = re.compile(r"(?:^|_)assert(?:_|$)", re.I)
-from .nki_facts.common import (  # noqa: F401 (re-exported)
-    _SCAN_LEAVES,
-    _STMT_TYPES,
-    KERNEL_DECORATORS,
-    ROLES,
-    Tile,
-    _Ctx,
-    canonical_api,
-    inner_data_names,
-    is_nki_api,
-)
+from .nki_facts.common import _Ctx, canonical_api, is_nki_api
 
 
 class NkiWalker:

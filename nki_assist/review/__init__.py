@@ -14,20 +14,9 @@ are private to it. Names are loaded on first use so that importing one of them s
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..infra.lazy import lazy_exports
 
 _PUBLIC = {
     "pipeline": ("ReviewOptions", "ReviewResult", "review_port", "review_files", "one_line_error"),
 }
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -18,7 +18,6 @@ from typing import Any
 from .. import taxonomy
 from ..findings import Finding, Severity, Source
 
-
 DOCS_BASE_URL = "https://github.com/nki-assist/nki-assist/blob/main/docs/rules/"
 
 

@@ -9,7 +9,9 @@ order, and a part that raises counts as the whole check raising.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -80,3 +82,13 @@ def findings_of(result: CheckResult) -> list[Finding]:
 def crash_message(check: Check, exc: Exception) -> str:
     return (f"Internal error in check {check.name} ({', '.join(check.rules)}; {type(exc).__name__}: {exc}); its "
             "findings are missing, the other checks ran.")
+
+
+def load_family(checks: CheckSet, package: str, skip: tuple[str, ...]) -> None:
+    """Import every module of a rule family's package once (each registers its checks when imported, so a new
+    module is picked up without being named anywhere) and run the checks in one order, whatever the import
+    order: by their first rule id."""
+    for mod in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
+        if mod.name not in skip:
+            importlib.import_module(f"{package}.{mod.name}")
+    checks.checks.sort(key=lambda c: min(c.rules))

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...findings import Finding, Severity
 from ...api.hardware import Target
+from ...findings import Finding, Severity
 from ...parse.cuda_model import FLOAT_DTYPES, LOW_PRECISION_DTYPES, CudaFile, CudaKernel, canonical_dtype
 from ...parse.cuda_vocab import FAST_MATH
-from .sync import find_races
-from ..registry import get
+from ..registry import RuleSpec, get
 from ..runner import Check, CheckSet, crash_message
-from ..registry import RuleSpec
-
+from .sync import find_races
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec(

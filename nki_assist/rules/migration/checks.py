@@ -4,8 +4,6 @@ and lists its RULES) and runs them on the chosen kernel pair."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
 from ...api.hardware import Target
@@ -13,19 +11,15 @@ from ...findings import Finding, Severity
 from ...parse.cuda_model import CudaFile
 from ...parse.nki_model import NkiFile
 from ..registry import get
-from ..runner import Check, crash_message
+from ..runner import Check, crash_message, load_family
 from .common import CHECKS, Ctx
 from .pair import pick_cuda_kernel, pick_nki_kernel
 
 
 @cache
 def load_checks() -> None:
-    """Import every check module of this package once (each registers its checks when imported)."""
-    package = __name__.rpartition(".")[0]
-    for mod in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
-        if mod.name not in ("checks", "common"):
-            importlib.import_module(f"{package}.{mod.name}")
-    CHECKS.checks.sort(key=lambda c: min(c.rules))  # one order, whatever the import order
+    """Import every rule module of this package once: each registers its checks (and lists its RULES)."""
+    load_family(CHECKS, __name__.rpartition(".")[0], skip=("checks", "common"))
 
 
 def run_migration_rules(cuda_file: CudaFile, nki_file: NkiFile, target: Target, *,

@@ -9,13 +9,12 @@ import ast
 import difflib
 import importlib
 
-from ...findings import Severity
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
 from .api_usage import dotted, usage
 from .common import allocation_of, check, emit, kernel_function, walk_nodes
-from ..registry import RuleSpec
-
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI517", "psum-non-additive-accumulation", "unsupported-construct", Severity.WARNING,

@@ -6,16 +6,14 @@ from __future__ import annotations
 import ast
 
 from ...api import table
+from ...api.hardware import Target
 from ...api.version import target_version
 from ...findings import Severity
-from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
 from ...parse.pyast import branch_nodes
-from .api_usage import dotted, usage
-from .common import check, emit
 from ..registry import RuleSpec
-from .common import API_TABLE_NOTE
-
+from .api_usage import dotted, usage
+from .common import API_TABLE_NOTE, check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI515", "python-arithmetic-on-nki-tile", "unsupported-construct", Severity.WARNING,

@@ -10,15 +10,13 @@ import difflib
 
 from ...api import catalogue as nki_api
 from ...api import table
+from ...api.hardware import Target
 from ...api.version import target_version
 from ...findings import Severity
-from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
-from .api_usage import usage
-from .common import check, emit
 from ..registry import RuleSpec
-from .common import API_TABLE_NOTE
-
+from .api_usage import usage
+from .common import API_TABLE_NOTE, check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI510", "unknown-nki-attribute", "deprecated-api", Severity.WARNING,

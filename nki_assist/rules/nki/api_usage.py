@@ -10,8 +10,8 @@ import ast
 from dataclasses import dataclass, field
 
 from ...api import table
-from ...api.version import target_version
 from ...api.hardware import Target
+from ...api.version import target_version
 from ...parse.nki_model import NkiFile
 from ...parse.pyast import child_nodes
 from .common import children, kernel_function, module_tree, per_text, walk

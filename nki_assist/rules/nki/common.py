@@ -9,8 +9,8 @@ from typing import Any
 
 from ...findings import Finding, Severity
 from ...parse import consts
-from ...parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from ...parse.nki_facts.common import canonical_api
+from ...parse.nki_model import Allocation, Assignment, Loop, NkiFile, NkiKernel
 from ...parse.pyast import branch_nodes, dotted_name
 from ...parse.source import normalize_newlines
 from ..registry import get

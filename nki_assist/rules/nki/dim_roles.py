@@ -15,12 +15,11 @@ import ast
 from collections import Counter, defaultdict
 
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import dotted_name
-from .common import check, emit, kernel_findings, kernel_function, walk_nodes
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit, kernel_findings, kernel_function, walk_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI211", "tile-constant-on-wrong-axis", "indexing-error", Severity.WARNING,

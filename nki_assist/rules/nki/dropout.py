@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import ast
 
-from ...findings import RelatedLocation
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile
 from ...parse.pyast import dotted_name
-from .common import check, emit, module_tree, source_has, walk_nodes
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit, module_tree, source_has, walk_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI215", "softmax-sum-after-dropout", "output-mismatch", Severity.WARNING,

@@ -9,13 +9,12 @@ import re
 from functools import partial
 
 from ...api import table
+from ...api.hardware import Target
 from ...api.version import target_version
 from ...findings import RelatedLocation, Severity
-from ...api.hardware import Target
 from ...parse.nki_model import Call, NkiFile, NkiKernel
-from .common import check, emit, kernel_findings, kernel_function, kernel_has, resolve_api, scope_nodes, source_has
 from ..registry import RuleSpec
-
+from .common import check, emit, kernel_findings, kernel_function, kernel_has, resolve_api, scope_nodes, source_has
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI521", "nc-version-equality", "hardware-generation", Severity.WARNING,

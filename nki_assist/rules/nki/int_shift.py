@@ -12,14 +12,13 @@ from __future__ import annotations
 import ast
 
 from ...api import table
+from ...api.hardware import Target
 from ...api.version import target_version
 from ...findings import Severity
-from ...api.hardware import Target
 from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
 from .api_usage import dotted, usage
 from .common import check, emit
-from ..registry import RuleSpec
-
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI527", "shift-wider-than-nki-integer", "overflow-risk", Severity.WARNING,

@@ -9,13 +9,23 @@ from __future__ import annotations
 import ast
 import os
 
-from ...findings import RelatedLocation, Severity
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...project.index import LEGACY_LAUNCHERS
-from .common import check, decorator_text, emit, kernel_findings, kernel_function, module_tree, per_text, resolve_api, scope_nodes, walk_nodes
 from ..registry import RuleSpec
-
+from .common import (
+    check,
+    decorator_text,
+    emit,
+    kernel_findings,
+    kernel_function,
+    module_tree,
+    per_text,
+    resolve_api,
+    scope_nodes,
+    walk_nodes,
+)
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI520", "kernel-writes-output-parameter", "deprecated-api", Severity.WARNING,

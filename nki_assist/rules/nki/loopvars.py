@@ -12,12 +12,11 @@ import ast
 import re
 
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import branch_nodes, dotted_name
-from .common import check, emit, kernel_findings, kernel_function, walk_nodes
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit, kernel_findings, kernel_function, walk_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI212", "loop-variable-after-loop", "indexing-error", Severity.WARNING,

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from ...findings import Severity
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse import consts
 from ...parse.nki import proves_divisible
 from ...parse.nki_model import NkiFile
-from .tails import has_tail_block
-from .common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, inside, loop_label, reads_self, tail_claim
 from ..registry import RuleSpec
-
+from .common import (
+    allocation_of,
+    check,
+    defined_outside,
+    emit,
+    fresh_in_loop_before,
+    inside,
+    loop_label,
+    reads_self,
+    tail_claim,
+)
+from .tails import has_tail_block
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI201", "affine-range-carried-dependency", "loop-carried-dependency", Severity.ERROR,

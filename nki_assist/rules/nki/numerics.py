@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-from ...findings import RelatedLocation, Severity
 from ...api.hardware import ACTIVATION_VALID_RANGE, FP8_MAX, LOW_PRECISION_FLOATS, Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile
-from .common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, loop_label, reads_self
 from ..registry import RuleSpec
-
+from .common import allocation_of, check, defined_outside, emit, fresh_in_loop_before, loop_label, reads_self
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI401", "low-precision-sbuf-accumulator", "low-precision-accumulation", Severity.WARNING,

@@ -18,12 +18,11 @@ from __future__ import annotations
 import ast
 import re
 
-from ...findings import RelatedLocation, Severity
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile, NkiKernel
-from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes_of
 from ..registry import RuleSpec
-
+from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes_of
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI112", "partition-broadcast-in-elementwise-op", "unsupported-construct", Severity.WARNING,

@@ -11,12 +11,11 @@ import ast
 from pyflakes import messages
 
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile
 from ...project.incremental import flakes
-from .common import check, emit, module_tree, per_text
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit, module_tree, per_text
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI002", "undefined-name", "unsupported-construct", Severity.ERROR,

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 from ...api.hardware import Target
-from ...parse.nki_model import NkiFile
-from .common import check, emit, shape_str
-from ..registry import RuleSpec
 from ...findings import Severity
-
+from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
+from .common import check, emit, shape_str
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI210", "partition-axis-reduction", "unsupported-construct", Severity.ERROR,

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
-from functools import partial, cache
+from functools import cache, partial
 
-from ...findings import Finding, RelatedLocation, Severity
 from ...api.hardware import Target
+from ...findings import Finding, RelatedLocation, Severity
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...project import apply_context, context_for
-from .common import CHECKS, emit, release_walks
-from ..runner import Check, crash_message, findings_of
 from ..registry import RuleSpec
-
+from ..runner import Check, crash_message, findings_of, load_family
+from .common import CHECKS, emit, release_walks
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI001", "nki-syntax-error", "unsupported-construct", Severity.ERROR,
@@ -42,13 +39,8 @@ __all__ = ["run_nki_rules", "rule_ids"]
 
 @cache
 def load_checks() -> None:
-    """Import every rule module of this package once: each registers its checks (and lists its RULES)
-    when imported, so a new rule module is picked up without being named anywhere else."""
-    package = __name__.rpartition(".")[0]
-    for mod in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
-        if mod.name not in ("common", "run"):
-            importlib.import_module(f"{package}.{mod.name}")
-    CHECKS.checks.sort(key=lambda c: min(c.rules))  # one order, whatever the import order
+    """Import every rule module of this package once: each registers its checks (and lists its RULES)."""
+    load_family(CHECKS, __name__.rpartition(".")[0], skip=("common", "run"))
 
 
 def rule_ids() -> list[str]:

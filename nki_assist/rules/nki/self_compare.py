@@ -13,11 +13,10 @@ import ast
 import re
 
 from ...api.hardware import Target
-from ...parse.nki_model import NkiFile
-from .common import check, emit, module_tree, walk_nodes
-from ..registry import RuleSpec
 from ...findings import Severity
-
+from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
+from .common import check, emit, module_tree, walk_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI216", "self-comparison-in-verification", "output-mismatch", Severity.WARNING,

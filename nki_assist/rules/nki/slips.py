@@ -11,14 +11,12 @@ import ast
 
 from pyflakes import messages
 
-from ...findings import RelatedLocation
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
 from .common import check, emit, module_tree, walk_nodes
 from .python import pyflakes_messages
-from ..registry import RuleSpec
-from ...findings import Severity
-
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI213", "bit-test-as-divisibility-guard", "missing-boundary-mask", Severity.WARNING,

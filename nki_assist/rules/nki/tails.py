@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse import consts
 from ...parse.nki_model import DMA_APIS, Call, Loop, NkiFile, NkiKernel
 from ..migration.index import subscript_elements
 from ..migration.pair import nki_output_names
-from .common import check, emit
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI207", "tail-tile-offset", "indexing-error", Severity.ERROR,

@@ -22,14 +22,13 @@ from functools import partial
 from itertools import accumulate
 
 from ...api import table
+from ...api.hardware import Target
 from ...api.version import target_version
 from ...findings import RelatedLocation, Severity
-from ...api.hardware import Target
 from ...parse.nki_model import NkiFile, NkiKernel
 from ...parse.pyast import branch_nodes
-from .common import check, decorator_text, emit, kernel_findings, kernel_function, resolve_api
 from ..registry import RuleSpec
-
+from .common import check, decorator_text, emit, kernel_findings, kernel_function, resolve_api
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI523", "generation-gated-api-without-target", "unsupported-construct", Severity.WARNING,

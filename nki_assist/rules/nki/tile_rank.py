@@ -17,13 +17,11 @@ from __future__ import annotations
 import ast
 import re
 
-from ...findings import RelatedLocation
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile, NkiKernel
-from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit, kernel_findings, kernel_function, resolve_api, scope_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI113", "on-chip-tile-below-two-dims", "unsupported-construct", Severity.WARNING,

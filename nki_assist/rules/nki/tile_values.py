@@ -12,15 +12,13 @@ from __future__ import annotations
 import ast
 
 from ...api import table
-from ...findings import RelatedLocation, Severity
 from ...api.hardware import Target
+from ...findings import RelatedLocation, Severity
 from ...parse.nki_model import NkiFile
+from ..registry import RuleSpec
 from .api_idioms import tile_names
 from .api_usage import dotted, new_namespace_version, usage
-from .common import check, emit, kernel_function, scope_nodes
-from ..registry import RuleSpec
-from .common import TARGET_VERSION_NOTE
-
+from .common import TARGET_VERSION_NOTE, check, emit, kernel_function, scope_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI524", "numpy-astype-on-nki-tile", "unsupported-construct", Severity.WARNING,

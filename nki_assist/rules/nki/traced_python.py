@@ -15,13 +15,11 @@ from __future__ import annotations
 import ast
 
 from ...api.hardware import Target
-from ...parse.nki_model import NkiFile, NkiKernel
-from .api_usage import BODY_FUN_APIS, dotted, new_namespace_version, usage
-from .common import check, emit, kernel_function, scope_nodes
-from ..registry import RuleSpec
 from ...findings import Severity
-from .common import TARGET_VERSION_NOTE
-
+from ...parse.nki_model import NkiFile, NkiKernel
+from ..registry import RuleSpec
+from .api_usage import BODY_FUN_APIS, dotted, new_namespace_version, usage
+from .common import TARGET_VERSION_NOTE, check, emit, kernel_function, scope_nodes
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI526", "untraceable-python-in-nki-kernel", "unsupported-construct", Severity.WARNING,

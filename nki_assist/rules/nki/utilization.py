@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ...findings import Severity
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile
-from .common import check, emit
 from ..registry import RuleSpec
-
+from .common import check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", Severity.WARNING,

@@ -8,13 +8,12 @@ indexing error (MIG110 stays silent on it); the cost is that every window is its
 from __future__ import annotations
 
 from ...api.hardware import Target
+from ...findings import Severity
 from ...parse.nki_model import NkiFile
 from ..migration.index import evaluator, output_axes, sliding_windows
 from ..migration.pair import output_store
-from .common import check, emit
 from ..registry import RuleSpec
-from ...findings import Severity
-
+from .common import check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec("NKI111", "sliding-window-reloaded", "redundant-dma", Severity.INFO,
