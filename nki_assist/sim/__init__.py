@@ -6,8 +6,8 @@ process with time and memory limits). See docs/simulator.md for what is modelled
 
 from __future__ import annotations
 
-from ..contracts.runs import RunResult
 from ..api.hardware import Target
+from ..contracts.runs import RunResult
 
 
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *,

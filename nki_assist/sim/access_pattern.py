@@ -17,7 +17,8 @@ import operator
 import numpy as np
 
 from . import context
-from .tensor import Tensor, box, read, register_ap
+from .access import box, read
+from .tensor import Tensor, register_ap
 
 
 def _start(t: Tensor) -> int:

@@ -16,9 +16,9 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.hardware import Target
 from ..contracts.runs import Operand, ResourcePeaks, TraceEntry
 from ..findings import Finding
-from ..api.hardware import Target
 from ..rules.registry import get as get_rule
 from .dtypes import Rounder
 from .errors import UnsupportedAPI  # noqa: F401 (part of this module's interface)

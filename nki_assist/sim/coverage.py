@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..contracts.provenance import Overlap, StoreRecord, iteration_text
-from ..rules.registry import get as get_rule
-
 from ..findings import RelatedLocation, Severity
+from ..rules.registry import get as get_rule
 
 
 @dataclass

@@ -8,8 +8,20 @@ import math
 import numpy as np
 
 from . import mathops, provenance, unwritten
-from .core import (ON_CHIP, SimShapeError, Tensor, check_placement, consume, ctx_site, is_tensor, new_tile, opname,
-                   read, tile_mask, write)
+from .core import (
+    ON_CHIP,
+    SimShapeError,
+    Tensor,
+    check_placement,
+    consume,
+    ctx_site,
+    is_tensor,
+    new_tile,
+    opname,
+    read,
+    tile_mask,
+    write,
+)
 from .dma_geometry import geometry
 from .dtypes import resolve
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from . import context, core, dma, registers, unwritten, vector_ext
+from . import context, core, dma, registers, unwritten, vector_ext, vector_ops
 from . import tensor_engine as te
 from .context import UnsupportedAPI
 from .indexing import Mask
@@ -102,25 +102,25 @@ def legacy_namespace() -> dict:
         return core.copy(src, dtype=dtype, mask=mask, engine=_engine(engine, "vector"))
 
     def memset(shape, value, dtype=None, mask=None, engine=None, **kw):
-        return core.memset(value, shape=shape, dtype=dtype, mask=mask, engine=_engine(engine, "vector"))
+        return vector_ops.memset(value, shape=shape, dtype=dtype, mask=mask, engine=_engine(engine, "vector"))
 
     def iota(expr, dtype=None, mask=None, **kw):
-        return core.iota_expr(expr, dtype, mask=mask)
+        return vector_ops.iota_expr(expr, dtype, mask=mask)
 
     def affine_select(pred, on_true_tile, on_false_value, dtype=None, mask=None, **kw):
         if not isinstance(pred, Mask):
             raise UnsupportedAPI("nisa.affine_select with a non-affine predicate")
-        return core.select(pred, on_true_tile, on_false_value, dtype=dtype, mask=mask, label="affine_select",
+        return vector_ops.select(pred, on_true_tile, on_false_value, dtype=dtype, mask=mask, label="affine_select",
                            engine="gpsimd")
 
     def dma_copy(dst=None, src=None, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
         dma.dma(dst, src, mask=mask, accumulate_op=dst_rmw_op)
 
     def bn_stats(data, dtype=None, mask=None, **kw):
-        return core.bn_stats(data, dtype=dtype, mask=mask)
+        return vector_ops.bn_stats(data, dtype=dtype, mask=mask)
 
     def bn_aggr(data, dtype=None, mask=None, **kw):
-        return core.bn_aggr(data, dtype=dtype, mask=mask)
+        return vector_ops.bn_aggr(data, dtype=dtype, mask=mask)
 
     def reciprocal(data, dtype=None, mask=None, **kw):
         return core.unary("reciprocal", data, dtype=dtype, mask=mask, engine="vector", op_label="reciprocal")
@@ -234,21 +234,21 @@ def new_namespace() -> dict:
         core.copy(src, dst=dst, engine=_engine(engine, "vector"))
 
     def memset(dst, value, engine=None, **kw):
-        core.memset(value, dst=dst, engine=_engine(engine, "vector"))
+        vector_ops.memset(value, dst=dst, engine=_engine(engine, "vector"))
 
     def iota(dst, pattern, offset=0, channel_multiplier=0, **kw):
-        core.iota_pattern(dst, pattern, offset, channel_multiplier)
+        vector_ops.iota_pattern(dst, pattern, offset, channel_multiplier)
 
     def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, offset=0, **kw):
         import numpy as np
 
-        vals = core.pattern_values(dst.shape, pattern, offset, channel_multiplier).reshape(dst.shape)
+        vals = vector_ops.pattern_values(dst.shape, pattern, offset, channel_multiplier).reshape(dst.shape)
         name = core.opname(cmp_op) if cmp_op is not None else "greater_equal"
         pred = core.mathops.BINARY[name](vals.astype(np.float32), np.float32(0)) != 0
-        core.select(Mask(pred), on_true_tile, on_false_value, dst=dst, label="affine_select", engine="gpsimd")
+        vector_ops.select(Mask(pred), on_true_tile, on_false_value, dst=dst, label="affine_select", engine="gpsimd")
 
     def select(dst, pred, on_true, on_false, **kw):
-        core.select(pred, on_true, on_false, dst=dst)
+        vector_ops.select(pred, on_true, on_false, dst=dst)
 
     def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, **kw):
         dma.dma(dst, src)
@@ -264,10 +264,10 @@ def new_namespace() -> dict:
         dma.dma(dst, src, op="dma_transpose", transpose_2d=True, axes=perm)
 
     def bn_stats(dst, data, **kw):
-        core.bn_stats(data, dst=dst)
+        vector_ops.bn_stats(data, dst=dst)
 
     def bn_aggr(dst, data, **kw):
-        core.bn_aggr(data, dst=dst)
+        vector_ops.bn_aggr(data, dst=dst)
 
     def reciprocal(dst, data, **kw):
         core.unary("reciprocal", data, dst=dst, engine="vector", op_label="reciprocal")

@@ -12,12 +12,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import block_store, context, core, dma, mathops, objects, provenance, registers, unwritten
+from . import block_store, context, core, dma, mathops, objects, provenance, registers, unwritten, vector_ops
 from . import tensor_engine as te
+from .access import read, write
 from .context import LoopFrame
 from .dtypes import FLOAT32, exposed, resolve
 from .indexing import DynSlice, Idx, MGrid
-from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, read, register_assign, release, write
+from .tensor import ON_CHIP, Tensor, allocate, bind_site, commit_pending, register_assign, release
 
 F32 = np.float32
 
@@ -402,7 +403,7 @@ def softmax(x, axis=-1, dtype=None, mask=None, **kw):
 
 
 def where(condition, x, y, dtype=None, mask=None, **kw):
-    return core.select(condition, x, y, dtype=dtype, mask=mask, label="select")
+    return vector_ops.select(condition, x, y, dtype=dtype, mask=mask, label="select")
 
 
 @core.elementwise

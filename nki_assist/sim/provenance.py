@@ -2,7 +2,7 @@
 
 Two mechanisms, both off the per-instruction fast path:
 
-- **Store log** (always on, HBM tensors only). `tensor.write` calls `on_store` for every write into an
+- **Store log** (always on, HBM tensors only). `access.write` calls `on_store` for every write into an
   HBM tensor: the store becomes a `StoreRecord` (kernel line, loop-variable values, region) and an int32
   map remembers, per element, the store that last wrote it. A store that replaces values an earlier
   store wrote, which nothing read in between, is an `Overlap` (reads of HBM tensors mark their elements
@@ -120,7 +120,7 @@ def _same(old: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 def on_store(st, key, m, value, line, fancy=None) -> None:
     """Record a write into HBM tensor `st` (called before the data is written). `key`/`m`/`value` as
-    `tensor.write` uses them; `fancy` = the index arrays of a gathered write (its values already selected)."""
+    `access.write` uses them; `fancy` = the index arrays of a gathered write (its values already selected)."""
     log: WriteLog = st.log
     if log.truncated or (m is not None and not m.any()):
         return

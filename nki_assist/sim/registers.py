@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import core
-from .tensor import Tensor, read
+from . import core, vector_ops
+from .access import read
+from .tensor import Tensor
 
 _NOT_FOUND = 0xFFFFFFFF
 
@@ -68,7 +69,7 @@ def register_load(dst: Register, src, **kw) -> None:
 
 
 def register_store(dst, src, **kw) -> None:
-    core.memset(_int(src), dst=dst, engine="gpsimd")
+    vector_ops.memset(_int(src), dst=dst, engine="gpsimd")
 
 
 def while_loop(init, body_fun, *args, **kw) -> None:

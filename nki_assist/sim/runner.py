@@ -14,18 +14,18 @@ import types
 import numpy as np
 
 from ..api import catalogue as nki_api
+from ..api.hardware import Target
 from ..contracts import callargs
 from ..contracts.runs import RunResult
-from ..api.hardware import Target
 from ..parse.pyast import dotted_name as _decorator_name
+from ..rules.registry import get
 from . import access_pattern, block_life, context, coverage, packages, provenance, value_ranges  # noqa: F401 (access_pattern: Tensor.ap)
+from .access import box
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
 from .dtypes import UnknownDType, resolve
 from .shims import Installed, Kernel, run_grid
-from .tensor import SimShapeError, Tensor, allocate, box, commit_pending
-
-from ..rules.registry import get
+from .tensor import SimShapeError, Tensor, allocate, commit_pending
 
 _JIT_NAMES = ("jit", "nki_jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace")
 _module_counter = itertools.count(1)

@@ -20,7 +20,6 @@ import types
 from . import context, isa, language
 from .context import UnsupportedAPI
 
-
 _FRAMEWORKS = ("torch", "jax", "tensorflow", "cupy")
 
 

@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mathops, provenance, unwritten
-from .pe_array import pe_matmul
-from .core import (FLOAT32, SimShapeError, Tensor, _fit, check_placement, ctx_site, emit, fvals, is_tensor, new_tile,
-                   read, tile_mask, write)
-from .views import locate
 from ..findings import Severity
+from . import mathops, provenance, unwritten
+from .core import (
+    FLOAT32,
+    SimShapeError,
+    Tensor,
+    _fit,
+    check_placement,
+    ctx_site,
+    emit,
+    fvals,
+    is_tensor,
+    new_tile,
+    read,
+    tile_mask,
+    write,
+)
 from .dtypes import DType
+from .pe_array import pe_matmul
+from .views import locate
+
 
 # -- matmul / transpose ----------------------------------------------------------------------------
 def matmul(stationary, moving, *, dst=None, accumulate=None, is_transpose=False, mask=None,

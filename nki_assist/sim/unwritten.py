@@ -8,9 +8,9 @@ inputs is itself unwritten, per element, and becomes a finding (SIM111) only whe
 - an instruction that mixes written and unwritten inputs into one output element: a reduction over a
   partly written partition, a matmul contracting over partly written partitions.
 A tile nothing was ever written to (no masked write left holes in it) is reported at its first read: that
-is an uninitialized accumulator, not a masked-off tail (tensor.read).
+is an uninitialized accumulator, not a masked-off tail (access.read).
 
-While an instruction runs, `tensor.read` appends (unwritten positions in the view's shape, view, line) to
+While an instruction runs, `access.read` appends (unwritten positions in the view's shape, view, line) to
 `ctx.poison`; the functions here place those positions into the instruction's output.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import context
-from .tensor import mark_unwritten, report_uninitialized
+from .access import mark_unwritten, report_uninitialized
 
 
 def begin() -> bool:

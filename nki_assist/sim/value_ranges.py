@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contracts.runs import ValueRange
 from ..api.hardware import ACTIVATION_VALID_RANGE
+from ..contracts.runs import ValueRange
 
 # functions whose argument range decides whether the result is finite or valid
 RANGED = frozenset({"exp", "exp2", "power", "log", "log2", "reciprocal", "rsqrt", "sqrt", "sin", "cos", "tan",

@@ -12,11 +12,20 @@ from __future__ import annotations
 import numpy as np
 
 from . import mathops, unwritten
-from .core import (_fit, ctx_site, emit, fvals, is_tensor, on_chip_operand, operand_value, opname, palign,
-                   tile_mask)
-from .tensor import write
-
-from .core import SimShapeError
+from .access import write
+from .core import (
+    SimShapeError,
+    _fit,
+    ctx_site,
+    emit,
+    fvals,
+    is_tensor,
+    on_chip_operand,
+    operand_value,
+    opname,
+    palign,
+    tile_mask,
+)
 
 F32 = np.float32
 
