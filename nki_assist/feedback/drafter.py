@@ -146,6 +146,12 @@ def _contradicted(f: Finding) -> str | None:
     return rec.get("evidence") if rec.get("status") == "contradicted" else None
 
 
+def _relocated(f: Finding) -> str | None:
+    """The run's evidence that moved a finding off the line a generic explanation would blame (an allocation)."""
+    rec = f.evidence.get("reconciled") or {}
+    return rec.get("evidence") if rec.get("status") == "relocated" else None
+
+
 def _primary(group: list[Finding]) -> Finding:
     """The finding that leads an item: among the most severe, a confirmed root cause first, then the finding
     the others name as their cause (an out-of-bounds read before the NaN output it produced), else the one
@@ -195,7 +201,8 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
 
     whys: list[str] = []
     for f in group:
-        text = f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else _render(f, "why", t, n, cuda)
+        text = (f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else
+                f"The run places it: {_relocated(f)}." if _relocated(f) else _render(f, "why", t, n, cuda))
         if text and text not in whys:
             whys.append(text)
     why = " ".join(whys[:MAX_WHY_PARTS]) or taxonomy.category_description(primary.category)

@@ -19,20 +19,43 @@ from pathlib import PurePath
 
 from ..findings import Finding, Severity
 from .claims.evidence import RunContext, kernel_params, shape_symbols  # noqa: F401 (tests read them here)
-from .claims.evidence import confirm as _confirm, status as _status
+from .claims.evidence import confirm as _confirm, contradict as _contradict, status as _status
+from .claims.refute import refuted_cause
 from .claims.table import check as _check_claim
+from .claims.unwritten import follow_relocated
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
     return bool(a and b) and PurePath(a).name == PurePath(b).name
 
 
-def _reanchor(nf: Finding, old: Finding | None, findings: list[Finding]) -> tuple[Finding, int | None]:
+def _named_elsewhere(nf: Finding, findings: list[Finding]) -> int | None:
+    """A cause another numerics finding of the file names at its own line (a partly written output the
+    simulator saw), when it stands: the cause of this failure too, once the one named here is refuted."""
+    for k, g in enumerate(findings):
+        if g.source == "numerics" or not _same_file(g.file, nf.file) or _status(g) in ("contradicted", "untested"):
+            continue
+        if any(o is not nf and o.source == "numerics" and o.evidence.get("cause_rule") == g.rule and o.line == g.line
+               and _same_file(o.file, g.file) for o in findings):
+            return k
+    return None
+
+
+def _reanchor(nf: Finding, old: Finding | None, findings: list[Finding],
+              refuted: bool = False) -> tuple[Finding, int | None]:
     """The attribution named a cause the run did not bear out (its claim untested or contradicted on the
-    spec's sizes): point the numerics finding at a finding of the same category the run confirmed instead."""
+    spec's sizes): point the numerics finding at a finding of the same category the run confirmed instead;
+    when the run refuted the named cause, at a cause another numerics finding names, else at none."""
     j = next((k for k, g in enumerate(findings) if _status(g) == "confirmed" and g.category == nf.category
               and g.source in ("static", "migration") and _same_file(g.file, nf.file)), None)
+    if j is None and refuted:
+        j = _named_elsewhere(nf, findings)
     if j is None:
+        if refuted and old is not None:  # the text no longer names a cause the run refutes
+            msg = nf.message.replace(f", consistent with {old.rule} {old.name} at line {old.line}",
+                                     f"; {old.rule} at line {old.line} is not its cause (the run refutes it)")
+            ev = {k: v for k, v in nf.evidence.items() if k != "cause_rule"}
+            return nf.model_copy(update={"message": msg, "evidence": {**ev, "cause_refuted": old.rule}}), None
         return nf, None
     new = findings[j]
     msg = nf.message if old is None else nf.message.replace(f"{old.rule} {old.name} at line {old.line}",
@@ -51,8 +74,11 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
             continue
         j = next((k for k, f in enumerate(out) if f.rule == rule and f.line == nf.line and f.source != "numerics"
                   and _same_file(f.file, nf.file)), None)
+        refuted = refuted_cause(out[j]) if j is not None and out[j].source in ("static", "migration") else None
+        if refuted is not None:  # named as the cause, but the run's own numbers say otherwise: demoted
+            out[j] = _contradict(out[j], refuted[0], refuted[1], fix=_refuted_fix(out[j], nf))
         if j is None or _status(out[j]) in ("contradicted", "untested"):
-            nf, j = _reanchor(nf, out[j] if j is not None else None, out)
+            nf, j = _reanchor(nf, out[j] if j is not None else None, out, refuted is not None)
             out[i] = nf
             if j is None:
                 continue
@@ -69,10 +95,15 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
         # the same mistake elsewhere in the file (a tail tile repeating the main loop's exp) is the same defect
         for m, g in enumerate(out):
             if m != j and g.rule == f.rule and _same_file(g.file, f.file) and g.category == f.category \
-                    and not g.evidence.get("reconciled") and g.source != "numerics":
+                    and not g.evidence.get("reconciled") and g.source != "numerics" and refuted_cause(g) is None:
                 out[m] = _confirm(g, f"the same defect as line {f.line}, which {nf.rule} confirms", [],
                                   out[j].severity, root)
     return out
+
+
+def _refuted_fix(f: Finding, nf: Finding) -> str:
+    keep = f" The pattern itself ({f.name}) may still matter for other inputs: {f.fix}" if f.fix else ""
+    return f"Look elsewhere for the cause of {nf.rule}: this line is not it on the sizes tested.{keep}"
 
 
 def _link_windows(findings: list[Finding]) -> list[Finding]:
@@ -103,7 +134,7 @@ def reconcile(findings: list[Finding], *, spec=None, res=None, source: str = "",
         g = _check_claim(ctx, f, findings, perf_size)
         if g is not None:
             out.append(g)
-    return _align_dma_advice(_link_windows(_link_overflow(_link_causes(out))))
+    return _align_dma_advice(_link_windows(_link_overflow(_link_causes(follow_relocated(out)))))
 
 
 def _link_overflow(findings: list[Finding]) -> list[Finding]:

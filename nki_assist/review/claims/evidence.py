@@ -136,6 +136,8 @@ def predicted(f: Finding) -> str:
         return "that packing rows onto more partitions would speed the kernel up"
     if f.category == "small-dma":
         return "that larger DMA transfers would speed the kernel up"
+    if f.rule == "NKI402":
+        return "that this exp overflows and causes the failure"
     return f"a runtime effect ({f.category})"
 
 

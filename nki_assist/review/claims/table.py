@@ -14,6 +14,7 @@ from .evidence import RunContext
 from .inputs import check_input_unused
 from .output import check_output_wrong
 from .tail import check_tail
+from .unwritten import check_unwritten
 
 Check = Callable[[RunContext, Finding, dict[str, Any], list[Finding], "str | None"], "Finding | None"]
 
@@ -35,6 +36,10 @@ def _claimed(kind: str) -> Callable[[Finding, str | None], bool]:
 
 def _static(rule: str) -> Callable[[Finding, str | None], bool]:
     return lambda f, k: f.rule == rule and f.source == "static"
+
+
+def _simulated(rule: str) -> Callable[[Finding, str | None], bool]:
+    return lambda f, k: f.rule == rule and f.source == "simulation"
 
 
 def _cost(category: str) -> Callable[[Finding, str | None], bool]:
@@ -74,6 +79,13 @@ CLAIMS: tuple[ClaimKind, ...] = (
               "every argument stayed inside the range (measured, the static severity stays)",
               "review/ranges.py", _static("NKI404"),
               lambda ctx, f, c, fs, p: ctx.ranges.activation(f)),
+    ClaimKind("output-unwritten", "SIM112 on the output's allocation (the drafted text: memory not initialized, "
+              "round the trip count up)",
+              "no store into the unwritten region ran (the finding stays at the allocation)",
+              "a store into that output ran and moved 0 bytes: the finding moves to that store line, with the "
+              "empty region",
+              "review/claims/unwritten.py", _simulated("SIM112"),
+              lambda ctx, f, c, fs, p: check_unwritten(ctx, f)),
     ClaimKind("partition-underuse", "PERF103 (cost model)",
               "-",
               "the narrow instructions are the ragged tail tile of the size estimated",
