@@ -200,7 +200,8 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
     what = "\n".join(what_parts)
 
     whys: list[str] = []
-    for f in group:
+    placed = next((f for f in group if _relocated(f)), None)  # the run's placement explains the whole item
+    for f in ([placed] if placed is not None else group):
         text = (f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else
                 f"The run places it: {_relocated(f)}." if _relocated(f) else _render(f, "why", t, n, cuda))
         if text and text not in whys:

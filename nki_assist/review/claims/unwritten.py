@@ -53,7 +53,7 @@ def check_unwritten(ctx: RunContext, f: Finding) -> Finding:
                 f"the iteration that starts at {tensor}[{first.split(':')[0]}] (a remainder such as `R % P` is 0 "
                 "when the size is a multiple of the tile; the rows left are `R - start`). The trip count already "
                 "reaches those rows."),
-        "evidence": {**f.evidence, "allocation_line": f.line,
+        "evidence": {**f.evidence, "allocation_line": f.line, "root_cause_lead": True,
                      "reconciled": {"status": "relocated", "evidence": text, "sizes": [h[0] for h in hits]}}})
 
 
