@@ -55,7 +55,8 @@ CLAIMS: tuple[ClaimKind, ...] = (
               lambda ctx, f, c, fs, p: check_tail(ctx, f, c)),
     ClaimKind("output-wrong", "MIG110, MIG102 (missing scale or epilogue), NKI207 (evidence claim.kind)",
               "a numerics finding names it as its cause (attribution)",
-              "every size of the spec ran and passes",
+              "every size of the spec ran and passes; a missing scale: any size passes (a constant factor would "
+              "fail every size)",
               "review/claims/output.py", _claimed("output-wrong"),
               lambda ctx, f, c, fs, p: check_output_wrong(ctx, f, c)),
     ClaimKind("input-unused", "NKI202, MIG103 (evidence claim.kind)",
@@ -112,3 +113,11 @@ def check(ctx: RunContext, f: Finding, findings: list[Finding], perf_size: str |
         return f
     claim = f.evidence.get("claim")
     return row.check(ctx, f, claim if isinstance(claim, dict) else {}, findings, perf_size)
+
+
+def claims_markdown() -> str:
+    """The table as docs/feedback.md shows it (between its claims-table markers)."""
+    rows = ["| claim kind | made by | confirmed by | refuted by (then info, with the number) | check |",
+            "|---|---|---|---|---|"]
+    rows += [f"| `{c.kind}` | {c.rules} | {c.confirms} | {c.refutes} | `nki_assist/{c.module}` |" for c in CLAIMS]
+    return "\n".join(rows)
