@@ -72,3 +72,25 @@ def test_partly_written_output_moves_from_the_allocation_to_the_store_that_moved
     assert lead.title.endswith(f"(softmax_rmodp_nki.py:{store})")
     assert "does not initialize memory" not in lead.why and "moved 0 bytes" in lead.why
     assert "round the trip count up" not in lead.fix
+
+
+def test_an_empty_store_outside_the_unwritten_region_does_not_move_the_finding():
+    from types import SimpleNamespace as NS
+
+    from nki_assist.contracts.runs import TraceEntry
+    from nki_assist.review.claims.unwritten import check_unwritten, hole
+    from nki_assist.rules.registry import get
+
+    msg = "kernel output y[256, 64] is only partly written: 8192 of 16384 elements (50.0%) are never stored, " \
+          "within [128:256, 0:64]."
+    assert hole(msg) == [(128, 256), (0, 64)]
+    sim = get("SIM112").finding(msg, file="k.py", line=7, source="simulation", evidence={"tensor": "y"})
+
+    def ctx(start):
+        store = TraceEntry(seq=1, engine="dma", op="dma_copy", line=20, file="k.py", dst=None, bytes=0,
+                           hbm_tensor="y", hbm_box=((start, start), (0, 64)), direction="store")
+        return NS(res=NS(sizes=[NS(size="aligned", runs={"trainium": NS(trace=[store])})]))
+
+    moved = check_unwritten(ctx(128), sim)
+    assert moved.line == 20 and moved.evidence["allocation_line"] == 7
+    assert check_unwritten(ctx(0), sim) is sim  # an empty store at rows 0:0 explains nothing about rows 128:256

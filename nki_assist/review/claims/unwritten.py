@@ -19,6 +19,24 @@ def _box(box) -> str:
     return ", ".join(f"{a}:{b}" for a, b in box or ())
 
 
+def hole(message: str) -> list[tuple[int, int]] | None:
+    """The unwritten region SIM112's message names (`within [128:256, 0:256]`), per dimension."""
+    m = re.search(r"within \[([\d:, ]+)\]", message)
+    if m is None:
+        return None
+    try:
+        return [(int(a), int(b)) for a, b in (d.split(":") for d in m.group(1).split(", "))]
+    except ValueError:
+        return None
+
+
+def _inside(box, region: list[tuple[int, int]] | None) -> bool:
+    """The empty store starts inside the unwritten region (on every dimension it names)."""
+    if region is None or not box or len(box) != len(region):
+        return False
+    return all(lo <= a < hi or (a == hi and lo == hi) for (a, _), (lo, hi) in zip(box, region))
+
+
 def empty_stores(ctx: RunContext, tensor: str) -> list[tuple[str, int, int, object]]:
     """(size, store line, stores at that line, region of the first empty one) for each size whose trace has a
     store into `tensor` that moved 0 bytes."""
@@ -38,7 +56,9 @@ def empty_stores(ctx: RunContext, tensor: str) -> list[tuple[str, int, int, obje
 def check_unwritten(ctx: RunContext, f: Finding) -> Finding:
     """SIM112 on an allocation moved to the store that ran empty (see the module docstring)."""
     tensor = f.evidence.get("tensor")
-    hits = [h for h in empty_stores(ctx, tensor) if h[1] != f.line] if tensor and f.line else []
+    region = hole(f.message)
+    hits = [h for h in empty_stores(ctx, tensor) if h[1] != f.line and _inside(h[3], region)] \
+        if tensor and f.line else []
     if not hits:
         return f
     size, line, n, box = hits[0]
