@@ -8,7 +8,8 @@ its kind; the kinds, the evidence that confirms and refutes each, and the checks
 The claim is evaluated on every size of the port spec that ran. A claim the run contradicts is demoted
 to info (or dropped, when its premise is false) and says which evidence contradicts it; a claim the run
 confirms is promoted to the severity of the numerics finding that shows it and linked to it as the root
-cause (evidence["root_cause"], evidence["root_cause_lead"]). Input dtypes declared by the port spec
+cause (evidence["root_cause"], evidence["root_cause_lead"]), unless the run's own numbers refute it as the
+cause (claims/refute.py: then it is demoted with the number instead). Input dtypes declared by the port spec
 override the ones inferred from the CUDA declarations.
 """
 
@@ -19,7 +20,9 @@ from pathlib import PurePath
 
 from ..findings import Finding, Severity
 from .claims.evidence import RunContext, kernel_params, shape_symbols  # noqa: F401 (tests read them here)
-from .claims.evidence import confirm as _confirm, contradict as _contradict, status as _status
+from .claims.evidence import confirm as _confirm
+from .claims.evidence import contradict as _contradict
+from .claims.evidence import status as _status
 from .claims.refute import refuted_cause
 from .claims.table import check as _check_claim
 from .claims.unwritten import follow_relocated
