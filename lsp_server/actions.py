@@ -92,6 +92,9 @@ def _wants(only: Sequence[str] | None, kind: str) -> bool:
     return any(kind == k or kind.startswith(f"{k}.") for k in map(str, (getattr(k, "value", k) for k in only)))
 
 
+wants_kind = _wants  # for the server's other code actions (the review's proven fix)
+
+
 def quick_fixes(uri: str, lines: Sequence[str], diagnostics: Sequence[types.Diagnostic],
                 codec: PositionCodec = UTF16) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []

@@ -23,7 +23,8 @@ from pygls.workspace import TextDocument
 
 from . import __version__, engine
 from .actions import KINDS as ACTION_KINDS
-from .actions import code_actions
+from .actions import code_actions, wants_kind
+from .proven_fix import proven_findings, proven_fix_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .documents import use_editor_documents
 from .hover import diagnostic_text, item_hover, word_at
@@ -81,6 +82,7 @@ class NkiAssistServer(LanguageServer):
         self._lens_refresh = False  # client supports workspace/codeLens/refresh
         self._inlay_refresh = False  # client supports workspace/inlayHint/refresh
         self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
+        self.proven: dict[str, list] = {}  # kernel file name -> last review's findings with a proven diff
         self.review_lock = asyncio.Lock()
         self._tokens = itertools.count(1)
         self._trim: asyncio.TimerHandle | None = None
@@ -412,8 +414,11 @@ def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[typ
         return None
     entry = ls.store.get(doc.uri)
     current = entry is not None and entry.analysis is not None and entry.version == doc.version
-    return code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec,
-                        only=params.context.only, findings=entry.analysis.findings if current else ()) or None
+    actions = code_actions(doc.uri, doc.lines, params.context.diagnostics, doc.position_codec,
+                           only=params.context.only, findings=entry.analysis.findings if current else ())
+    if wants_kind(params.context.only, types.CodeActionKind.QuickFix.value):
+        actions += proven_fix_actions(doc.uri, doc.path, doc.lines, ls.proven, params.range, doc.position_codec)
+    return actions or None
 
 
 async def _kernel_view(ls: NkiAssistServer, uri: str):
@@ -686,6 +691,10 @@ async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
         return {"ok": False, "cancelled": True, "message": "review cancelled"}
     end("done")
     _remember_performance(ls, outcome)
+    nki = outcome.nki_path()
+    if nki is not None:
+        ls.proven.pop(nki.name, None)  # this review's answer replaces the last one for its kernel
+    ls.proven.update(proven_findings(outcome.review))
     summary = outcome.summary()
     window_caps = ls.client_capabilities.window
     if window_caps and window_caps.show_document and window_caps.show_document.support:

@@ -15,6 +15,7 @@ from .. import taxonomy
 from ..findings import Finding, Severity
 from ..api.hardware import Target
 from ..schema import Assessment, AssessmentItem, Review, RubricScore, Verdict
+from .lead import diagnosis_of, diagnosis_sentence, proven_diff
 from .prompts import environment, explanations, prompt_version, render_text
 from .rubric import Rubric
 
@@ -146,6 +147,12 @@ def _contradicted(f: Finding) -> str | None:
     return rec.get("evidence") if rec.get("status") == "contradicted" else None
 
 
+def _relocated(f: Finding) -> str | None:
+    """The run's evidence that moved a finding off the line a generic explanation would blame (an allocation)."""
+    rec = f.evidence.get("reconciled") or {}
+    return rec.get("evidence") if rec.get("status") == "relocated" else None
+
+
 def _primary(group: list[Finding]) -> Finding:
     """The finding that leads an item: among the most severe, a confirmed root cause first, then the finding
     the others name as their cause (an out-of-bounds read before the NaN output it produced), else the one
@@ -157,7 +164,7 @@ def _primary(group: list[Finding]) -> Finding:
         votes[f.category] = votes.get(f.category, 0) + 1
     named = {f.evidence.get("cause_rule") for f in group} - {None}
     return max((f for f in group if f.severity.rank == top),
-               key=lambda f: (_lead(f), f.rule in named, votes[f.category]))
+               key=lambda f: (diagnosis_of(f) is not None, _lead(f), f.rule in named, votes[f.category]))
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
@@ -194,8 +201,10 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
     what = "\n".join(what_parts)
 
     whys: list[str] = []
-    for f in group:
-        text = f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else _render(f, "why", t, n, cuda)
+    placed = next((f for f in group if _relocated(f)), None)  # the run's placement explains the whole item
+    for f in ([placed] if placed is not None else group):
+        text = (f"The run checked this claim: {_contradicted(f)}." if _contradicted(f) else
+                f"The run places it: {_relocated(f)}." if _relocated(f) else _render(f, "why", t, n, cuda))
         if text and text not in whys:
             whys.append(text)
     why = " ".join(whys[:MAX_WHY_PARTS]) or taxonomy.category_description(primary.category)
@@ -214,6 +223,10 @@ def item_for(group: list[Finding], t: Target, cuda: bool = True) -> AssessmentIt
     # to make reads as a contradiction: the change is the item's advice, the whole-rows fact stays in `what`
     fixes = [x for x in fixes if not x.startswith("Nothing to change")] or fixes
     fix = " Also: ".join(fixes) if fixes else "See the rule documentation (`nki-assist explain " + primary.rule + "`)."
+    diff = proven_diff(primary) if diagnosis_of(primary) is not None else None
+    if diff:  # the repair a re-run of every size proved leads the advice, as the diff itself
+        fix = f"Proven by re-running all sizes:\n```diff\n{diff.rstrip()}\n```" + (
+            "" if fix == diff or _same_advice(fix, diff) else f"\n{fix}")
 
     profiling = _render(primary, "profiling", t, n, cuda)
     gains = [(f.est_speedup, f.id) for f in group if f.est_speedup]
@@ -331,8 +344,14 @@ def causes_first(groups: list[list[Finding]]) -> list[list[Finding]]:
     return out
 
 
+def diagnosis_first(groups: list[list[Finding]]) -> list[list[Finding]]:
+    """The group holding the diagnosis (feedback/lead.py) leads the assessment, whatever its severity."""
+    hit = next((g for g in groups if any(diagnosis_of(f) is not None for f in g)), None)
+    return groups if hit is None else [hit] + [g for g in groups if g is not hit]
+
+
 def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
-    groups = causes_first(sorted(group_findings(list(review.findings)), key=_group_key))
+    groups = diagnosis_first(causes_first(sorted(group_findings(list(review.findings)), key=_group_key)))
     items = []
     for prio, group in enumerate(groups, 1):
         item = item_for(group, target, cuda=review.port.cuda is not None)
@@ -365,10 +384,14 @@ def draft(review: Review, rubric: Rubric, target: Target) -> Assessment:
         top_other=top_other,
         unverified=missing,
     )
+    lead = next((f for f in groups[0] if diagnosis_of(f) is not None), None) if groups else None
+    summary = " ".join(summary.split())
+    if lead is not None:
+        summary = f"{diagnosis_sentence(lead)} {summary}"
     return Assessment(
         drafter="deterministic",
         verdict=verdict,
-        summary=" ".join(summary.split()),
+        summary=summary,
         items=items,
         rubric=rubric_scores(review, rubric),
         llm=None,

@@ -1,7 +1,7 @@
 """The mechanical LLM reply: what a model that only restates the findings would write.
 
 One item per finding in priority order, keeping the finding's severity and criterion, with `what` = the
-finding's message and `fix` = its fix; title, why and profiling are the deterministic drafter's text
+finding's message and `fix` = its fix (the diagnosis, feedback/lead.py, first); title, why and profiling are the deterministic drafter's text
 for that one finding, and the verdict, summary and rubric are the deterministic draft's. Every such
 reply must pass the grounding check (tests/feedback/test_feedback_grounding_property.py); the eval
 suite's `--llm replay --replies mechanical` scores it against gold.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..api.hardware import Target
 from ..schema import Review
 from .drafter import draft, item_for
+from .lead import diagnosis_of
 from .reply import AssessmentReply, ReplyItem, ReplyScore
 from .rubric import Rubric
 
@@ -19,7 +20,9 @@ from .rubric import Rubric
 def mechanical_reply(review: Review, rubric: Rubric, target: Target) -> AssessmentReply:
     base = draft(review, rubric, target)
     items = []
-    for prio, f in enumerate(review.findings, 1):  # F1..Fn are in priority order: errors first
+    # F1..Fn are in priority order (errors first); the diagnosis, when there is one, leads
+    ordered = sorted(review.findings, key=lambda f: diagnosis_of(f) is None)
+    for prio, f in enumerate(ordered, 1):
         drafted = item_for([f], target, cuda=review.port.cuda is not None)
         items.append(ReplyItem(
             finding_ids=[f.id], priority=prio, criterion=f.criterion, severity=f.severity.value,

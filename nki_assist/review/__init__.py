@@ -5,6 +5,7 @@ Parts:
   pipeline     the entry points (`review_port` for a port spec, `review_files` without one) and the stages
                in order: static, migration, runs, numerics scenarios, performance, assessment
   reconcile    evidence reconciliation: each static/migration claim about run time checked against the run
+  claims       the claim kinds (one table, one module per kind) reconcile dispatches to
   ranges       the value-range evidence (exp overflow margins, activation input ranges) reconcile reads
   stage_links  one cause reported by several stages becomes one item
 

@@ -1,377 +1,64 @@
 """Evidence reconciliation: static and migration claims about runtime behaviour, checked against the run.
 
-One stage of the review, after every check and before drafting. A finding that predicts what happens at
-run time declares it in `evidence["claim"]`:
-
-  tail-dropped   a floored trip count loses `numerator % tile` elements (NKI203, MIG101)
-  input-unused   the port never reads an input (NKI202, MIG103)
-  operand-dtype  matmul operands are fp32 because the CUDA buffers are (MIG111)
-  output-wrong   an indexing mistake or a dropped epilogue makes the output wrong (MIG110, MIG102, NKI207)
-
-NKI402 (exp overflow) and NKI404 (activation valid range) are checked against the argument ranges the
-simulator recorded (review/ranges.py).
-
-Two cost-model estimates are checked the same way: partition underuse that is only the ragged remainder
-of the size estimated (PERF103), and small-DMA gains that the tensors' HBM rows cannot deliver (PERF102).
+One stage of the review, after every check and before drafting. Each finding that predicts what happens at
+run time (a claim: `evidence["claim"]`, NKI402/NKI404's value ranges, two cost-model estimates) is checked by
+its kind; the kinds, the evidence that confirms and refutes each, and the checks are in review/claims/
+(claims/table.py holds the table). This module runs them and links what they confirm.
 
 The claim is evaluated on every size of the port spec that ran. A claim the run contradicts is demoted
 to info (or dropped, when its premise is false) and says which evidence contradicts it; a claim the run
 confirms is promoted to the severity of the numerics finding that shows it and linked to it as the root
-cause (evidence["root_cause"], evidence["root_cause_lead"]). Input dtypes declared by the port spec
+cause (evidence["root_cause"], evidence["root_cause_lead"]), unless the run's own numbers refute it as the
+cause (claims/refute.py: then it is demoted with the number instead). Input dtypes declared by the port spec
 override the ones inferred from the CUDA declarations.
 """
 
 from __future__ import annotations
 
 import re
-
-import ast
-from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
 
 from ..findings import Finding, Severity
-from ..numerics.attribution import ragged_sizes, unwritten_elements
-from ..numerics.registry import TRAINIUM, TRAINIUM_FP32
-from .ranges import RangeEvidence
-
-TAIL_ROOT = "unhandled-ragged-tail"
-_FP32 = ("float32", "fp32", "tfloat32")
-
-
-@dataclass
-class SizeEvidence:
-    """What the run showed for one size of the spec."""
-
-    name: str
-    bindings: dict[str, int]
-    ran: bool  # the trainium run finished and was compared with the reference
-    passed: bool  # real dtypes and fp32 storage both within tolerance
-    mismatches: int
-    elements: int
-    unwritten: int  # output elements the kernel never stored (SIM112)
-
-    def describe(self, extra: str = "") -> str:
-        b = ", ".join(f"{k}={v}" for k, v in self.bindings.items())
-        return f"size `{self.name}` ({b}{extra})"
-
-
-def size_evidence(res) -> list[SizeEvidence]:
-    out = []
-    for sr in res.sizes:
-        run = sr.runs.get(TRAINIUM.name)
-        ags = [a for a in sr.agreement(TRAINIUM.name) if a is not None]
-        ran = bool(sr.reference.ok and run is not None and run.status == "ok" and ags)
-        out.append(SizeEvidence(
-            sr.size, dict(sr.bindings), ran, ran and all(a.passed for a in ags) and sr.passed(TRAINIUM_FP32.name) is not False,
-            sum(a.mismatches for a in ags), sum(a.elements for a in ags), unwritten_elements(sr)))
-    return out
-
-
-# ---- the kernel's shape symbols, bound to spec sizes ------------------------------------------------
-
-def kernel_params(source: str, kernel: str | None, spec_inputs: list[str]) -> tuple[ast.FunctionDef | None, dict[str, str]]:
-    """The kernel's function node and its parameters mapped to spec inputs by position (the spec lists
-    the kernel's arguments in order)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None, {}
-    fns = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and (kernel is None or n.name == kernel)]
-    if len(fns) != 1:
-        return None, {}
-    return fns[0], {a.arg: spec_inputs[i] for i, a in enumerate(fns[0].args.args) if i < len(spec_inputs)}
-
-
-def shape_symbols(fn: ast.FunctionDef | None, params: dict[str, str]) -> dict[str, tuple[str, int]]:
-    """Kernel locals unpacked from input shapes (`R, D = x.shape`, `N = rhs.shape[1]`) -> (spec input, axis)."""
-    out: dict[str, tuple[str, int]] = {}
-    for node in ast.walk(fn) if fn is not None else ():
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        tgt, val = node.targets[0], node.value
-        if isinstance(val, ast.Attribute) and val.attr == "shape" and isinstance(val.value, ast.Name) \
-                and val.value.id in params and isinstance(tgt, ast.Tuple):
-            for i, e in enumerate(tgt.elts):
-                if isinstance(e, ast.Name) and e.id != "_":
-                    out[e.id] = (params[val.value.id], i)
-        elif isinstance(val, ast.Subscript) and isinstance(val.value, ast.Attribute) and val.value.attr == "shape" \
-                and isinstance(val.value.value, ast.Name) and val.value.value.id in params \
-                and isinstance(tgt, ast.Name) and isinstance(val.slice, ast.Constant) \
-                and isinstance(val.slice.value, int):
-            out[tgt.id] = (params[val.value.value.id], val.slice.value)
-    return out
-
-
-def _sym_values(spec, symbols: dict[str, tuple[str, int]], bindings: dict[str, int]) -> dict[str, int]:
-    """Values of the kernel's shape symbols under one size's bindings of the spec's symbols."""
-    vals = {}
-    for sym, (inp, axis) in symbols.items():
-        shape = spec.inputs[inp].shape if inp in spec.inputs else None
-        if shape and axis < len(shape):
-            d = shape[axis]
-            v = d if isinstance(d, int) else bindings.get(d)
-            if v is not None:
-                vals[sym] = v
-    return vals
-
-
-def _numerator(claim: dict[str, Any], vals: dict[str, int]) -> int | None:
-    terms = claim.get("terms")
-    if terms is None or claim.get("const") is None:
-        return None
-    total = claim["const"]
-    for sym, coef in terms.items():
-        if sym not in vals:
-            return None
-        total += coef * vals[sym]
-    return total
-
-
-# ---- the stage -------------------------------------------------------------------------------------
-
-class _Reconciler:
-    def __init__(self, findings: list[Finding], spec, res, source: str, notes: list[str]):
-        self.findings = findings
-        self.spec, self.res, self.notes = spec, res, notes
-        self.sizes = size_evidence(res) if res is not None else []
-        positional = [n for n, i in spec.inputs.items() if not i.keyword] if spec is not None else []
-        fn, self.params = kernel_params(source, spec.kernel_name if spec else None, positional)
-        if fn is not None and spec is not None:  # keyword inputs bind the parameter of the same name
-            named = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-            self.params.update({n: n for n, i in spec.inputs.items() if i.keyword and n in named})
-        self.symbols = shape_symbols(fn, self.params)
-        self.ragged = ragged_sizes(res) if res is not None else set()
-        self.ranges = RangeEvidence(res, self.sizes, lambda b: _sym_values(self.spec, self.symbols, b)
-                                    if self.spec is not None else {})
-
-    # -- tail-dropped --
-    def tail(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
-        tile = claim.get("tile") or 0
-        applies, spared = [], []
-        for e in self.sizes:
-            n = _numerator(claim, _sym_values(self.spec, self.symbols, e.bindings)) if self.spec else None
-            if n is None:  # not evaluable on the spec's symbols: the attribution's ragged sizes stand in
-                (applies if e.name in self.ragged else spared).append((e, None))
-            elif tile and n % tile:
-                applies.append((e, n))
-            else:
-                spared.append((e, n))
-        ran = [(e, n) for e, n in applies if e.ran]
-
-        def why(e: SizeEvidence, n: int | None) -> str:
-            extra = f"; {claim.get('numerator')} = {n}, {n} % {tile} = {n % tile}" if n is not None and tile else ""
-            return e.describe(extra)
-
-        if not ran:
-            what = ("no size of the spec leaves a partial tile for this loop" if not applies
-                    else "the sizes that would show it did not run")
-            return _annotate(f, "untested", what, [e.name for e, _ in applies])
-        dropped = [(e, n) for e, n in ran if e.unwritten]
-        if dropped:
-            e, n = dropped[0]
-            return _confirm(f, f"{why(e, n)} leaves {e.unwritten} output elements unwritten", [e.name for e, _ in dropped],
-                            Severity.ERROR, TAIL_ROOT)
-        aligned_fail = [e for e, _ in spared if e.ran and not e.passed]
-        if all(e.passed for e, _ in ran):
-            text = "; ".join(f"{why(e, n)} passes with 0 mismatches and every output element written" for e, n in ran)
-        elif aligned_fail:
-            text = "; ".join(f"{why(e, n)} writes every output element" for e, n in ran) + \
-                f", and it fails the same way as {', '.join(f'`{e.name}`' for e in aligned_fail)}, which has no " \
-                "partial tile: the failure has another cause"
-        else:
-            fails = [e for e, _ in ran if not e.passed]
-            e = fails[0]
-            return _confirm(f, f"{why(e, None)} fails ({e.mismatches} of {e.elements} elements) while the sizes "
-                            "without a partial tile pass", [x.name for x in fails], Severity.ERROR, TAIL_ROOT)
-        return _contradict(f, text, [e.name for e, _ in ran],
-                           fix=f"No change needed for the sizes tested: the run shows the tail of loop "
-                               f"`{claim.get('loop_var')}` is handled (e.g. by a separate tail tile). A comment at "
-                               "the loop saying where the tail goes keeps the next reader from the same doubt.")
-
-    # -- output-wrong --
-    def output_wrong(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
-        ran = [e for e in self.sizes if e.ran]
-        if not ran or len(ran) < len(self.sizes) or not all(e.passed for e in ran):
-            return f
-        text = "; ".join(f"{e.describe()} passes with 0 of {e.elements} elements out of tolerance" for e in ran)
-        return _contradict(f, text + ": the port computes what the reference computes", [e.name for e in ran],
-                           fix="No change needed for the sizes tested: every size matches the reference. (If the "
-                               "reference itself leaves out what the CUDA kernel does, fix the reference first.)")
-
-    # -- input-unused --
-    def input_unused(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
-        if claim.get("pointer") is not False or claim.get("nki_param"):
-            return f  # an unread tensor, or a parameter the port has and ignores: the run cannot clear it
-        ran = [e for e in self.sizes if e.ran]
-        if not ran or len(ran) < len(self.sizes) or not all(e.passed for e in ran):
-            return f
-        text = "; ".join(f"{e.describe()} passes with 0 mismatches" for e in ran)
-        return _contradict(f, text + f": the port computes with the value of `{claim.get('cuda_param')}` the "
-                           "reference uses (a constant baked into the kernel)", [e.name for e in ran],
-                           fix=f"No change needed if the port's constant equals the value callers pass for "
-                               f"`{claim.get('cuda_param')}`; name it after the CUDA parameter so the pairing is "
-                               "visible.")
-
-    # -- operand-dtype --
-    def operand_dtype(self, f: Finding, claim: dict[str, Any]) -> Finding | None:
-        if self.spec is None:
-            return f
-        params = claim.get("nki_params") or []
-        declared = self._declared_dtypes(params)
-        if len(declared) < len(params) or any(d in _FP32 for d in declared.values()):
-            return f
-        listed = ", ".join(f"`{p}` {d}" for p, d in declared.items())
-        self.notes.append(f"{f.rule} at line {f.line} dropped: it assumed fp32 operands from the CUDA declarations, "
-                          f"but the port spec declares {listed}")
-        return None
-
-    def _declared_dtypes(self, params: list[str]) -> dict[str, str]:
-        """Port-spec dtypes of kernel params (array inputs only)."""
-        out = {}
-        for p in params:
-            inp = self.spec.inputs.get(self.params.get(p, ""))
-            if inp is not None and not inp.is_value:
-                out[p] = inp.dtype
-        return out
-
-    # -- cost-model partition underuse that is only the ragged tail --
-    def ragged_underuse(self, f: Finding, perf_size: str | None) -> Finding | None:
-        mean_p = f.evidence.get("mean_partitions")
-        if perf_size is None or mean_p is None or perf_size not in self.ragged:
-            return f
-        e = next((x for x in self.sizes if x.name == perf_size), None)
-        if e is None:
-            return f
-        tails = {k: v % 128 for k, v in e.bindings.items() if v % 128}
-        hit = next((k for k, r in tails.items() if abs(r - mean_p) < 0.5), None)
-        if hit is None:
-            return f
-        r = tails[hit]
-        return _contradict(f, f"the cost model ran on ragged {e.describe()}: its {r}-partition instructions are the "
-                           f"{hit} % 128 = {r} tail tile, which no packing removes; tile-aligned sizes use all 128 "
-                           "partitions", [perf_size],
-                           fix="No change needed: the narrow instructions are the ragged remainder of the size "
-                               "that was estimated.")
-
-
-    # -- cost-model small-DMA gain that the tensors' HBM layout cannot deliver --
-    def layout_limited_dma(self, f: Finding, perf_size: str | None) -> Finding | None:
-        thr = f.evidence.get("threshold_bytes")
-        sr = next((x for x in self.res.sizes if x.size == perf_size), None) if perf_size else None
-        run = sr.runs.get(TRAINIUM.name) if sr is not None else None
-        if not thr or run is None or not run.trace or self.spec is None:
-            return f
-        tensors = self._hbm_tensors(sr.bindings, run)
-        rows: dict[str, tuple[int, int, str, float]] = {}  # tensor -> (row bytes, row elems, dtype, moved B)
-        lines: dict[int, tuple[str, int, float, str]] = {}  # line -> (tensor, row bytes, bytes per descriptor, direction)
-        for e in run.trace:
-            if e.engine != "dma" or not e.transfers or e.bytes / e.transfers >= thr:
-                continue
-            t = tensors.get(e.hbm_tensor or "")
-            if t is None:
-                return f  # a transfer whose tensor layout is unknown: the estimate may hold
-            shape, dtype, itemsize = t
-            row = shape[-1] * itemsize
-            if row >= thr:
-                return f  # this tensor's rows allow longer descriptors: the gain is available
-            moved = max(rows.get(e.hbm_tensor, (0, 0, "", 0.0))[3], e.bytes / e.transfers)
-            rows[e.hbm_tensor] = (row, shape[-1], dtype, moved)
-            if e.line:
-                lines[e.line] = (e.hbm_tensor, row, max(lines.get(e.line, ("", 0, 0.0, ""))[2], e.bytes / e.transfers),
-                                 e.direction or "")
-        if not rows:
-            return f
-        listed = ", ".join(f"`{n}` {el} x {dt} = {rb:,} B" for n, (rb, el, dt, _) in rows.items())
-        partial = [f"`{n}` moves {mv:,.0f} of its {rb:,} B rows per partition" for n, (rb, _, _, mv) in rows.items()
-                   if mv < rb]
-        f = f.model_copy(update={"evidence": {**f.evidence, "layout_limited_lines": {
-            str(ln): {"tensor": t, "row_bytes": rb, "moved_bytes": round(mv), "direction": d}
-            for ln, (t, rb, mv, d) in sorted(lines.items())}}})
-        return _contradict(
-            f, f"on size `{perf_size}` every small transfer moves rows of a tensor whose HBM rows are shorter than "
-               f"{thr:,} B ({listed}); a descriptor cannot span more than one row, so the estimated gain needs "
-               "another HBM layout, not another kernel", [perf_size],
-            fix=("Load whole rows where the kernel moves less (" + "; ".join(partial) + "); beyond that only an "
-                 "HBM layout with longer rows (a producer-side change) makes the descriptors longer.") if partial
-            else "Nothing to change in the kernel: only an HBM layout with longer rows (a producer-side change) "
-                 "makes these descriptors longer.")
-
-    def _hbm_tensors(self, bindings: dict[str, int], run) -> dict[str, tuple[tuple[int, ...], str, int]]:
-        """HBM tensor name -> (shape, dtype, itemsize): kernel inputs from the spec, a single output from the run."""
-        out = {}
-        for param, inp in self.params.items():
-            spec = self.spec.inputs.get(inp)
-            if spec is None or spec.is_value:
-                continue
-            shape = tuple(d if isinstance(d, int) else bindings.get(d, 0) for d in spec.shape or ())
-            if shape and all(shape):
-                out[param] = (shape, spec.dtype, spec.np_dtype.itemsize)
-        names = {e.hbm_tensor for e in run.trace if e.engine == "dma" and e.hbm_tensor} - set(out)
-        if len(run.outputs) == 1 and len(names) == 1:
-            o = run.outputs[0]
-            out[names.pop()] = (tuple(o.shape), str(o.dtype), o.dtype.itemsize)
-        return out
-
-
-def _recon(f: Finding, status: str, text: str, sizes: list[str]) -> dict[str, Any]:
-    return {**f.evidence, "reconciled": {"status": status, "evidence": text, "sizes": sizes}}
-
-
-def _annotate(f: Finding, status: str, text: str, sizes: list[str]) -> Finding:
-    return f.model_copy(update={"evidence": _recon(f, status, text, sizes)})
-
-
-def _predicted(f: Finding) -> str:
-    """What the check predicted, in a few words (the full text stays in evidence["static_message"])."""
-    c = f.evidence.get("claim") or {}
-    kind = c.get("kind")
-    if kind == "tail-dropped":
-        return (f"that loop `{c.get('loop_var')}` (`{c.get('trip_expr')}`) skips the last "
-                f"{c.get('numerator')} % {c.get('tile')} elements")
-    if kind == "output-wrong":
-        return f"a wrong output ({c.get('what')})"
-    if kind == "input-unused":
-        return f"that the port ignores `{c.get('cuda_param') or c.get('nki_param')}`"
-    if f.category == "partition-underutilized":
-        return "that packing rows onto more partitions would speed the kernel up"
-    if f.category == "small-dma":
-        return "that larger DMA transfers would speed the kernel up"
-    return f"a runtime effect ({f.category})"
-
-
-def _contradict(f: Finding, text: str, sizes: list[str], *, fix: str) -> Finding:
-    ev = _recon(f, "contradicted", text, sizes)
-    ev["static_message"] = f.message
-    ev.pop("root_cause", None)  # a cleared claim is nobody's root cause
-    msg = f"{f.rule} predicted {_predicted(f)}, but the run contradicts it: {text}."
-    return f.model_copy(update={"severity": Severity.INFO, "evidence": ev, "message": msg, "fix": fix})
-
-
-def _confirm(f: Finding, text: str, sizes: list[str], severity: Severity, root: str | None) -> Finding:
-    ev = _recon(f, "confirmed", text, sizes)
-    if root:
-        ev["root_cause"] = root
-    ev["root_cause_lead"] = True
-    sev = severity if severity.rank < f.severity.rank else f.severity
-    return f.model_copy(update={"severity": sev, "evidence": ev,
-                                "message": f"{f.message} Confirmed by the run: {text.rstrip('.')}."})
+from .claims.evidence import RunContext, kernel_params, shape_symbols  # noqa: F401 (tests read them here)
+from .claims.evidence import confirm as _confirm
+from .claims.evidence import contradict as _contradict
+from .claims.evidence import status as _status
+from .claims.refute import refuted_cause
+from .claims.table import check as _check_claim
+from .claims.unwritten import follow_relocated
 
 
 def _same_file(a: str | None, b: str | None) -> bool:
     return bool(a and b) and PurePath(a).name == PurePath(b).name
 
 
-def _status(f: Finding) -> str | None:
-    return (f.evidence.get("reconciled") or {}).get("status")
+def _named_elsewhere(nf: Finding, findings: list[Finding]) -> int | None:
+    """A cause another numerics finding of the file names at its own line (a partly written output the
+    simulator saw), when it stands: the cause of this failure too, once the one named here is refuted."""
+    for k, g in enumerate(findings):
+        if g.source == "numerics" or not _same_file(g.file, nf.file) or _status(g) in ("contradicted", "untested"):
+            continue
+        if any(o is not nf and o.source == "numerics" and o.evidence.get("cause_rule") == g.rule and o.line == g.line
+               and _same_file(o.file, g.file) for o in findings):
+            return k
+    return None
 
 
-def _reanchor(nf: Finding, old: Finding | None, findings: list[Finding]) -> tuple[Finding, int | None]:
+def _reanchor(nf: Finding, old: Finding | None, findings: list[Finding],
+              refuted: bool = False) -> tuple[Finding, int | None]:
     """The attribution named a cause the run did not bear out (its claim untested or contradicted on the
-    spec's sizes): point the numerics finding at a finding of the same category the run confirmed instead."""
+    spec's sizes): point the numerics finding at a finding of the same category the run confirmed instead;
+    when the run refuted the named cause, at a cause another numerics finding names, else at none."""
     j = next((k for k, g in enumerate(findings) if _status(g) == "confirmed" and g.category == nf.category
               and g.source in ("static", "migration") and _same_file(g.file, nf.file)), None)
+    if j is None and refuted:
+        j = _named_elsewhere(nf, findings)
     if j is None:
+        if refuted and old is not None:  # the text no longer names a cause the run refutes
+            msg = nf.message.replace(f", consistent with {old.rule} {old.name} at line {old.line}",
+                                     f"; {old.rule} at line {old.line} is not its cause (the run refutes it)")
+            ev = {k: v for k, v in nf.evidence.items() if k != "cause_rule"}
+            return nf.model_copy(update={"message": msg, "evidence": {**ev, "cause_refuted": old.rule}}), None
         return nf, None
     new = findings[j]
     msg = nf.message if old is None else nf.message.replace(f"{old.rule} {old.name} at line {old.line}",
@@ -390,8 +77,11 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
             continue
         j = next((k for k, f in enumerate(out) if f.rule == rule and f.line == nf.line and f.source != "numerics"
                   and _same_file(f.file, nf.file)), None)
+        refuted = refuted_cause(out[j]) if j is not None and out[j].source in ("static", "migration") else None
+        if refuted is not None:  # named as the cause, but the run's own numbers say otherwise: demoted
+            out[j] = _contradict(out[j], refuted[0], refuted[1], fix=_refuted_fix(out[j], nf))
         if j is None or _status(out[j]) in ("contradicted", "untested"):
-            nf, j = _reanchor(nf, out[j] if j is not None else None, out)
+            nf, j = _reanchor(nf, out[j] if j is not None else None, out, refuted is not None)
             out[i] = nf
             if j is None:
                 continue
@@ -408,10 +98,15 @@ def _link_causes(findings: list[Finding]) -> list[Finding]:
         # the same mistake elsewhere in the file (a tail tile repeating the main loop's exp) is the same defect
         for m, g in enumerate(out):
             if m != j and g.rule == f.rule and _same_file(g.file, f.file) and g.category == f.category \
-                    and not g.evidence.get("reconciled") and g.source != "numerics":
+                    and not g.evidence.get("reconciled") and g.source != "numerics" and refuted_cause(g) is None:
                 out[m] = _confirm(g, f"the same defect as line {f.line}, which {nf.rule} confirms", [],
                                   out[j].severity, root)
     return out
+
+
+def _refuted_fix(f: Finding, nf: Finding) -> str:
+    keep = f" The pattern itself ({f.name}) may still matter for other inputs: {f.fix}" if f.fix else ""
+    return f"Look elsewhere for the cause of {nf.rule}: this line is not it on the sizes tested.{keep}"
 
 
 def _link_windows(findings: list[Finding]) -> list[Finding]:
@@ -436,31 +131,13 @@ def reconcile(findings: list[Finding], *, spec=None, res=None, source: str = "",
     notes = notes if notes is not None else []
     if res is None:
         return findings
-    r = _Reconciler(findings, spec, res, source, notes)
+    ctx = RunContext(spec, res, source, notes)
     out: list[Finding] = []
     for f in findings:
-        claim = f.evidence.get("claim") if f.source in ("static", "migration") else None
-        kind = claim.get("kind") if isinstance(claim, dict) else None
-        g: Finding | None = f
-        if kind == "tail-dropped":
-            g = r.tail(f, claim)
-        elif kind == "output-wrong":
-            g = r.output_wrong(f, claim)
-        elif kind == "input-unused":
-            g = r.input_unused(f, claim)
-        elif kind == "operand-dtype":
-            g = r.operand_dtype(f, claim)
-        elif f.rule == "NKI402" and f.source == "static":
-            g = r.ranges.exp(f, findings)
-        elif f.rule == "NKI404" and f.source == "static":
-            g = r.ranges.activation(f)
-        elif f.source == "cost-model" and f.category == "partition-underutilized":
-            g = r.ragged_underuse(f, perf_size)
-        elif f.source == "cost-model" and f.category == "small-dma":
-            g = r.layout_limited_dma(f, perf_size)
+        g = _check_claim(ctx, f, findings, perf_size)
         if g is not None:
             out.append(g)
-    return _align_dma_advice(_link_windows(_link_overflow(_link_causes(out))))
+    return _align_dma_advice(_link_windows(_link_overflow(_link_causes(follow_relocated(out)))))
 
 
 def _link_overflow(findings: list[Finding]) -> list[Finding]:

@@ -114,7 +114,17 @@ def review_port(spec_path, *, target=None, llm="none", progress=None, cancel=Non
             progress(f"stage {i + 1} of 5", 20.0 * i)
         time.sleep(step)
     here = os.path.dirname(spec_path)
+    findings = []
+    diff = os.path.join(here, "proven.diff")  # a port with a proven fix: the review carries it as the diagnosis
+    if os.path.isfile(diff):
+        text = open(diff, encoding="utf-8").read()
+        line = int(text.split("@@ -")[1].split(",")[0].split(" ")[0])
+        findings.append(Finding(rule="SIM112", name="sim-output-not-written", category="uninitialized-read",
+                                severity=Severity.ERROR, source="simulation", file="kernel_nki.py", line=line,
+                                message="output partly written",
+                                evidence={"diagnosis": {"cause": "store offset", "diff": text, "proven": True}}))
     return Review(port=PortInfo(name="fake", target=target or "trn2", nki="kernel_nki.py", spec=spec_path),
+                  findings=findings,
                   performance=Performance(mfu_estimated_percent=23.4, bottleneck="dma-overhead"),
                   assessment=Assessment(verdict="revise", summary=f"simulate={simulate} llm={llm} in {here}"))
 
