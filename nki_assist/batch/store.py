@@ -56,7 +56,7 @@ class BatchStore:
         """One line, flushed and synced: a kill after this returns keeps the row."""
         self.rows[row["id"]] = row
         with open(self.dir / RESULTS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
+            fh.write(json.dumps(row) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -65,7 +65,7 @@ class BatchStore:
         rows = [self.rows[i] for i in order if i in self.rows]
         rows += [r for i, r in self.rows.items() if i not in set(order)]  # ids of an earlier, larger batch
         ranked(rows)
-        write_atomic(self.dir / RESULTS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        write_atomic(self.dir / RESULTS, "".join(json.dumps(r) + "\n" for r in rows))
         cols = columns(rows)
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
