@@ -14,14 +14,20 @@ TIMING = ("wall_s",)  # differs run to run; everything else is a function of the
 
 
 def _numerics(review: dict) -> dict[str, str]:
-    """Per size: pass / fail (trainium scenario against the reference), or not-run."""
+    """Per size: pass / fail (trainium scenario against the reference), error (the kernel gave no output: it
+    raised, crashed or timed out), or not-run."""
     num = review.get("numerics") or {}
     out = {}
     for size in num.get("sizes") or []:
         name = size.get("name")
         rows = [m for m in num.get("matrix") or [] if m.get("size") == name
                 and m.get("scenario") == "trainium" and m.get("against") == "reference"]
-        out[f"numerics.{name}"] = "not-run" if not rows else "pass" if all(m.get("passed") for m in rows) else "fail"
+        if not rows:
+            out[f"numerics.{name}"] = "not-run"
+        elif all(m.get("passed") for m in rows):
+            out[f"numerics.{name}"] = "pass"
+        else:
+            out[f"numerics.{name}"] = "error" if all(m.get("max_abs") is None for m in rows) else "fail"
     return out
 
 
@@ -57,10 +63,13 @@ def failed_row(ident: str, status: str, message: str, *, wall_s: float, spec: st
 
 
 def grade_key(row: dict):
-    """How a grader orders submissions: finished and correct first, then verdict, rubric total, estimated time."""
+    """How a grader orders submissions: finished and correct first (the fastest estimate first among them), then
+    sizes whose numerics pass, sizes whose kernel gave no output, error findings, verdict, rubric total."""
     est = row.get("est_time_us")
-    return (row.get("status") != "ok", not row.get("correct"), VERDICT_ORDER.get(row.get("verdict"), 9),
-            -(row.get("score_total") or 0), est if isinstance(est, (int, float)) else float("inf"), row["id"])
+    sizes = [v for k, v in row.items() if k.startswith("numerics.")]
+    return (row.get("status") != "ok", not row.get("correct"), -sizes.count("pass"), sizes.count("error"),
+            row.get("errors") or 0, VERDICT_ORDER.get(row.get("verdict"), 9), -(row.get("score_total") or 0),
+            est if isinstance(est, (int, float)) else float("inf"), row["id"])
 
 
 def ranked(rows: list[dict]) -> list[dict]:
