@@ -96,8 +96,13 @@ def run_batch_command(args: argparse.Namespace, cache_dir: str | None) -> int:
         raise UsageError(f"{args.output}: a batch writes a folder; this is a file")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    if args.llm_batch and args.llm != "openai":
-        raise UsageError("--llm-batch needs --llm openai")
+    if args.llm_batch and (args.llm != "openai" or args.no_cache):
+        raise UsageError("--llm-batch needs --llm openai and the LLM reply cache (no --no-cache)")
+    if args.llm == "openai":
+        # deferred: a command imports the engine only when it runs (CLI start-up time)
+        from ..extras import require
+
+        require("openai", "--llm openai")  # MissingExtra: exit 2 naming the extra
     if args.rubric and not Path(args.rubric).is_file():
         raise UsageError(f"{args.rubric}: no such file")
     apply_sandbox(args)

@@ -13,6 +13,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
+sys.path.insert(0, str(REPO / "tests" / "fakes"))
 
 from benchmarks.batch_bench import generate  # noqa: E402
 from reliability_helpers import child_env, make_port  # noqa: E402,F401  (re-exported: hostile ports)
