@@ -2,6 +2,8 @@
 
     python -m benchmarks.batch_bench generate OUT [--limit N]      # write the submissions (and manifest.jsonl)
     python -m benchmarks.batch_bench run [--limit N] [--ray]       # generate into a temp folder and time it
+    python -m benchmarks.batch_bench memory [--limit N]            # peak memory of one review process
+    python -m benchmarks.batch_bench ray-overhead [--limit N]      # Ray's round trip per task, minus the review
 
 The submissions are variants of the eval cases and the example port, each a copy of the case's folder:
 `copy` (unchanged), `reseed`/`reseed2` (other input seeds), `bf16-acc` (the kernel's first float32 made bfloat16: a
@@ -126,6 +128,59 @@ def run(limit: int | None, ray: bool) -> dict:
     return res
 
 
+def _measured(task, key, cfg):
+    """run_task, with the peak RSS of the review process and of its sandbox children (MiB) as the message."""
+    import resource
+
+    from nki_assist.batch.task import run_task
+
+    res = run_task(task, key, cfg)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    res.message = json.dumps({"self_mib": round(own, 1), "children_mib": round(kids, 1)})
+    return res
+
+
+def _tasks(limit: int | None, tmp: Path):
+    from nki_assist.batch.keys import task_key
+    from nki_assist.batch.manifest import discover
+    from nki_assist.batch.task import BatchConfig
+
+    generate(tmp, limit)
+    cfg = BatchConfig(review={"plots": False})
+    return [(t, task_key(t, cfg.key_options())) for t in discover([str(tmp / "manifest.jsonl")])], cfg
+
+
+def memory(limit: int) -> dict:
+    from nki_assist.batch.pool import LocalPool
+
+    with tempfile.TemporaryDirectory(prefix="nki-assist-batch-bench-") as tmp:
+        items, cfg = _tasks(limit, Path(tmp))
+        out: list[dict] = []
+        LocalPool(1, work=_measured).run(items, cfg, lambda r: out.append(json.loads(r.message)))
+    own = sorted(o["self_mib"] for o in out)
+    kids = sorted(o["children_mib"] for o in out)
+    return {"reviews": len(out), "review_process_peak_mib": {"median": own[len(own) // 2], "max": own[-1]},
+            "sandbox_child_peak_mib": {"median": kids[len(kids) // 2], "max": kids[-1]}}
+
+
+def ray_overhead(limit: int) -> dict:
+    from nki_assist.batch.ray_runner import RayRunner
+
+    with tempfile.TemporaryDirectory(prefix="nki-assist-batch-bench-") as tmp:
+        items, cfg = _tasks(limit, Path(tmp))
+        runner = RayRunner(num_cpus=2)
+        t0 = time.perf_counter()
+        done: list = []
+        runner.run(items, cfg, done.append)
+        wall = time.perf_counter() - t0
+        runner.shutdown()
+    over = sorted(runner.overhead_s)
+    return {"tasks": len(done), "wall_s_incl_ray_start": round(wall, 2),
+            "overhead_per_task_s": {"median": round(over[len(over) // 2], 3), "max": round(over[-1], 3),
+                                    "mean": round(sum(over) / len(over), 3)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.batch_bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -135,9 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run")
     r.add_argument("--limit", type=int)
     r.add_argument("--ray", action="store_true")
+    for name in ("memory", "ray-overhead"):
+        sub.add_parser(name).add_argument("--limit", type=int, default=12)
     args = p.parse_args(argv)
     if args.cmd == "generate":
         print(f"{len(generate(args.out, args.limit))} submissions in {args.out}")
+    elif args.cmd == "memory":
+        print(json.dumps(memory(args.limit), indent=2))
+    elif args.cmd == "ray-overhead":
+        print(json.dumps(ray_overhead(args.limit), indent=2))
     else:
         print(json.dumps(run(args.limit, args.ray), indent=2))
     return 0
