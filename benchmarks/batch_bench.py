@@ -2,6 +2,7 @@
 
     python -m benchmarks.batch_bench generate OUT [--limit N]      # write the submissions (and manifest.jsonl)
     python -m benchmarks.batch_bench run [--limit N] [--ray]       # generate into a temp folder and time it
+    python -m benchmarks.batch_bench interleaved [--parts K]       # jobs 1 vs 2 alternating on K slices (shared hosts)
     python -m benchmarks.batch_bench memory [--limit N]            # peak memory of one review process
     python -m benchmarks.batch_bench ray-overhead [--limit N]      # Ray's round trip per task, minus the review
 
@@ -107,6 +108,31 @@ def _table(path: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("wall_s", "rank")} for r in rows]
 
 
+def interleaved(limit: int | None, parts: int) -> dict:
+    """--jobs 1 and --jobs 2 on the same submissions in PARTS slices, alternating which goes first: on a shared
+    machine both then see about the same load (the load average still moves; it is printed per slice)."""
+    with tempfile.TemporaryDirectory(prefix="nki-assist-batch-bench-") as tmp:
+        tmp = Path(tmp)
+        entries = generate(tmp, limit)
+        step = -(-len(entries) // parts)
+        totals = {1: 0.0, 2: 0.0}
+        slices = []
+        for i in range(parts):
+            chunk = entries[i * step:(i + 1) * step]
+            manifest = tmp / f"part{i}.jsonl"
+            manifest.write_text("".join(json.dumps(e) + "\n" for e in chunk))
+            order = (1, 2) if i % 2 == 0 else (2, 1)
+            times = {}
+            for jobs in order:
+                times[jobs] = _batch(manifest, tmp / f"out{jobs}-{i}", ["--jobs", str(jobs)])
+                totals[jobs] += times[jobs]
+            slices.append({"n": len(chunk), "jobs1_s": round(times[1], 1), "jobs2_s": round(times[2], 1),
+                           "loadavg_1min": round(os.getloadavg()[0], 2)})
+        same = all(_table(tmp / f"out1-{i}") == _table(tmp / f"out2-{i}") for i in range(parts))
+    return {"submissions": len(entries), "jobs1_s": round(totals[1], 1), "jobs2_s": round(totals[2], 1),
+            "speedup": round(totals[1] / totals[2], 3), "same_tables": same, "slices": slices}
+
+
 def run(limit: int | None, ray: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="nki-assist-batch-bench-") as tmp:
         tmp = Path(tmp)
@@ -190,11 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run")
     r.add_argument("--limit", type=int)
     r.add_argument("--ray", action="store_true")
+    i = sub.add_parser("interleaved")
+    i.add_argument("--limit", type=int)
+    i.add_argument("--parts", type=int, default=6)
     for name in ("memory", "ray-overhead"):
         sub.add_parser(name).add_argument("--limit", type=int, default=12)
     args = p.parse_args(argv)
     if args.cmd == "generate":
         print(f"{len(generate(args.out, args.limit))} submissions in {args.out}")
+    elif args.cmd == "interleaved":
+        print(json.dumps(interleaved(args.limit, args.parts), indent=2))
     elif args.cmd == "memory":
         print(json.dumps(memory(args.limit), indent=2))
     elif args.cmd == "ray-overhead":

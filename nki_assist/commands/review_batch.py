@@ -88,6 +88,8 @@ def run_batch_command(args: argparse.Namespace, cache_dir: str | None) -> int:
     from ..batch.store import BatchStore
     from .common import apply_sandbox
 
+    if args.ray and Path(args.ray).exists():  # `--ray ports/`: argparse took the first port for the address
+        args.spec, args.ray = [args.ray, *(args.spec or [])], ""
     if args.nki or args.cuda:
         raise UsageError("--nki/--cuda review one kernel; a batch takes PORT... or --template")
     if not args.output:

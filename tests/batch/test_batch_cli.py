@@ -102,3 +102,26 @@ def test_hostile_submissions_cost_only_their_rows(tmp_path):
     assert any("timeout" in (m.get("note") or "") or "timed out" in (m.get("note") or "")
                for m in review["numerics"]["matrix"]), review["numerics"]["matrix"]
     assert honest.is_file()
+
+
+def test_batch_usage_errors(tmp_path):
+    manifest = small_batch(tmp_path / "b", 2)
+    afile = tmp_path / "f.txt"
+    afile.write_text("x")
+    cases = [
+        (["review", str(manifest)], "a batch needs -o DIR"),
+        (["review", str(manifest), "-o", str(afile)], "a batch writes a folder"),
+        (["review", "-o", str(tmp_path / "o"), "--template", str(manifest)], "--template and --submissions go together"),
+        (["review", str(manifest), "-o", str(tmp_path / "o"), "--llm-batch"], "--llm-batch needs --llm openai"),
+        (["review", str(manifest), "-o", str(tmp_path / "o"), "--jobs", "0"], "--jobs must be at least 1"),
+        (["review", str(tmp_path / "nope"), str(manifest), "-o", str(tmp_path / "o")], "no such file or folder"),
+    ]
+    for args, message in cases:
+        done = cli(args)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr[-500:])
+    # one spec and a file name: the single review, as before (a report file, no batch folder)
+    spec = tmp_path / "b" / json.loads(manifest.read_text().splitlines()[0])["spec"]
+    single = cli(["review", str(spec), "-o", str(tmp_path / "one.json"), "--format", "json", "-q", "--no-run"])
+    assert single.returncode in (0, 1), single.stderr[-500:]
+    assert json.loads((tmp_path / "one.json").read_text())["schema"] == "nki-assist/review@1"
+    assert not (tmp_path / "results.jsonl").exists()
