@@ -19,7 +19,7 @@ h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.6em}a{color:
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padding:.2em .5em;text-align:left}
 td.num{text-align:right}.bar{display:inline-block;height:.8em;background:#0969da;vertical-align:middle}
 .s-ok{color:#1a7f37}.s-bad{color:#cf222e;font-weight:600}.pass{color:#1a7f37}.fail{color:#cf222e}
-.meta{color:#57606a}
+.meta{color:#57606a}.wide{overflow-x:auto}
 """
 
 
@@ -81,7 +81,7 @@ def render(folder: str | Path, rows: list[dict]) -> str:
     if s["fastest_correct"]:
         out.append("<table><tr><th>submission</th><th>estimated time (us)</th><th>size</th><th>verdict</th></tr>")
         by_id = {r["id"]: r for r in rows}
-        out += [f"<tr><td>{_review_link(folder, by_id[f['id']])}</td><td class=num>{_num(f['est_time_us'])}</td>"
+        out += [f"<tr><td>{_review_link(folder, by_id[f['id']])}</td><td class=num>{_num(f['est_time_us'], '{:,.1f}')}</td>"
                 f"<td>{_e(f['est_size'])}</td><td>{_e(f['verdict'])}</td></tr>" for f in s["fastest_correct"]]
         out.append("</table>")
     else:
@@ -90,7 +90,7 @@ def render(folder: str | Path, rows: list[dict]) -> str:
     show = ["rank", "id", "status", "verdict", "score_total"] + [c for c in cols if c.startswith("rubric.")] \
         + ["errors", "warnings", "top_rule", "top_line"] + [c for c in cols if c.startswith("numerics.")] \
         + ["est_time_us", "wall_s", "message"]
-    out.append('<h2 id="submissions">Submissions (best first)</h2><table id="rows"><tr>'
+    out.append('<h2 id="submissions">Submissions (best first)</h2><div class="wide"><table id="rows"><tr>'
                + "".join(f"<th>{_e(c.split('.', 1)[-1])}</th>" for c in show) + "</tr>")
     for r in sorted(rows, key=grade_key):
         cells = []
@@ -103,11 +103,11 @@ def render(folder: str | Path, rows: list[dict]) -> str:
             elif c.startswith("numerics."):
                 cells.append(f'<td class="{_e(v)}">{_e(v)}</td>')
             elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                cells.append(f"<td class=num>{_num(v)}</td>")
+                cells.append(f"<td class=num>{_num(v, '{:,.1f}' if c == 'est_time_us' else '{:.3g}')}</td>")
             else:
                 cells.append(f"<td>{_e(v)}</td>")
         out.append('<tr class="row">' + "".join(cells) + "</tr>")
-    out.append("</table><footer class=meta>nki-assist batch report; the table is results.csv / results.jsonl "
+    out.append("</table></div><footer class=meta>nki-assist batch report; the table is results.csv / results.jsonl "
                "in this folder.</footer></body></html>")
     return "\n".join(out) + "\n"
 
