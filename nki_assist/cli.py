@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "review": "full review of a port (static, migration, simulation, numerics, performance, assessment)",
     "simulate": "run a port's kernel in the simulator and compare with the reference",
     "golden": "capture the CUDA kernel's outputs on a GPU as [golden] files (--dry-run: no GPU)",
+    "report-batch": "summarize a batch folder of reviews (verdicts, scores, frequent findings, fastest)",
     "eval": "score review feedback against gold reviews",
     "lsp": "language server on stdio",
     "rules": "list the rules",
@@ -36,7 +37,7 @@ REDACTED_COMMANDS = ("review", "simulate", "eval", "golden")
 
 
 def _module(name: str):
-    return importlib.import_module(f"nki_assist.commands.{name}")
+    return importlib.import_module(f"nki_assist.commands.{name.replace('-', '_')}")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         try:
             mod = _module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != f"nki_assist.commands.{name}":
+            if exc.name != f"nki_assist.commands.{name.replace('-', '_')}":
                 raise
             continue  # command not built yet
         p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTION", help_text))

@@ -13,16 +13,21 @@ DESCRIPTION = (
     "Review a CUDA-to-NKI port: static checks of both files, migration checks, the kernel run in the "
     "simulator on every size of the spec under several numerical scenarios, the cost model, and a "
     "written assessment whose every item cites verified findings. `review PORT.toml`, or "
-    "`review --nki F [--cuda F]` without a spec (static and migration checks only). Never uses the "
-    "network unless --llm openai is given."
+    "`review --nki F [--cuda F]` without a spec (static and migration checks only). Many ports (several "
+    "PORT.toml, folders, a manifest, or --template with --submissions) and -o DIR make a batch: a review per "
+    "submission and a results table, in parallel, resumable (docs/batch.md). Never uses the network unless "
+    "--llm openai is given."
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from .common import add_fail_on, add_format, add_nki_version, add_sandbox, add_target
+    from .review_batch import add_batch_arguments
 
-    p.add_argument("spec", nargs="?", metavar="PORT.toml", help="port spec (see README 'Port spec')")
+    p.add_argument("spec", nargs="*", metavar="PORT",
+                   help="port spec (see README 'Port spec'); several, a folder searched for port.toml, or a "
+                        "manifest (.jsonl / .toml with ports = [...]) make a batch (needs -o DIR)")
     p.add_argument("--nki", metavar="FILE", help="NKI kernel file (without a spec)")
     p.add_argument("--cuda", metavar="FILE", help="CUDA kernel file (without a spec)")
     add_format(p, ["md", "text", "json", "html"], "md")
@@ -53,11 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", metavar="DIR",
                    help="LLM reply cache (default with --llm openai: see README 'LLM drafter')")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (plots beside it for md)")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write the report to FILE (plots beside it for md); a batch: the batch folder")
     p.add_argument("--source-url", metavar="URL",
                    help="html: link locations to URL + path relative to the spec (e.g. a GitHub blob URL) "
                         "instead of file:// URIs")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    add_batch_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..toolchain.sandbox import warm_sandbox
     from .common import apply_sandbox, check_output
+    from .review_batch import is_batch, run_batch_command
 
+    if is_batch(args):
+        return run_batch_command(args, _cache_dir(args))
+    args.spec = args.spec[0] if args.spec else None
     if not args.spec and not args.nki:
         raise UsageError("give a PORT.toml or --nki FILE")
     if args.spec and args.nki:

@@ -1,7 +1,7 @@
 """Optional dependencies: which extra installs what, and one clear error when it is missing.
 
 `pip install nki-assist` is the linter and the language server; plots need `[report]` (matplotlib),
-the LLM drafter `[llm]` (openai); `[all]` has both.
+the LLM drafter `[llm]` (openai); `[all]` has both. Batch reviews on Ray need `[ray]`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXTRAS = {"matplotlib": "report", "openai": "llm"}
+EXTRAS = {"matplotlib": "report", "openai": "llm", "ray": "ray"}
 
 
 class MissingExtra(ImportError):

@@ -21,6 +21,11 @@ Each POST /v1/chat/completions consumes the next behaviour of the script (then `
   drop             closes the connection without a response
 A behaviour may also be a callable `fn(body: dict) -> dict` returning the reply content as a dict.
 
+The Batch API (`batch_api=True`): POST /v1/files (multipart upload), POST /v1/batches (completed at once: each
+line of the input file is answered by the next behaviour, as a chat request would be; the first
+`batch_failures` lines get a 500 line instead), GET /v1/batches/{id}, GET /v1/files/{id}/content. Without it
+those routes answer 404, as a server without the Batch API does.
+
 Pure stdlib and independent of nki_assist, so the eval suite can reuse it.
 """
 
@@ -126,7 +131,8 @@ def approve_reply(body: dict) -> dict:
 
 class FakeOpenAI:
     def __init__(self, script: Iterable[Behaviour] = (), *, default: Behaviour = "valid",
-                 slow_seconds: float = 2.0, retry_after_ms: int = 10):
+                 slow_seconds: float = 2.0, retry_after_ms: int = 10, batch_api: bool = False,
+                 batch_failures: int = 0):
         self.script: list[Behaviour] = list(script)
         self.default = default
         self.slow_seconds = slow_seconds
@@ -135,6 +141,10 @@ class FakeOpenAI:
         self.served: list[str] = []  # behaviour names in the order they were served
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self.batch_api = batch_api
+        self.batch_failures = batch_failures
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -157,6 +167,9 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 fake._handle(self)
+
+            def do_GET(self) -> None:  # noqa: N802
+                fake._handle_get(self)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -194,7 +207,14 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append({"path": h.path, "headers": {k.lower(): v for k, v in h.headers.items()},
                                   "body": body})
-        if h.path.rstrip("/") != "/v1/chat/completions":
+        route = h.path.rstrip("/")
+        if self.batch_api and route == "/v1/files":
+            self._upload(h, raw)
+            return
+        if self.batch_api and route == "/v1/batches":
+            self._batch(h, body)
+            return
+        if route != "/v1/chat/completions":
             self._send(h, 404, {"error": {"message": f"no route {h.path}", "type": "not_found"}})
             return
         behaviour = self._next()
@@ -240,6 +260,74 @@ class FakeOpenAI:
                 pass
         else:
             raise ValueError(f"unknown fake behaviour {behaviour!r}")
+
+    # -- Batch API -------------------------------------------------------------------------
+    def _handle_get(self, h: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.requests.append({"path": h.path, "headers": {k.lower(): v for k, v in h.headers.items()},
+                                  "body": None})
+        parts = h.path.rstrip("/").split("/")
+        if self.batch_api and parts[:3] == ["", "v1", "batches"] and len(parts) == 4 and parts[3] in self.batches:
+            self._send(h, 200, self.batches[parts[3]])
+        elif self.batch_api and parts[:3] == ["", "v1", "files"] and len(parts) == 5 and parts[4] == "content" \
+                and parts[3] in self.files:
+            data = self.files[parts[3]]
+            h.send_response(200)
+            h.send_header("content-type", "application/octet-stream")
+            h.send_header("content-length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        else:
+            self._send(h, 404, {"error": {"message": f"no route {h.path}", "type": "not_found"}})
+
+    def _upload(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
+        boundary = re.search(r"boundary=([^;]+)", h.headers.get("content-type", ""))
+        data, purpose = b"", ""
+        for part in raw.split(b"--" + boundary.group(1).strip('"').encode()) if boundary else []:
+            head, _, content = part.partition(b"\r\n\r\n")
+            content = content.removesuffix(b"\r\n")
+            if b'name="file"' in head:
+                data = content
+            elif b'name="purpose"' in head:
+                purpose = content.decode()
+        with self._lock:
+            fid = f"file-{len(self.files) + 1}"
+            self.files[fid] = data
+        self._send(h, 200, {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                            "filename": "input.jsonl", "purpose": purpose, "status": "processed"})
+
+    def _batch(self, h: BaseHTTPRequestHandler, body: dict) -> None:
+        lines = [json.loads(x) for x in self.files.get(body.get("input_file_id"), b"").decode().splitlines() if x]
+        out = []
+        for i, line in enumerate(lines):
+            if i < self.batch_failures:
+                out.append({"id": f"resp-{i}", "custom_id": line["custom_id"], "error": None,
+                            "response": {"status_code": 500, "body": {"error": {"message": "server error"}}}})
+                continue
+            behaviour = self._next()
+            reply = behaviour(line["body"]) if callable(behaviour) else valid_reply(line["body"])
+            content = json.dumps(reply)
+            out.append({"id": f"resp-{i}", "custom_id": line["custom_id"], "error": None, "response": {
+                "status_code": 200, "body": {
+                    "id": f"chatcmpl-batch-{i}", "object": "chat.completion", "created": int(time.time()),
+                    "model": line["body"].get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": None},
+                                 "finish_reason": "stop", "logprobs": None}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": len(content) // 4,
+                              "total_tokens": 10 + len(content) // 4}}}})
+        with self._lock:
+            oid = f"file-{len(self.files) + 1}"
+            self.files[oid] = "".join(json.dumps(o) + "\n" for o in out).encode()
+            bid = f"batch_{len(self.batches) + 1}"
+            self.batches[bid] = {
+                "id": bid, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
+                "input_file_id": body.get("input_file_id"), "completion_window": body.get("completion_window"),
+                "status": "completed", "output_file_id": oid, "error_file_id": None,
+                "created_at": int(time.time()), "completed_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": len(lines) - min(self.batch_failures, len(lines)),
+                                   "failed": min(self.batch_failures, len(lines))},
+                "metadata": body.get("metadata")}
+        self._send(h, 200, self.batches[bid])
 
     def _complete(self, h: BaseHTTPRequestHandler, body: dict, content: str | None, *,
                   finish_reason: str = "stop", refusal: str | None = None) -> None:
