@@ -47,6 +47,7 @@ class ReviewOptions:
     stochastic: bool = False
     profile: str | None = None  # neuron-profile summary JSON
     llm: str = "none"
+    llm_mode: str = "auto"  # structured-output dialect (feedback/llm_modes.py); auto: negotiated
     model: str | None = None
     base_url: str | None = None
     rubric: str | None = None
@@ -569,7 +570,7 @@ def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_te
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
                             rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,
-                            timeout_s=opts.llm_timeout_s, progress=say_text)
+                            timeout_s=opts.llm_timeout_s, progress=say_text, llm_mode=opts.llm_mode)
 
 
 def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | None = None, *,
