@@ -66,6 +66,9 @@ class LlmMeta(BaseModel):
     mode_rejections: list[str] = Field(default_factory=list)
     compact_prompt: bool = False  # the shorter prompt, for a model whose context window the full one overflows
     seconds: float | None = None  # wall time of the LLM requests (cache hits: 0)
+    # per reply, in order: the kinds of its grounding-check violations (feedback/grounding.KINDS; "truncated" or
+    # "schema" when it did not parse; [] when it passed): what the model gets wrong, also when repaired
+    reply_kinds: list[list[str]] = Field(default_factory=list)
 
 
 class Assessment(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..schema import Review
 from .gold import Gold, GoldError, load_gold
+from .llm_step import render_llm_step, summarize_llm_step
 from .metrics import CaseScore, score_case, summarize
 from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
@@ -121,6 +122,8 @@ def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = N
     scores = [results[c.id][0] for c in cases]
     summary = summarize(scores, seconds=time.perf_counter() - t0)
     summary["llm"] = llm
+    if llm == "openai":
+        summary["llm_step"] = summarize_llm_step([results[c.id][1] for c in cases])
     if llm == "replay":
         summary["replies"] = replies
     summary["problems"] = problems
@@ -188,4 +191,6 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if fallbacks:
         lines += ["", "## LLM fallbacks (deterministic draft scored instead)", ""]
         lines += [f"- {c}: {r}" for c, r in fallbacks]
+    if summary.get("llm_step"):
+        lines += render_llm_step(summary["llm_step"])
     return "\n".join(lines) + "\n"

@@ -26,7 +26,7 @@ from ..schema import Assessment, LlmMeta, Review
 from . import llm_modes
 from .cache import ReplyCache, cache_key
 from .drafter import draft
-from .grounding import Context, validate
+from .grounding import Context, check
 from .prompts import build_messages, build_repair, prompt_version
 from .prompts_compact import build_compact_messages, context_window_of
 from .reply import REPLY_SCHEMA_VERSION, AssessmentReply, to_assessment
@@ -107,6 +107,7 @@ class Session:
     mode: str | None = None
     mode_rejections: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    reply_kinds: list[list[str]] = field(default_factory=list)  # violation kinds of each reply
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -355,6 +356,7 @@ def draft_with_llm(review: Review, rubric: Rubric, target: Target, *, sources: d
         meta.mode_rejections = [redact(r, api_key) for r in s.mode_rejections]
         meta.compact_prompt = s.max_tokens is not None
         meta.seconds = round(s.seconds, 3)
+        meta.reply_kinds = s.reply_kinds
         meta.attempts = s.attempts
         meta.cached = s.asked > 0 and s.attempts == 0
         if meta.cached:
@@ -383,6 +385,16 @@ def draft_with_llm(review: Review, rubric: Rubric, target: Target, *, sources: d
         s.close()
 
 
+def _judge(s: Session, res: CallResult, ctx: Context) -> list[str]:
+    """The grounding check's violations of a reply (its parse problem when it has none), kinds counted."""
+    if res.reply is None:
+        s.reply_kinds.append(["truncated" if res.problem and "truncated" in res.problem else "schema"])
+        return [res.problem or "no reply"]
+    found = check(res.reply, ctx)
+    s.reply_kinds.append(sorted({v.kind for v in found}))
+    return [v.message for v in found]
+
+
 def _converse(s: Session, review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
               finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
     ctx = Context(review, target, sources, rubric)
@@ -396,7 +408,7 @@ def _converse(s: Session, review: Review, rubric: Rubric, target: Target, source
         first = s.ask(messages)
     if first.fatal:
         return fall_back(first.problem or "LLM failure", [])
-    violations = validate(first.reply, ctx) if first.reply else [first.problem or "no reply"]
+    violations = _judge(s, first, ctx)
     if not violations:
         return finish(to_assessment(first.reply, list(taxonomy.CRITERIA_ORDER)), None, [])
 
@@ -405,7 +417,7 @@ def _converse(s: Session, review: Review, rubric: Rubric, target: Target, source
     second = s.ask(build_repair(messages, first.raw, shown))
     if second.fatal:
         return fall_back(f"repair round failed: {second.problem}", violations)
-    again = validate(second.reply, ctx) if second.reply else [second.problem or "no reply"]
+    again = _judge(s, second, ctx)
     if again:
         return fall_back(f"the reply failed the grounding check after one repair round ({len(again)} problem(s))", again)
     return finish(to_assessment(second.reply, list(taxonomy.CRITERIA_ORDER)), None, violations)

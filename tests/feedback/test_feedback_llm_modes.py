@@ -146,9 +146,11 @@ def test_grounding_is_as_strict_in_every_mode(dialect):
         a = run(fake)
     assert a.drafter == "fallback" and "grounding check" in a.llm.fallback_reason
     assert any("F99" in v for v in a.llm.violations)
+    assert a.llm.reply_kinds == [["unknown-id"], ["unknown-id"]]  # both replies, by kind
     with FakeOpenAI(["invalid_json", "truncated"], dialect=dialect) as fake:
         a = run(fake)
     assert a.drafter == "fallback" and "truncated" in a.llm.violations[0]
+    assert a.llm.reply_kinds == [["schema"], ["truncated"]]
 
 
 def test_fenced_json_in_json_prompt_mode_is_read():
