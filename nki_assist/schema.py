@@ -61,6 +61,14 @@ class LlmMeta(BaseModel):
     cost_usd: float | None = None
     fallback_reason: str | None = None
     violations: list[str] = Field(default_factory=list)
+    # how the server was asked for structured output (feedback/llm_modes.py) and what it turned down first
+    mode: str | None = None
+    mode_rejections: list[str] = Field(default_factory=list)
+    compact_prompt: bool = False  # the shorter prompt, for a model whose context window the full one overflows
+    seconds: float | None = None  # wall time of the LLM requests (cache hits: 0)
+    # per reply, in order: the kinds of its grounding-check violations (feedback/grounding.KINDS; "truncated" or
+    # "schema" when it did not parse; [] when it passed): what the model gets wrong, also when repaired
+    reply_kinds: list[list[str]] = Field(default_factory=list)
 
 
 class Assessment(BaseModel):

@@ -32,6 +32,21 @@ def add_fail_on(p: argparse.ArgumentParser, default: str = "error") -> None:
                    help=f"exit 1 when a finding at or above this severity is reported (default: {default})")
 
 
+# feedback/llm_modes.CHOICES, spelled out: importing the feedback package here would slow every command's start
+LLM_MODES = ("auto", "json_schema", "json_object", "guided_json", "ollama_format", "json_prompt")
+
+
+def add_llm_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llm-mode", choices=LLM_MODES, default="auto",
+                   help="with --llm openai: how the server is asked for structured output. auto (default) tries "
+                        "OpenAI json_schema, then llama.cpp json_object+schema, vLLM guided_json, Ollama format, "
+                        "then JSON mode with the schema in the prompt, and remembers what the server took; a "
+                        "mode forces that one (docs/llm-servers.md)")
+    p.add_argument("--llm-timeout", type=float, default=60.0, metavar="S",
+                   help="with --llm openai: seconds per LLM request (default 60; a small local model on a CPU "
+                        "may need more)")
+
+
 def exit_code(findings, fail_on: str) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..severity import Severity

@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "mechanical: rebuild the mechanical replies from today's findings")
     p.add_argument("--model", help="LLM model (with --llm openai)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (with --llm openai)")
+    from .common import add_llm_mode  # deferred: a command imports the engine only when it runs
+
+    add_llm_mode(p)
     p.add_argument("--case", action="append", metavar="ID", help="only this case (repeatable)")
     p.add_argument("--format", choices=["text", "md", "json"], default="text")
     p.add_argument("--output-dir", default="evals/results", metavar="DIR", help="where results go (default evals/results)")
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary, records, problems = run_suite(args.cases_dir, llm=args.llm, model=args.model, base_url=args.base_url,
                                                record=args.record, replies=args.replies, only=args.case, jobs=args.jobs,
+                                               llm_mode=args.llm_mode, llm_timeout_s=args.llm_timeout,
                                                progress=progress.advance)
     finally:
         progress.close()

@@ -22,7 +22,7 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from .common import add_fail_on, add_format, add_nki_version, add_sandbox, add_target
+    from .common import add_fail_on, add_format, add_llm_mode, add_nki_version, add_sandbox, add_target
     from .review_batch import add_batch_arguments
 
     p.add_argument("spec", nargs="*", metavar="PORT",
@@ -54,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(OPENAI_API_KEY, OPENAI_BASE_URL)")
     p.add_argument("--model", help="LLM model name (with --llm openai)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
+    add_llm_mode(p)
     p.add_argument("--rubric", metavar="FILE", help="rubric TOML to score against (default: the built-in rubric)")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="LLM reply cache (default with --llm openai: see README 'LLM drafter')")
@@ -107,7 +108,7 @@ def _review(args: argparse.Namespace) -> int:
 
     from ..numerics.spec import SpecError
     from ..infra.redact import neutralise, redact
-    from ..review import ReviewOptions, review_files, review_port
+    from ..review.pipeline import ReviewOptions, review_files, review_port
     from .check import nki_version_arg
     from .common import exit_code, write_atomic
 
@@ -129,6 +130,7 @@ def _review(args: argparse.Namespace) -> int:
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
+                         llm_mode=args.llm_mode, llm_timeout_s=args.llm_timeout,
                          plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims)
     progress = None if args.quiet else _progress()
     try:

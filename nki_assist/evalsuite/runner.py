@@ -17,11 +17,12 @@ from typing import Any, Callable
 
 from ..schema import Review
 from .gold import Gold, GoldError, load_gold
+from .llm_step import render_llm_step, summarize_llm_step
 from .metrics import CaseScore, score_case, summarize
 from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
 
-from ..review import ReviewOptions, review_port
+from ..review.pipeline import ReviewOptions, review_port
 from ..toolchain.sandbox import warm_sandbox
 from ..feedback import load_rubric
 
@@ -59,7 +60,8 @@ def discover(cases_dir: str | Path, only: list[str] | None = None) -> tuple[list
 
 def run_case(case: Case, *, llm: str = "none", model: str | None = None, base_url: str | None = None,
              record: bool = False, replies: str = "recorded", rubric_criteria: list[str] | None = None,
-             timeout_s: float = 60.0) -> tuple[CaseScore, dict[str, Any]]:
+             timeout_s: float = 60.0, llm_mode: str = "auto",
+             llm_timeout_s: float = 60.0) -> tuple[CaseScore, dict[str, Any]]:
     """Review one case and score it; a failing review is a scored case with `error`, never an exception.
 
     `record`: with llm="openai" save the grounded live reply; with llm="replay" and replies="mechanical"
@@ -67,7 +69,7 @@ def run_case(case: Case, *, llm: str = "none", model: str | None = None, base_ur
 
     t0 = time.perf_counter()
     opts = ReviewOptions(llm="openai" if llm == "openai" else "none", model=model, base_url=base_url,
-                         plots=False, timeout_s=timeout_s)
+                         plots=False, timeout_s=timeout_s, llm_mode=llm_mode, llm_timeout_s=llm_timeout_s)
     try:
         review = review_port(str(case.spec), opts).review
         if llm == "replay":
@@ -93,7 +95,8 @@ def run_case(case: Case, *, llm: str = "none", model: str | None = None, base_ur
 
 def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = None, base_url: str | None = None,
               record: bool = False, replies: str = "recorded", only: list[str] | None = None, jobs: int = 2,
-              progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+              progress: Callable[[str], None] | None = None, llm_mode: str = "auto",
+              llm_timeout_s: float = 60.0) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """(summary, per-case records, problems). Cases run `jobs` at a time (their kernels run in child processes)."""
 
     if llm not in LLM_MODES:
@@ -107,7 +110,7 @@ def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = N
 
     def one(case: Case):
         res = run_case(case, llm=llm, model=model, base_url=base_url, record=record, replies=replies,
-                       rubric_criteria=criteria)
+                       rubric_criteria=criteria, llm_mode=llm_mode, llm_timeout_s=llm_timeout_s)
         if progress:
             progress(case.id)
         return case.id, res
@@ -119,6 +122,8 @@ def run_suite(cases_dir: str | Path, *, llm: str = "none", model: str | None = N
     scores = [results[c.id][0] for c in cases]
     summary = summarize(scores, seconds=time.perf_counter() - t0)
     summary["llm"] = llm
+    if llm == "openai":
+        summary["llm_step"] = summarize_llm_step([results[c.id][1] for c in cases])
     if llm == "replay":
         summary["replies"] = replies
     summary["problems"] = problems
@@ -186,4 +191,6 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if fallbacks:
         lines += ["", "## LLM fallbacks (deterministic draft scored instead)", ""]
         lines += [f"- {c}: {r}" for c, r in fallbacks]
+    if summary.get("llm_step"):
+        lines += render_llm_step(summary["llm_step"])
     return "\n".join(lines) + "\n"

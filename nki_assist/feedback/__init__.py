@@ -38,7 +38,7 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
                      base_url: str | None = None, rubric_path: str | None = None,
                      sources: dict[str, str] | None = None, cache_dir: str | None = None,
                      timeout_s: float = 60.0, max_retries: int = 2,
-                     progress: Callable[[str], None] | None = None) -> Assessment:
+                     progress: Callable[[str], None] | None = None, llm_mode: str = "auto") -> Assessment:
     """Write the assessment of `review`.
 
     llm="none": deterministic drafter. llm="openai": OpenAI-compatible Chat Completions
@@ -46,6 +46,7 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
     check (one repair round), else the deterministic draft is returned with drafter="fallback".
     `sources` maps file paths (as findings cite them) to text, for prompt excerpts and grounding.
     `cache_dir` enables the on-disk reply cache (None: no cache; see default_cache_dir()).
+    `llm_mode`: how the server is asked for structured output ("auto" negotiates; llm_modes.MODES forces one).
     Raises RubricError for a bad rubric file and ValueError for an unknown `llm`.
     """
     if llm not in LLM_CHOICES:
@@ -60,7 +61,8 @@ def draft_assessment(review: Review, *, llm: str = "none", model: str | None = N
 
     return mark_incomplete(review, draft_with_llm(review, rubric, target, sources=sources, model=model,
                                                   base_url=base_url, cache_dir=cache_dir, timeout_s=timeout_s,
-                                                  max_retries=max_retries, progress=progress))
+                                                  max_retries=max_retries, progress=progress,
+                                                  llm_mode=llm_mode))
 
 
 def mark_incomplete(review: Review, assessment: Assessment) -> Assessment:

@@ -1,7 +1,8 @@
 """LLM drafter: OpenAI Chat Completions `.parse()` into the strict reply model, grounding-checked.
 
-Any OpenAI-compatible server works through `base_url` (vLLM, Ollama, llama.cpp). One repair round
-with the violations listed; on any remaining failure the deterministic draft is returned with
+Any OpenAI-compatible server works through `base_url` (vLLM, Ollama, llama.cpp): the structured-output
+dialect the server takes is negotiated (llm_modes.py), and a prompt that overflows the model's context
+window is sent again in its compact form (prompts_compact.py). One repair round with the violations listed; on any remaining failure the deterministic draft is returned with
 drafter="fallback" and the reason. The API key never leaves the HTTP Authorization header: it is not
 part of the cache key, cache entries, logs, metadata or messages (`redact` scrubs server echoes).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -21,10 +23,12 @@ from .. import taxonomy
 from ..api.hardware import Target
 from ..infra.redact import redact as redact_secrets
 from ..schema import Assessment, LlmMeta, Review
+from . import llm_modes
 from .cache import ReplyCache, cache_key
 from .drafter import draft
-from .grounding import Context, validate
+from .grounding import Context, check
 from .prompts import build_messages, build_repair, prompt_version
+from .prompts_compact import build_compact_messages, context_window_of
 from .reply import REPLY_SCHEMA_VERSION, AssessmentReply, to_assessment
 from .rubric import Rubric
 
@@ -84,6 +88,8 @@ class CallResult:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached: bool = False
+    rejected: bool = False  # the server does not take this structured-output dialect
+    context_window: int | None = None  # the prompt overflowed a window of this many tokens
 
 
 @dataclass
@@ -95,6 +101,13 @@ class Session:
     max_retries: int
     cache: ReplyCache | None
     progress: Callable[[str], None] | None = None
+    mode_setting: str = llm_modes.AUTO  # or one of llm_modes.MODES: only that dialect
+    cache_dir: str | None = None  # where the negotiated dialect is remembered
+    max_tokens: int | None = None  # completion budget (set for the compact prompt of a small window)
+    mode: str | None = None
+    mode_rejections: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    reply_kinds: list[list[str]] = field(default_factory=list)  # violation kinds of each reply
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -153,26 +166,68 @@ class Session:
                 except ValidationError:
                     pass  # stale entry from an older schema: ask again
         self.attempts += 1
-        res = self._call(messages)
+        t0 = time.perf_counter()
+        res = self._negotiate(messages)
+        self.seconds += time.perf_counter() - t0
         self._count(res)
         if res.reply is not None and self.cache is not None:
             # A server may echo the Authorization header into its reply: never store it.
-            self.cache.put(key, {"content": redact(res.raw, self.api_key), "model": self.model,
+            self.cache.put(key, {"content": redact(res.raw, self.api_key), "model": self.model, "mode": self.mode,
                                  "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens})
         return res
 
-    def _call(self, messages: list[dict[str, str]]) -> CallResult:
+    def _negotiate(self, messages: list[dict[str, str]]) -> CallResult:
+        """Ask in the forced dialect, else in the remembered one, else in each dialect in turn until the
+        server takes one; what it took is remembered for its base URL."""
+        if self.mode_setting != llm_modes.AUTO:
+            self.mode = self.mode_setting
+            res = self._call(messages, self.mode_setting)
+            if res.rejected:
+                res.problem = f"{res.problem} (structured-output mode {self.mode_setting} was forced with --llm-mode)"
+            return res
+        known = self.mode or llm_modes.remembered(self.base_url, self.cache_dir)
+        tried = {r.split(":", 1)[0] for r in self.mode_rejections}
+        for mode in llm_modes.negotiation_order(known):
+            if mode in tried:
+                continue
+            res = self._call(messages, mode)
+            if not res.rejected:
+                if mode != known:
+                    llm_modes.remember(self.base_url, mode, self.cache_dir)
+                self.mode = mode
+                return res
+            self.mode_rejections.append(f"{mode}: {res.problem}")
+            self.say(f"the server does not take structured-output mode {mode}; trying the next one")
+            if mode == known:
+                llm_modes.forget(self.base_url, self.cache_dir)
+        self.mode = None
+        return CallResult(problem="the server rejected every structured-output mode ("
+                          + "; ".join(self.mode_rejections) + ")", fatal=True)
+
+    def _call(self, messages: list[dict[str, str]], mode: str) -> CallResult:
         import openai
 
-        self.say(f"asking {self.model} at {self.base_url} (timeout {self.timeout_s:g}s, {self.max_retries} retries)")
+        self.say(f"asking {self.model} at {self.base_url} ({mode}, timeout {self.timeout_s:g}s, "
+                 f"{self.max_retries} retries)")
         res = CallResult()
+        extra = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
         try:
-            raw = self.client().chat.completions.with_raw_response.parse(
-                model=self.model, messages=messages, response_format=AssessmentReply, temperature=0,
-            )
+            if mode == "json_schema":
+                raw = self.client().chat.completions.with_raw_response.parse(
+                    model=self.model, messages=messages, response_format=AssessmentReply, temperature=0, **extra,
+                )
+            else:
+                schema = llm_modes.plain_schema(AssessmentReply)
+                asked = llm_modes.with_schema_in_prompt(messages, schema) if mode == "json_prompt" else messages
+                raw = self.client().chat.completions.with_raw_response.create(
+                    model=self.model, messages=asked, temperature=0, **extra,
+                    **llm_modes.request_options(mode, schema),
+                )
             body = _json_or_none(raw.http_response)
             res.raw, res.prompt_tokens, res.completion_tokens = _content_and_usage(body)
             completion = raw.parse()
+            if mode != "json_schema":
+                return _checked(completion, res)
         except openai.LengthFinishReasonError:
             res.problem = "the reply was truncated (finish_reason=length); the JSON is incomplete"
             return res
@@ -189,6 +244,8 @@ class Session:
         except openai.APIStatusError as exc:
             detail = _status_detail(exc)
             res.problem, res.fatal = f"the LLM server answered HTTP {exc.status_code}{detail}", True
+            res.rejected = llm_modes.is_dialect_rejection(exc.status_code, detail)
+            res.context_window = context_window_of(exc.status_code, detail)
             return res
         except (ValidationError, ValueError) as exc:
             res.problem = f"the reply is not valid JSON for the assessment schema ({_short(exc)})"
@@ -214,6 +271,28 @@ class Session:
         except ValidationError as exc:
             res.problem = f"the reply does not match the assessment schema ({_short(exc)})"
         return res
+
+
+def _checked(completion: Any, res: CallResult) -> CallResult:
+    """A non-strict dialect's reply, checked as `.parse()` checks a strict one (the same pydantic model)."""
+    if not completion.choices:
+        res.problem = "the reply has no choices"
+        return res
+    choice = completion.choices[0]
+    if choice.finish_reason == "length":
+        res.problem = "the reply was truncated (finish_reason=length); the JSON is incomplete"
+    elif choice.finish_reason == "content_filter":
+        res.problem, res.fatal = "the reply was stopped by the provider's content filter", True
+    elif getattr(choice.message, "refusal", None):
+        res.problem, res.fatal = f"the model refused: {_short(choice.message.refusal)}", True
+    elif not (choice.message.content or "").strip():
+        res.problem = "the reply has no content"
+    else:
+        try:
+            res.reply = AssessmentReply.model_validate_json(llm_modes.unfenced(choice.message.content))
+        except ValidationError as exc:
+            res.problem = f"the reply is not valid JSON for the assessment schema ({_short(exc)})"
+    return res
 
 
 def _json_or_none(response: Any) -> Any:
@@ -261,14 +340,23 @@ def resolve_settings(model: str | None, base_url: str | None) -> tuple[str, str,
 
 def draft_with_llm(review: Review, rubric: Rubric, target: Target, *, sources: dict[str, str] | None,
                    model: str | None, base_url: str | None, cache_dir: str | None, timeout_s: float,
-                   max_retries: int, progress: Callable[[str], None] | None) -> Assessment:
+                   max_retries: int, progress: Callable[[str], None] | None,
+                   llm_mode: str = llm_modes.AUTO) -> Assessment:
+    if llm_mode not in llm_modes.CHOICES:
+        raise ValueError(f"unknown llm mode {llm_mode!r}; choose one of {', '.join(llm_modes.CHOICES)}")
     fallback = draft(review, rubric, target)
     name, url, api_key = resolve_settings(model, base_url)
     s = Session(model=name, base_url=url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries,
-                cache=ReplyCache(cache_dir) if cache_dir else None, progress=progress)
+                cache=ReplyCache(cache_dir) if cache_dir else None, progress=progress, mode_setting=llm_mode,
+                cache_dir=cache_dir)
     meta = LlmMeta(model=name, base_url=safe_url(url), prompt_version=prompt_version())
 
     def finish(assessment: Assessment, reason: str | None, violations: list[str]) -> Assessment:
+        meta.mode = s.mode
+        meta.mode_rejections = [redact(r, api_key) for r in s.mode_rejections]
+        meta.compact_prompt = s.max_tokens is not None
+        meta.seconds = round(s.seconds, 3)
+        meta.reply_kinds = s.reply_kinds
         meta.attempts = s.attempts
         meta.cached = s.asked > 0 and s.attempts == 0
         if meta.cached:
@@ -297,22 +385,39 @@ def draft_with_llm(review: Review, rubric: Rubric, target: Target, *, sources: d
         s.close()
 
 
+def _judge(s: Session, res: CallResult, ctx: Context) -> list[str]:
+    """The grounding check's violations of a reply (its parse problem when it has none), kinds counted."""
+    if res.reply is None:
+        s.reply_kinds.append(["truncated" if res.problem and "truncated" in res.problem else "schema"])
+        return [res.problem or "no reply"]
+    found = check(res.reply, ctx)
+    s.reply_kinds.append(sorted({v.kind for v in found}))
+    return [v.message for v in found]
+
+
 def _converse(s: Session, review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
               finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
     ctx = Context(review, target, sources, rubric)
     messages = build_messages(review, rubric, target, sources)
     first = s.ask(messages)
+    if first.fatal and first.context_window:
+        # A small model: the same findings in the compact prompt, with room left for the reply.
+        messages, s.max_tokens = build_compact_messages(review, rubric, target, sources, first.context_window)
+        s.say(f"the prompt overflows the model's {first.context_window}-token context window; "
+              f"asking again with the compact prompt (reply budget {s.max_tokens} tokens)")
+        first = s.ask(messages)
     if first.fatal:
         return fall_back(first.problem or "LLM failure", [])
-    violations = validate(first.reply, ctx) if first.reply else [first.problem or "no reply"]
+    violations = _judge(s, first, ctx)
     if not violations:
         return finish(to_assessment(first.reply, list(taxonomy.CRITERIA_ORDER)), None, [])
 
     s.say(f"LLM draft failed the grounding check ({len(violations)} problem(s)); one repair round")
-    second = s.ask(build_repair(messages, first.raw, violations))
+    shown = violations if s.max_tokens is None else violations[:12]  # the compact prompt's repair must fit too
+    second = s.ask(build_repair(messages, first.raw, shown))
     if second.fatal:
         return fall_back(f"repair round failed: {second.problem}", violations)
-    again = validate(second.reply, ctx) if second.reply else [second.problem or "no reply"]
+    again = _judge(s, second, ctx)
     if again:
         return fall_back(f"the reply failed the grounding check after one repair round ({len(again)} problem(s))", again)
     return finish(to_assessment(second.reply, list(taxonomy.CRITERIA_ORDER)), None, violations)

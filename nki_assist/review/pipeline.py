@@ -47,6 +47,7 @@ class ReviewOptions:
     stochastic: bool = False
     profile: str | None = None  # neuron-profile summary JSON
     llm: str = "none"
+    llm_mode: str = "auto"  # structured-output dialect (feedback/llm_modes.py); auto: negotiated
     model: str | None = None
     base_url: str | None = None
     rubric: str | None = None
@@ -82,7 +83,7 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         return []
     # deferred: imported while the kernel runs ahead (review start-up)
     from ..api.version import resolve_nki_version
-    from ..check import CheckOptions, check_text
+    from ..check.engine import CheckOptions, check_text
 
     # the NKI version from the kernel's own location (its project's pins), not the display path's
     version = opts.nki_version or resolve_nki_version(None, path).version
@@ -103,7 +104,7 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
 
     # deferred: imported while the kernel runs ahead (review start-up)
     from ..parse.nki import parse_nki
-    from ..rules.migration.checks import run_migration_rules
+    from ..rules.migration.checks.checks import run_migration_rules
 
     nki_text, cuda_text = _read(nki_path), _read(cuda_path)
     if nki_text is None or cuda_text is None:
@@ -317,7 +318,7 @@ def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
 
     # deferred: imported while the kernel runs ahead (review start-up)
-    from .stage_links import link_stages
+    from .pipeline.stage_links import link_stages
 
     findings = _link_root_causes(link_stages(findings))
     out = []
@@ -336,7 +337,7 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
         return findings
 
     # deferred: imported while the kernel runs ahead (review start-up)
-    from .reconcile import reconcile
+    from .pipeline.reconcile import reconcile
 
     perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
     try:
@@ -368,7 +369,7 @@ def _prepare_later_stages() -> None:
     thread would otherwise wait for it): the cost model, reconciliation, the drafter, the result validators."""
     # deferred: these imports are the point of the function (they run here instead of after the child)
     from .. import perf
-    from . import reconcile, stage_links  # noqa: F401
+    from .pipeline import reconcile, stage_links  # noqa: F401
     from ..feedback import draft_assessment  # noqa: F401
     from ..numerics import portrun  # noqa: F401
     from ..toolchain import wire
@@ -570,7 +571,7 @@ def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_te
 
     return draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
                             rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,
-                            timeout_s=opts.llm_timeout_s, progress=say_text)
+                            timeout_s=opts.llm_timeout_s, progress=say_text, llm_mode=opts.llm_mode)
 
 
 def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | None = None, *,

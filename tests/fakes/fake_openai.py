@@ -26,6 +26,18 @@ line of the input file is answered by the next behaviour, as a chat request woul
 `batch_failures` lines get a 500 line instead), GET /v1/batches/{id}, GET /v1/files/{id}/content. Without it
 those routes answer 404, as a server without the Batch API does.
 
+`dialect` emulates how a server family takes structured output; a request in another form is answered
+with that family's rejection (HTTP status and message as the real servers word them) before any
+behaviour is consumed:
+  openai            takes everything (default)
+  llama_cpp_python  response_format json_object (+ schema) only: json_schema -> HTTP 500 naming response_format
+  vllm_guided       the `guided_json` field only (vLLM before 0.12 without json_schema): response_format -> 400
+  ollama            the `format` field only: response_format -> 400, other fields -> 400
+  json_only         response_format {"type": "json_object"} without a schema, no extra fields -> 400
+  text_only         no structured output at all: any response_format or extra field -> 400
+`context_window` (tokens, estimated as characters / 4) answers a longer prompt with OpenAI's HTTP 400
+context_length_exceeded error.
+
 Pure stdlib and independent of nki_assist, so the eval suite can reuse it.
 """
 
@@ -129,10 +141,56 @@ def approve_reply(body: dict) -> dict:
     return reply
 
 
+DIALECTS = ("openai", "llama_cpp_python", "vllm_guided", "ollama", "json_only", "text_only")
+_PYDANTIC_LITERAL = ("[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should "
+                     "be 'text' or 'json_object'\", 'input': '{0}'}}]")
+_EXTRA = "[{{'type': 'extra_forbidden', 'loc': ('body', {0}), 'msg': 'Extra inputs are not permitted'}}]"
+
+
+def dialect_rejection(dialect: str, body: dict) -> tuple[int, str] | None:
+    """(status, message) a server of `dialect` answers this request with, None when it takes it."""
+    rf = body.get("response_format")
+    kind = rf.get("type") if isinstance(rf, dict) else None
+    extras = [k for k in ("guided_json", "format") if k in body]
+    if dialect == "openai":
+        return None
+    if dialect == "llama_cpp_python":
+        if kind not in (None, "text", "json_object"):
+            return 500, _PYDANTIC_LITERAL.format(kind)  # what llama-cpp-python's server answers json_schema
+        return None
+    if dialect == "vllm_guided":
+        if rf is not None:
+            return 400, f"response_format type {kind!r} is not supported; use guided_json"
+        return None
+    if dialect == "ollama":
+        if rf is not None:
+            return 400, "invalid response_format: use the format field"
+        if "guided_json" in body:
+            return 400, _EXTRA.format("'guided_json'")
+        return None
+    if dialect == "json_only":
+        if kind not in (None, "json_object") or (isinstance(rf, dict) and "schema" in rf):
+            return 400, _EXTRA.format("'response_format', 'schema'") if kind == "json_object" else \
+                _PYDANTIC_LITERAL.format(kind)
+        if extras:
+            return 400, _EXTRA.format(repr(extras[0]))
+        return None
+    if rf is not None:  # text_only
+        return 400, "response_format is not supported by this server"
+    if extras:
+        return 400, _EXTRA.format(repr(extras[0]))
+    return None
+
+
 class FakeOpenAI:
     def __init__(self, script: Iterable[Behaviour] = (), *, default: Behaviour = "valid",
                  slow_seconds: float = 2.0, retry_after_ms: int = 10, batch_api: bool = False,
-                 batch_failures: int = 0):
+                 batch_failures: int = 0, dialect: str = "openai", context_window: int | None = None):
+        if dialect not in DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}")
+        self.dialect = dialect
+        self.context_window = context_window
+        self.rejected = 0  # requests answered with a dialect rejection
         self.script: list[Behaviour] = list(script)
         self.default = default
         self.slow_seconds = slow_seconds
@@ -216,6 +274,20 @@ class FakeOpenAI:
             return
         if route != "/v1/chat/completions":
             self._send(h, 404, {"error": {"message": f"no route {h.path}", "type": "not_found"}})
+            return
+        refusal = dialect_rejection(self.dialect, body)
+        if refusal is not None:
+            with self._lock:
+                self.rejected += 1
+            self._send(h, refusal[0], {"error": {"message": refusal[1], "type": "invalid_request_error"}})
+            return
+        prompt_tokens = sum(len(m.get("content") or "") for m in body.get("messages", [])) // 4
+        if self.context_window and prompt_tokens + (body.get("max_tokens") or 0) > self.context_window:
+            self._send(h, 400, {"error": {
+                "message": f"This model's maximum context length is {self.context_window} tokens. However, you "
+                           f"requested {prompt_tokens} tokens ({prompt_tokens} in the messages, None in the "
+                           "completion). Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
             return
         behaviour = self._next()
         name = behaviour if isinstance(behaviour, str) else getattr(behaviour, "__name__", "callable")
