@@ -108,7 +108,7 @@ def _review(args: argparse.Namespace) -> int:
 
     from ..numerics.spec import SpecError
     from ..infra.redact import neutralise, redact
-    from ..review.pipeline import ReviewOptions, review_files, review_port
+    from ..review import ReviewOptions, review_files, review_port
     from .check import nki_version_arg
     from .common import exit_code, write_atomic
 

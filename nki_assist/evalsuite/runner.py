@@ -22,7 +22,7 @@ from .metrics import CaseScore, score_case, summarize
 from .replies import KINDS as REPLY_KINDS
 from .replies import record_live, record_mechanical, replay_assessment
 
-from ..review.pipeline import ReviewOptions, review_port
+from ..review import ReviewOptions, review_port
 from ..toolchain.sandbox import warm_sandbox
 from ..feedback import load_rubric
 

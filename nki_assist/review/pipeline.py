@@ -83,7 +83,7 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
         return []
     # deferred: imported while the kernel runs ahead (review start-up)
     from ..api.version import resolve_nki_version
-    from ..check.engine import CheckOptions, check_text
+    from ..check import CheckOptions, check_text
 
     # the NKI version from the kernel's own location (its project's pins), not the display path's
     version = opts.nki_version or resolve_nki_version(None, path).version
