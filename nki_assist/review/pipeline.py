@@ -104,7 +104,7 @@ def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_di
 
     # deferred: imported while the kernel runs ahead (review start-up)
     from ..parse.nki import parse_nki
-    from ..rules.migration.checks.checks import run_migration_rules
+    from ..rules.migration.checks import run_migration_rules
 
     nki_text, cuda_text = _read(nki_path), _read(cuda_path)
     if nki_text is None or cuda_text is None:
@@ -318,7 +318,7 @@ def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
     """Paths relative to the spec folder, duplicates dropped, ids F1..Fn in priority order."""
 
     # deferred: imported while the kernel runs ahead (review start-up)
-    from .pipeline.stage_links import link_stages
+    from .stage_links import link_stages
 
     findings = _link_root_causes(link_stages(findings))
     out = []
@@ -337,7 +337,7 @@ def _reconcile(findings: list[Finding], spec, res, review: Review, nki_text: str
         return findings
 
     # deferred: imported while the kernel runs ahead (review start-up)
-    from .pipeline.reconcile import reconcile
+    from .reconcile import reconcile
 
     perf_size = (review.performance.model_extra or {}).get("size") if review.performance is not None else None
     try:
@@ -369,7 +369,7 @@ def _prepare_later_stages() -> None:
     thread would otherwise wait for it): the cost model, reconciliation, the drafter, the result validators."""
     # deferred: these imports are the point of the function (they run here instead of after the child)
     from .. import perf
-    from .pipeline import reconcile, stage_links  # noqa: F401
+    from . import reconcile, stage_links  # noqa: F401
     from ..feedback import draft_assessment  # noqa: F401
     from ..numerics import portrun  # noqa: F401
     from ..toolchain import wire
