@@ -200,12 +200,13 @@ def warm_sandbox(enabled: bool = True):
 
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
-                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None) -> ChildOutcome:
+                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None,
+                 fresh: bool = False) -> ChildOutcome:
     """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
 
     Paths in `kwargs` must be absolute (the child runs in a temporary directory). `preload` modules
     are imported before the limits start. `stop` (a threading.Event), when set from another thread,
-    ends the run as its deadline would. Raises `isolation.SandboxUnavailable` only when the strong
+    ends the run as its deadline would. `fresh`: a new interpreter even inside `warm_sandbox()`. Raises `isolation.SandboxUnavailable` only when the strong
     mode was selected and has become unusable."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
@@ -226,7 +227,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                      "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
         with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err, \
-                _zygote_for(task["sys_path"], env) as zy:
+                (nullcontext() if fresh else _zygote_for(task["sys_path"], env)) as zy:
             started = now_ticks()
             adopt_orphans()  # orphans of the run come back to nki-assist, never to init
             try:

@@ -34,7 +34,8 @@ from pathlib import Path
 from . import procs
 
 PRELOAD = ("numpy", "ml_dtypes", "nki_assist.toolchain.child", "nki_assist.toolchain.builtin",
-           "nki_assist.numerics.scenarios", "nki_assist.numerics.refchild", "nki_assist.sim", "nki_assist.sim.runner")
+           "nki_assist.numerics.scenarios", "nki_assist.numerics.refchild", "nki_assist.numerics.refbatch",
+           "nki_assist.sim", "nki_assist.sim.runner")
 DISABLE_ENV = "NKI_ASSIST_NO_ZYGOTE"  # "1": one fresh process per run, as before (A/B, debugging)
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
