@@ -26,7 +26,7 @@ from typing import Any
 _PUBLIC = {
     "options": ("CheckOptions", "options_from_config", "unknown_selectors", "file_ignores", "language_of"),
     "results": ("CheckReport", "FileResult"),
-    "read": ("decode", "read_regular", "NotRegularFile"),
+    "read": ("decode", "decode_source", "read_regular", "NotRegularFile"),
     "engine": ("check_text", "check_source", "check_file"),
     "run": ("check_paths", "collect_files", "cached_indexes", "store_index"),
     "cache": ("CACHE_DIR_ENV", "CheckCache", "default_cache_dir", "fix_applicability"),
