@@ -168,6 +168,12 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if p != STDIN and not os.path.exists(p)]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    for p in args.paths:
+        if p != STDIN and os.path.isdir(p):
+            try:
+                os.scandir(p).close()
+            except OSError as exc:  # before the config search, which would fail inside it
+                raise UsageError(f"cannot read directory {p}: {exc.strerror or exc}") from None
     options, cfg = build_options(args)
     summary = FixSummary()
     fixing = args.fix or args.diff
