@@ -3,7 +3,7 @@
 A kernel is user code that may patch NumPy, builtins or nki_assist at import, or rewrite files. So the
 reference never shares a process with a kernel: its source is read by the parent once, before any kernel
 runs (`read_source`), and the batched sizes' reference and gpu-model outputs come from one child of their
-own (`run_references`) that ends before the kernels' child starts. Later reference runs (the slow path)
+own (`run_references`, running scenarios.child_references) that ends before the kernels' child starts. Later reference runs (the slow path)
 use the same bytes in a fresh process (`reference.run_reference(..., fresh=True)`).
 """
 
@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..toolchain.sandbox import run_in_child
-from .reference import blas_env, normalize_outputs
+from .reference import blas_env
 from .spec import PortSpec
 
-REFERENCE_KEY, GPU_KEY = "reference", "gpu-model"  # registry.REFERENCE / GPU_MODEL.name
 
 
 def read_source(spec: PortSpec) -> bytes | None:
@@ -30,28 +29,6 @@ def read_source(spec: PortSpec) -> bytes | None:
         return open(spec.reference_path, "rb").read()
     except OSError:
         return None
-
-
-def child_references(path: str, function: str, source: bytes, jobs: list[dict]) -> dict[str, dict]:
-    """In the reference's child: for each size the reference on float64 inputs and, when asked, at the GPU's
-    precision. A failure is None for that entry (the slow path reports it precisely)."""
-    from .inputs import upcast
-    from .refchild import child_call
-    from .scenarios import gpu_model_args
-
-    results: dict[str, dict] = {}
-    for job in jobs:
-        args, out = job["args"], {}
-        gpu = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
-        for key, a in ((REFERENCE_KEY, upcast(args)), (GPU_KEY, gpu)):
-            if a is None:
-                continue
-            try:
-                out[key] = normalize_outputs(child_call(path, function, a, source))
-            except Exception:
-                out[key] = None
-        results[job["size"]] = out
-    return results
 
 
 def _valid(value: Any) -> bool:
@@ -68,7 +45,7 @@ def run_references(spec: PortSpec, source: bytes | None, jobs: list[dict], *, ti
     if spec.reference_path is None or source is None or not jobs:
         return {}
     path = os.path.abspath(spec.reference_path)
-    out = run_in_child("nki_assist.numerics.refbatch:child_references",
+    out = run_in_child("nki_assist.numerics.scenarios:child_references",
                        {"path": path, "function": spec.reference_function, "source": source, "jobs": jobs},
                        timeout_s=timeout_s * 2 * len(jobs), memory_mb=memory_mb, watch=str(spec.reference_path),
                        env=blas_env(), stop=stop)

@@ -398,6 +398,26 @@ def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], sc
     return results
 
 
+def child_references(path: str, function: str, source: bytes, jobs: list[dict]) -> dict[str, dict]:
+    """In the reference's own child (refbatch.run_references; no kernel runs there): for each size the reference
+    on float64 inputs and, when asked, at the GPU's precision. A failure is None (the slow path reports it)."""
+    from .refchild import child_call  # deferred: only the reference's child calls the user's reference
+
+    results: dict[str, dict] = {}
+    for job in jobs:
+        args, out = job["args"], {}
+        gpu = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
+        for key, a in ((REFERENCE, upcast(args)), (GPU_MODEL.name, gpu)):
+            if a is None:
+                continue
+            try:
+                out[key] = normalize_outputs(child_call(path, function, a, source))
+            except Exception:
+                out[key] = None
+        results[job["size"]] = out
+    return results
+
+
 def _batch_ok(value: Any, scen: list[str]) -> bool:
     """The child's result has child_batch's shape (it is data from a process that ran user code)."""
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
