@@ -32,6 +32,7 @@ _PUBLIC = {
     "cache": ("CACHE_DIR_ENV", "CheckCache", "default_cache_dir", "fix_applicability"),
     "fix": ("fix_text",),
     "autofix": ("apply_fixes", "selected_fixes"),
+    "progress": ("enable_progress",),
 }
 _WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 __all__ = sorted(_WHERE)

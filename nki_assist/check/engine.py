@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..api.hardware import get_target
 from ..api.version import resolve_nki_version
 from ..parse.source import normalize_newlines
+from .progress import long_file
 from .options import CheckOptions, _severity_overrides, file_ignores, language_of, rule_enabled
 from .read import NotRegularFile, _read, _size_limit_is_default, decode, decode_source, read_regular
 from .results import FileResult
@@ -21,7 +22,8 @@ if TYPE_CHECKING:  # the Finding model (pydantic) loads only where a text is che
 
 
 def _run_front_end(path: str, text: str, language: str, target, cache=None,
-                   project=None, refused: tuple[int, int, str] | None = None) -> tuple[list[Finding], dict | None, Any]:
+                   project=None, refused: tuple[int, int, str] | None = None,
+                   say=lambda phase: None) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from ..rules.nki.run import run_nki_rules
@@ -33,6 +35,7 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None,
             nki_file = _parse_in_project(text, path, cache, project)
             if refused is not None and getattr(nki_file, "python_syntax_error", None) is None:
                 nki_file.python_syntax_error = refused  # CPython refuses the bytes: NKI001 where it stops
+            say("running the rules")
             return list(run_nki_rules(nki_file, target)), None, nki_file
         finally:
             if cache is not None:
@@ -114,12 +117,14 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None,
         except Exception as exc:
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
-    try:
-        raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project, refused)
-    except Exception as exc:  # a front-end or rule bug must not take the whole run down
-        reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
-        return FileResult(path, language, "error", reason)
-    findings, suppressed = _post_process(path, text, language, raw, options)
+    with long_file(path, text.count("\n") + 1) as say:  # progress when one file takes long (CLI only)
+        try:
+            raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project, refused, say)
+        except Exception as exc:  # a front-end or rule bug must not take the whole run down
+            reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
+            return FileResult(path, language, "error", reason)
+        say("suppressions and fixes")
+        findings, suppressed = _post_process(path, text, language, raw, options)
     return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts,
                       parsed=parsed, crashed=crashed_checks(raw))
 

@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    choices=["text", "concise", "json", "sarif", "github"],
                    help="output format (default: text: each finding with its source lines, then `Found N "
                         "findings (M fixable).` or `All checks passed!`; concise: one line per finding)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="say on stderr which file is being checked when one takes more than 2 s (the default when "
+                        "stderr is a terminal)")
     p.add_argument("--watch", action="store_true",
                    help="check again whenever a checked file changes (polls once a second; Ctrl-C stops)")
     p.add_argument("--select", action="append", metavar="RULES",
@@ -166,10 +169,12 @@ def _run_once(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     import os
 
-    from ..check import check_paths
+    from ..check import check_paths, enable_progress
     from ..report import render_check
     from .check_fix import STDIN, FixSummary, check_stdin, fixer
     from .common import exit_code
+
+    enable_progress(args.verbose or sys.stderr.isatty())
 
     if args.stdin_filename and not args.paths:
         args.paths = [STDIN]
