@@ -27,7 +27,7 @@ HANG_SECONDS = 20.0
 STOP = threading.Event()  # set at shutdown so injected hangs end
 
 # NKI files import the legacy (`neuronxcc.nki`) or the new (`nki`) package.
-_NKI_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:neuronxcc\.nki|neuronxcc\s+import\s+nki|nki)\b", re.M)
+_NKI_IMPORT = re.compile(r"^[ \t]*(?:from|import)\s+(?:neuronxcc\.nki|neuronxcc\s+import\s+nki|nki)\b", re.M)
 CUDA_SUFFIXES = (".cu", ".cuh")
 CUDA_LANGUAGE_IDS = {"cuda-cpp", "cuda"}
 

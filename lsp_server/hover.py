@@ -63,7 +63,20 @@ def size_depends_on(alloc: Any) -> list[str]:
     return names or ["a runtime value"]
 
 
+# Scans of a line look this far either side of the cursor (issue 44): a name is never this long, and a regex run
+# over a whole 2 MB line (or one that backtracks, as _DOTTED does on a long word without dots) would hold the
+# server for seconds to hours while nothing else is answered.
+WINDOW = 256
+
+
+def around(line_text: str, col: int) -> tuple[str, int]:
+    """The part of `line_text` within WINDOW characters of 1-based `col`, and `col` in it."""
+    lo = max(0, col - 1 - WINDOW)
+    return line_text[lo:col - 1 + WINDOW], col - lo
+
+
 def word_at(line_text: str, col: int) -> str | None:
+    line_text, col = around(line_text, col)
     for m in _WORD.finditer(line_text):
         if m.start() + 1 <= col <= m.end():
             return m.group()
@@ -218,6 +231,7 @@ _DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+")
 def api_hover(nki_file: Any, line_text: str, col: int, target: Any) -> str | None:
     """The versioned API table's facts for the `nl.x` / `nisa.x` name under the cursor (docs/api-table.md)."""
     imports = _get(nki_file, "imports") or {}
+    line_text, col = around(line_text, col)
     for m in _DOTTED.finditer(line_text):
         if not m.start() < col <= m.end() + 1:
             continue

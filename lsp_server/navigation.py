@@ -137,7 +137,7 @@ class _ModuleScope:
 
 def dotted_at(line_text: str, place: Place) -> str:
     """The dotted name the identifier at `place` ends (`K.my_kernel` for `my_kernel` in `K.my_kernel(x)`)."""
-    before = _DOTTED_BEFORE.search(line_text[:place.col - 1]).group(1)
+    before = _DOTTED_BEFORE.search(line_text[max(0, place.col - 1 - 256):place.col - 1]).group(1)  # bounded: hover.WINDOW
     return re.sub(r"\s+", "", before) + line_text[place.col - 1:place.end_col - 1]
 
 

@@ -59,6 +59,10 @@ class AnsweringProtocol(LanguageServerProtocol):
         per message in `typing._get_protocol_attrs`, on the event loop, for every keystroke)."""
         if message is ANSWERED:
             return None
+        if self._shutdown and hasattr(message, "id") and getattr(message, "method", "exit") != "exit":
+            # LSP: a request after `shutdown` is answered with InvalidRequest (pygls drops it: the client waits)
+            self._send_response(message.id, error=ResponseError(code=-32600, message="the server is shut down"))
+            return None
         if getattr(message, "jsonrpc", None) != self.VERSION or self._shutdown:
             return super().handle_message(message)  # pygls warns, or lets only `exit` through
         ctx = contextvars.copy_context()

@@ -41,10 +41,10 @@ class DiagnosticsStore:
             result_id = str(self._counter)
         entry = Entry(version, diagnostics, analysis, result_id=result_id)
         self.entries[uri] = entry
+        for fut in self._waiters.pop(uri, []):  # push mode too: a hover waiting for the first check (issue 44)
+            if not fut.done():
+                fut.set_result(entry)
         if self.pull:
-            for fut in self._waiters.pop(uri, []):
-                if not fut.done():
-                    fut.set_result(entry)
             if uri in self._stale_served and self.refresh is not None:
                 self._stale_served.discard(uri)
                 self.refresh()

@@ -14,7 +14,9 @@ import sys
 import threading
 from typing import BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+from .framing import serve_messages
 
 log = logging.getLogger("nki_assist.lsp")
 READ_LIMIT = 1 << 20  # longest header line; bodies are read with readexactly (no limit)
@@ -54,16 +56,18 @@ def serve_stdio(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None =
     stdin = stdin or sys.stdin.buffer
     server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
-    async def main() -> None:
+    async def main() -> int:
         reader = await pipe_reader(stdin) or StdinAsyncReader(stdin, server.thread_pool)
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
-                        logger=log, error_handler=server.report_server_error)
+        return await serve_messages(server._stop_event, reader, server.protocol, server.report_server_error)
 
+    status = 0
     try:
-        asyncio.run(main())
+        status = asyncio.run(main())
     except BrokenPipeError:
         log.error("connection to the client is lost; shutting down")
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         server.shutdown()
+    if status:  # the framing could not be recovered: exit so that the editor starts a fresh server
+        raise SystemExit(status)

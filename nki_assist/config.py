@@ -74,7 +74,10 @@ def find_pyproject(start: Path) -> tuple[Path, dict] | None:
     here = start if start.is_dir() else start.parent
     for directory in (here, *here.parents):
         candidate = directory / "pyproject.toml"
-        if not candidate.is_file():
+        try:
+            if not candidate.is_file():
+                continue
+        except OSError:  # a folder that cannot be searched (PermissionError): no settings seen there
             continue
         try:
             data = tomllib.loads(candidate.read_text(encoding="utf-8"))

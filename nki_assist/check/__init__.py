@@ -25,11 +25,12 @@ from ..infra.lazy import lazy_exports
 _PUBLIC = {
     "options": ("CheckOptions", "options_from_config", "unknown_selectors", "file_ignores", "language_of"),
     "results": ("CheckReport", "FileResult"),
-    "read": ("decode", "read_regular", "NotRegularFile"),
+    "read": ("decode", "decode_source", "read_regular", "NotRegularFile"),
     "engine": ("check_text", "check_source", "check_file"),
     "run": ("check_paths", "collect_files", "cached_indexes", "store_index"),
     "cache": ("CACHE_DIR_ENV", "CheckCache", "default_cache_dir", "fix_applicability"),
     "fix": ("fix_text",),
     "autofix": ("apply_fixes", "selected_fixes"),
+    "progress": ("enable_progress",),
 }
 __all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -7,6 +7,11 @@ version and a fingerprint of the installed package's files (so a changed rule ne
 findings). Entries are written to a temporary file and renamed into place, so concurrent runs and a
 killed run never leave a torn entry; an unreadable entry is a miss.
 
+An entry is trusted only as far as it checks out (issue 44): its first line is a digest of the rest keyed by
+the entry's name (the file's bytes and path) and the code fingerprint, so an entry edited by hand, copied from
+another file or left by another version is a miss; a file entry whose fields have the wrong types is a miss
+too. (The digest is integrity, not a secret: whoever can write the cache and run this code can forge one.)
+
 Cached findings come back as `LazyFinding`s: plain dicts that read like a `Finding` for what the CLI
 prints (rule, place, severity, message, fix applicability) and become a real pydantic `Finding` only
 when something else is asked of them, so a fully cached run never imports pydantic (start-up time).
@@ -25,7 +30,8 @@ from typing import Any
 from ..infra.atomic import write_atomic
 from ..severity import Severity
 
-ENTRY_VERSION = 3  # 2: entries record the project and the file's slice of it; 3: a module's index has `launches`
+ENTRY_VERSION = 4  # 2: entries record the project and the file's slice of it; 3: a module's index has `launches`;
+# 4: a digest line before the JSON
 DEFAULT_CACHE_DIR = ".nki_assist_cache"
 CACHE_DIR_ENV = "NKI_ASSIST_CACHE_DIR"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -88,7 +94,10 @@ class CheckCache:
         return h.hexdigest()
 
     def get(self, key: str) -> dict | None:
+        """A file's entry (`FileResult.to_entry`'s form), or None when absent, damaged or of the wrong shape."""
         entry = self.read(key)
+        if entry is not None and not valid_file_entry(entry):
+            entry = None
         if entry is None:
             self.misses += 1
         else:
@@ -99,8 +108,11 @@ class CheckCache:
         """The entry under `key`, or None; not counted as a hit or miss (the project model's index entries)."""
         try:
             with open(self.folder / f"{key}.json", "rb") as fh:
-                entry = json.loads(fh.read())
-        except (OSError, ValueError):
+                head, _, body = fh.read().partition(b"\n")
+            if head != seal(key, body):
+                return None
+            entry = json.loads(body)
+        except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(entry, dict) or entry.get("v") != ENTRY_VERSION:
             return None
@@ -117,8 +129,8 @@ class CheckCache:
         try:
             self._make()
             # atomic: readers see the old entry or the new
-            write_atomic(self.folder / f"{key}.json", json.dumps(entry, ensure_ascii=False, separators=(",", ":")),
-                         fsync=False)
+            body = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            write_atomic(self.folder / f"{key}.json", seal(key, body) + b"\n" + body, fsync=False)
         except (OSError, TypeError, ValueError) as exc:
             self.problem = f"cache not written to {self.top}: {getattr(exc, 'strerror', None) or exc}"
 
@@ -133,6 +145,35 @@ class CheckCache:
             (self.top / "CACHEDIR.TAG").write_text(
                 "Signature: 8a477f597d28d172789f06886806bc55\n# nki-assist check cache\n", encoding="utf-8")
         self._made = True
+
+
+def seal(key: str, body: bytes) -> bytes:
+    """The digest line of an entry: its body keyed by the entry's name and the code fingerprint."""
+    mac = hashlib.blake2b(f"{key}\0{code_fingerprint()}".encode("utf-8", "surrogateescape"), digest_size=32).digest()
+    return b"v%d:" % ENTRY_VERSION + hashlib.blake2b(body, key=mac, digest_size=20).hexdigest().encode()
+
+
+_SEVERITIES = frozenset(s.value for s in Severity)
+_INT_FIELDS = ("line", "end_line", "column", "end_column")
+
+
+def _valid_finding(f: Any) -> bool:
+    return (isinstance(f, dict) and isinstance(f.get("rule"), str) and isinstance(f.get("message"), str)
+            and f.get("severity") in _SEVERITIES and isinstance(f.get("file"), (str, type(None)))
+            and all(f.get(k) is None or (type(f[k]) is int and f[k] >= 1) for k in _INT_FIELDS))
+
+
+def valid_file_entry(entry: dict) -> bool:
+    """`FileResult.from_entry` can read it and every finding reads like a Finding (types, not values)."""
+    def strings(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+    return (isinstance(entry.get("path"), str) and isinstance(entry.get("status"), str)
+            and isinstance(entry.get("language"), (str, type(None))) and isinstance(entry.get("reason", ""), str)
+            and isinstance(entry.get("findings"), list) and isinstance(entry.get("suppressed"), list)
+            and all(_valid_finding(f) for f in entry["findings"] + entry["suppressed"])
+            and strings(entry.get("notes")) and strings(entry.get("crashed") or [])
+            and isinstance(entry.get("cuda_facts"), (dict, type(None))))
 
 
 # --- findings read back from the cache --------------------------------------------------------

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ..api.hardware import get_target
 from ..api.version import resolve_nki_version
 from ..parse.source import normalize_newlines
+from .progress import long_file
 from .options import CheckOptions, _severity_overrides, file_ignores, language_of, rule_enabled
-from .read import NotRegularFile, _read, _size_limit_is_default, decode, read_regular
+from .read import NotRegularFile, _read, _size_limit_is_default, decode, decode_source, read_regular
 from .results import FileResult
 
 if TYPE_CHECKING:  # the Finding model (pydantic) loads only where a text is checked (start-up time)
@@ -21,7 +22,8 @@ if TYPE_CHECKING:  # the Finding model (pydantic) loads only where a text is che
 
 
 def _run_front_end(path: str, text: str, language: str, target, cache=None,
-                   project=None) -> tuple[list[Finding], dict | None, Any]:
+                   project=None, refused: tuple[int, int, str] | None = None,
+                   say=lambda phase: None) -> tuple[list[Finding], dict | None, Any]:
     if language == "nki":
         # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from ..rules.nki.run import run_nki_rules
@@ -31,6 +33,9 @@ def _run_front_end(path: str, text: str, language: str, target, cache=None,
         try:
             # with a cache, the rules remember findings on the reused kernels: parse and rules under one lock
             nki_file = _parse_in_project(text, path, cache, project)
+            if refused is not None and getattr(nki_file, "python_syntax_error", None) is None:
+                nki_file.python_syntax_error = refused  # CPython refuses the bytes: NKI001 where it stops
+            say("running the rules")
             return list(run_nki_rules(nki_file, target)), None, nki_file
         finally:
             if cache is not None:
@@ -81,8 +86,11 @@ def build_project(files: list[str], options: CheckOptions):
     return Project.build(sources, keep_trees=True)
 
 
-def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileResult:
+def check_text(path: str, text: str, options: CheckOptions, cache=None,
+               refused: tuple[int, int, str] | None = None) -> FileResult:
     """Check one file's text; the result says whether it was checked, skipped or failed, and why.
+
+    `refused`: where CPython refused the file's bytes (read.decode_source): NKI001 there, as for a syntax error.
 
     `cache` (a `parse.reuse.ParseCache`, one per document) makes repeated checks of an edited NKI
     file incremental; the findings are those of a cold check."""
@@ -109,12 +117,14 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None) -> FileR
         except Exception as exc:
             reason = f"NKI detection failed ({type(exc).__name__}: {exc})"
             return FileResult(path, language, "error", reason)
-    try:
-        raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project)
-    except Exception as exc:  # a front-end or rule bug must not take the whole run down
-        reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
-        return FileResult(path, language, "error", reason)
-    findings, suppressed = _post_process(path, text, language, raw, options)
+    with long_file(path, text.count("\n") + 1) as say:  # progress when one file takes long (CLI only)
+        try:
+            raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project, refused, say)
+        except Exception as exc:  # a front-end or rule bug must not take the whole run down
+            reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
+            return FileResult(path, language, "error", reason)
+        say("suppressions and fixes")
+        findings, suppressed = _post_process(path, text, language, raw, options)
     return FileResult(path, language, "checked", findings=findings, suppressed=suppressed, cuda_facts=facts,
                       parsed=parsed, crashed=crashed_checks(raw))
 
@@ -186,8 +196,8 @@ def check_file(path: str, options: CheckOptions) -> FileResult:
 
 def check_bytes(path: str, data: bytes, options: CheckOptions) -> FileResult:
     """Check a file's bytes (already read and found not binary)."""
-    text, note = decode(data)
-    result = check_text(path, text, options)
+    text, note, refused, _ = decode_source(data)
+    result = check_text(path, text, options, refused=refused)
     if note:
         result.notes.insert(0, f"{path}: {note}")
     return result

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import codecs
+import io
 import os
+import re
 import stat
+import tokenize
+from typing import NamedTuple
 
 from ..config import DEFAULT_MAX_FILE_BYTES
 from .options import CheckOptions
@@ -12,16 +18,57 @@ from .results import FileResult
 BINARY_SNIFF_BYTES = 8192
 
 
-def decode(data: bytes) -> tuple[str, str | None]:
-    """Text of a file's bytes and a note when it was not valid UTF-8 (decoded with U+FFFD)."""
+class Decoded(NamedTuple):
+    text: str
+    note: str | None  # how the text was obtained when it is not the file's plain decoding
+    error: tuple[int, int, str] | None  # (line, column, message) where CPython refuses the file's bytes
+    encoding: str = "utf-8"  # the codec CPython uses (only UTF-8 files are rewritten by --fix)
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def decode_source(data: bytes) -> Decoded:
+    """The text CPython reads from a file's bytes (PEP 263: a BOM, a `coding` cookie on line 1 or 2, else UTF-8),
+    and, when CPython cannot decode them (an unknown or non-text codec, a BOM with another cookie, bytes invalid
+    in the encoding), its error: the file then cannot be imported (NKI001) and is read as UTF-8 with U+FFFD."""
+    head = data[:data.find(b"\n", data.find(b"\n") + 1) + 1 or len(data)]
+    encoding = "utf-8-sig"
+    if _COOKIE.search(head[3:] if head.startswith(codecs.BOM_UTF8) else head):
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+        except SyntaxError:
+            return _refused(data)
     try:
-        return data.decode("utf-8-sig"), None
+        return Decoded(data.decode(encoding), None, None, encoding)
     except UnicodeDecodeError as exc:
-        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        if encoding.replace("_", "-").lower() not in ("utf-8", "utf8", "utf-8-sig"):
+            return _refused(data)
+        start = exc.start + (3 if data.startswith(codecs.BOM_UTF8) else 0)
         line = data.count(b"\n", 0, start) + 1
-        return (data.decode("utf-8-sig", errors="replace"),
-                f"not valid UTF-8 (first bad byte on line {line}, offset {start}); "
-                "decoded with replacement characters")
+        return _refused(data, f"not valid UTF-8 (first bad byte on line {line}, offset {start}); decoded with "
+                              "replacement characters")
+    except LookupError:  # rot_13 and other codecs that are not text encodings
+        return _refused(data)
+
+
+def _refused(data: bytes, note: str | None = None) -> Decoded:
+    try:
+        compile(data, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        err = (1, 1, "cannot be decoded")  # not reached: CPython refuses what tokenize refuses
+    except SyntaxError as exc:
+        err = (max(exc.lineno or 1, 1), max(exc.offset or 1, 1), exc.msg or "cannot be decoded")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        err = (1, 1, str(exc) or type(exc).__name__)
+    note = note or (f"Python cannot decode this file ({err[2]}, line {err[0]}); read as UTF-8 with replacement "
+                    "characters")
+    return Decoded(data.decode("utf-8-sig", errors="replace"), note, err, "utf-8")
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """Text of a file's bytes as CPython decodes it, and a note when CPython cannot (decode_source)."""
+    d = decode_source(data)
+    return d.text, d.note
 
 
 class NotRegularFile(Exception):

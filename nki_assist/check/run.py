@@ -14,20 +14,28 @@ from .read import _read, decode
 from .results import CheckReport, FileResult
 
 
-def _walk(directory: str, options: CheckOptions) -> list[str]:
+def _walk(directory: str, options: CheckOptions, unreadable: list[tuple[str, str]] | None = None) -> list[str]:
     # deferred: pathspec loads only for directory walks
     from .walk import walk
 
     return walk(directory, language_of, list(options.exclude) + list(options.extend_exclude), options.root,
-                options.respect_gitignore)
+                options.respect_gitignore, unreadable)
 
 
-def collect_files(paths: list[str], options: CheckOptions) -> tuple[list[str], list[str]]:
-    """(files to check, error messages for paths that do not exist). Explicit files are always kept."""
+def collect_files(paths: list[str], options: CheckOptions,
+                  incomplete: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """(files to check, error messages for paths that do not exist or cannot be listed). Explicit files are
+    always kept. A folder below an argument that cannot be listed goes to `incomplete` ("folder: why")."""
     files, errors, seen = [], [], set()
     for p in paths:
         if os.path.isdir(p):
-            candidates = _walk(p, options)
+            unreadable: list[tuple[str, str]] = []
+            candidates = _walk(p, options, unreadable)
+            for folder, why in unreadable:
+                if folder == p:
+                    errors.append(f"{p}: cannot read directory: {why}")
+                elif incomplete is not None:
+                    incomplete.append(f"{folder}: cannot read directory ({why}); its files were not checked")
         elif os.path.exists(p):
             candidates = [p]
         else:
@@ -53,7 +61,7 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
     (a language server), and forking those is unsafe. With `lazy`, findings from the cache or a worker
     stay `LazyFinding`s."""
     report = CheckReport(target=options.target)
-    files, report.errors = collect_files(paths, options)
+    files, report.errors = collect_files(paths, options, report.incomplete)
     if check_one is not None:
         if options.project is None and len(files) > 1:
             options = replace(options, project=build_project(files, options))

@@ -119,9 +119,11 @@ def _ancestor_ignores(top: str) -> _Ignores:
     return ignores
 
 
-def walk(top: str, suffix_ok, excludes: list[str], root: str | None, respect_gitignore: bool = True) -> list[str]:
+def walk(top: str, suffix_ok, excludes: list[str], root: str | None, respect_gitignore: bool = True,
+         unreadable: list[tuple[str, str]] | None = None) -> list[str]:
     """Files under `top` whose name `suffix_ok` accepts, sorted per folder; hidden folders, virtualenvs,
-    node_modules, excluded and git-ignored paths are pruned."""
+    node_modules, excluded and git-ignored paths are pruned. A folder that cannot be listed is appended to
+    `unreadable` as (folder, why): its files were not checked, so the run is incomplete (issue 44)."""
     exclude = None
     if excludes:
         # deferred: see the note at the imports
@@ -146,7 +148,9 @@ def walk(top: str, suffix_ok, excludes: list[str], root: str | None, respect_git
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            if unreadable is not None:
+                unreadable.append((folder, exc.strerror or str(exc)))
             continue
         subdirs = []
         for entry in entries:

@@ -28,10 +28,19 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from .common import add_format, add_nki_version, add_target
+    from .common import add_nki_version, add_target
 
-    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check; `-` reads stdin")
-    add_format(p, ["text", "json", "sarif", "github"], "text")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files or directories to check (default: the current directory); `-` reads stdin")
+    p.add_argument("--format", "--output-format", dest="format", default="text",
+                   choices=["text", "concise", "json", "sarif", "github"],
+                   help="output format (default: text: each finding with its source lines, then `Found N "
+                        "findings (M fixable).` or `All checks passed!`; concise: one line per finding)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="say on stderr which file is being checked when one takes more than 2 s (the default when "
+                        "stderr is a terminal)")
+    p.add_argument("--watch", action="store_true",
+                   help="check again whenever a checked file changes (polls once a second; Ctrl-C stops)")
     p.add_argument("--select", action="append", metavar="RULES",
                    help="only these rules: ids, id prefixes (NKI1) or names, comma-separated (replaces config)")
     p.add_argument("--extend-select", action="append", metavar="RULES",
@@ -144,18 +153,33 @@ def nki_version_arg(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.watch:
+        return _run_once(args)
+    if not args.paths:
+        args.paths = ["."]
+    if "-" in args.paths or args.fix or args.diff:
+        raise UsageError("--watch checks files on disk: not with `-` (stdin), --fix or --diff")
+    from .check_watch import watch  # deferred: only --watch polls
+
+    options, _ = build_options(args)
+    return watch(args.paths, options, lambda: _run_once(args))
+
+
+def _run_once(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     import os
 
-    from ..check import check_paths
+    from ..check import check_paths, enable_progress
     from ..report import render_check
     from .check_fix import STDIN, FixSummary, check_stdin, fixer
     from .common import exit_code
 
+    enable_progress(args.verbose or sys.stderr.isatty())
+
     if args.stdin_filename and not args.paths:
         args.paths = [STDIN]
     if not args.paths:
-        raise UsageError("give at least one PATH (or `-` to read stdin)")
+        args.paths = ["."]  # as ruff does
     stdin = STDIN in args.paths
     if stdin and len(args.paths) > 1:
         raise UsageError("`-` (stdin) cannot be combined with other paths")
@@ -168,6 +192,12 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if p != STDIN and not os.path.exists(p)]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    for p in args.paths:
+        if p != STDIN and os.path.isdir(p):
+            try:
+                os.scandir(p).close()
+            except OSError as exc:  # before the config search, which would fail inside it
+                raise UsageError(f"cannot read directory {p}: {exc.strerror or exc}") from None
     options, cfg = build_options(args)
     summary = FixSummary()
     fixing = args.fix or args.diff
@@ -186,8 +216,9 @@ def run(args: argparse.Namespace) -> int:
         if args.show_fixes:
             _show_fixes("Would fix", summary.fixed_findings)
         return 1 if summary.fixed or _incomplete(report) else 0
-    kwargs = {"statistics_table": args.statistics} if args.format == "text" else {}
-    out = render_check(report, args.format, **kwargs)
+    kwargs = ({"statistics_table": args.statistics, "snippets": args.format == "text"}
+              if args.format in ("text", "concise") else {})
+    out = render_check(report, "text" if args.format == "concise" else args.format, **kwargs)
     if stdin and args.fix:  # like other formatters: the fixed source on stdout, the report on stderr
         sys.stdout.flush()
         sys.stdout.buffer.write(summary.fixed_source or b"")
@@ -262,7 +293,7 @@ def _write(out: str, output: str | None) -> None:
 
 def _print_side_channel(report, args) -> None:
     """Notes, errors and a summary on stderr: coloured when interactive, plain lines otherwise."""
-    interactive = args.format == "text" and not args.output and sys.stdout.isatty()
+    interactive = args.format in ("text", "concise") and not args.output and sys.stdout.isatty()
     if interactive:
         # deferred: a command imports the engine only when it runs (CLI start-up time)
         from ..report.text import print_summary

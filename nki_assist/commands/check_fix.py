@@ -31,7 +31,7 @@ def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..check import selected_fixes
     from ..check import fix_text
-    from ..check import check_file, decode
+    from ..check import check_file, decode_source
 
     def check_and_fix(path: str, opts):
         result = check_file(path, opts)
@@ -43,9 +43,12 @@ def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
         except OSError as exc:
             result.notes.append(f"{path}: not fixed: cannot read: {exc.strerror or exc}")
             return result
-        text, problem = decode(data)
+        text, problem, _, encoding = decode_source(data)
         if problem:  # writing back would replace the undecodable bytes
             result.notes.append(f"{path}: not fixed: {problem}")
+            return result
+        if encoding not in ("utf-8", "utf-8-sig"):  # written back as UTF-8, the cookie would lie
+            result.notes.append(f"{path}: not fixed: encoded as {encoding} (only UTF-8 files are rewritten)")
             return result
         outcome = fix_text(path, text, opts, unsafe=unsafe)
         if not outcome.changed:
@@ -73,12 +76,14 @@ def fixer(options, unsafe: bool, write: bool, summary: FixSummary):
 def check_stdin(display: str, options, fix: bool, unsafe: bool, summary: FixSummary):
     """A CheckReport for source read from stdin, reported under `display`."""
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    from ..check import CheckReport, check_text, decode
+    from ..check import CheckReport, check_text, decode_source
 
     data = sys.stdin.buffer.read()
-    text, problem = decode(data)
+    text, problem, refused, encoding = decode_source(data)
     engine_path = display if display != STDIN else STDIN_DEFAULT_NAME
-    result = check_text(engine_path, text, options)
+    result = check_text(engine_path, text, options, refused=refused)
+    if fix and encoding not in ("utf-8", "utf-8-sig"):
+        problem = problem or f"encoded as {encoding}: not fixed (only UTF-8 source is rewritten)"
     if fix:
         summary.fixed_source = data  # unchanged unless a fix applies
     if problem:

@@ -94,6 +94,8 @@ def _table(summary) -> None:
     from rich.table import Table
 
     console = Console(soft_wrap=True)
+    if not console.is_terminal:  # piped: rich's 80 columns would cut the case names; a file has no width
+        console = Console(soft_wrap=True, width=10_000)
     t = Table("case", "gold", "emitted", "matched", "precision", "recall", "critical", "clean FP", "verdict", "s",
               box=None, pad_edge=False)
 

@@ -128,8 +128,11 @@ class Session:
         if self._client is None:
             from openai import OpenAI
 
+            from .llm_limits import bounded_http_client  # the timeout bounds the whole reply, and its size
+
             self._client = OpenAI(api_key=self.api_key or "unused", base_url=self.base_url,
-                                  timeout=self.timeout_s, max_retries=self.max_retries)
+                                  timeout=self.timeout_s, max_retries=self.max_retries,
+                                  http_client=bounded_http_client(self.timeout_s))
         return self._client
 
     def close(self) -> None:
@@ -207,6 +210,8 @@ class Session:
     def _call(self, messages: list[dict[str, str]], mode: str) -> CallResult:
         import openai
 
+        from .llm_limits import limit_problem  # deferred: with openai, only when a call is made
+
         self.say(f"asking {self.model} at {self.base_url} ({mode}, timeout {self.timeout_s:g}s, "
                  f"{self.max_retries} retries)")
         res = CallResult()
@@ -234,12 +239,14 @@ class Session:
         except openai.ContentFilterFinishReasonError:
             res.problem, res.fatal = "the reply was stopped by the provider's content filter", True
             return res
-        except openai.APITimeoutError:
-            res.problem = f"the LLM request timed out after {self.timeout_s:g}s ({self.max_retries} retries)"
+        except openai.APITimeoutError as exc:
+            res.problem = limit_problem(exc) or \
+                f"the LLM request timed out after {self.timeout_s:g}s ({self.max_retries} retries)"
             res.fatal = True
             return res
-        except openai.APIConnectionError:
-            res.problem, res.fatal = f"could not connect to {self.base_url} ({self.max_retries} retries)", True
+        except openai.APIConnectionError as exc:
+            res.problem = limit_problem(exc) or f"could not connect to {self.base_url} ({self.max_retries} retries)"
+            res.fatal = True
             return res
         except openai.APIStatusError as exc:
             detail = _status_detail(exc)

@@ -15,6 +15,7 @@ def write_atomic(path, data: str | bytes, *, fsync: bool = True) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name[:16]}.",
                                suffix=".tmp")
     try:
+        os.fchmod(fd, _mode_for(path))  # mkstemp makes 0600; a report is the user's file like any other
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             if fsync:
@@ -27,3 +28,25 @@ def write_atomic(path, data: str | bytes, *, fsync: bool = True) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux says it (os.umask sets it to read it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _mode_for(path: Path) -> int:
+    """The mode a plain `open(path, "w")` would give: the existing file's, else 0666 less the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()

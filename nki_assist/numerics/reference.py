@@ -59,8 +59,12 @@ def normalize_outputs(value: Any) -> list[np.ndarray]:
 
 
 def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeout_s: float = DEFAULT_TIMEOUT_S,
-                  memory_mb: int = DEFAULT_MEMORY_MB) -> ReferenceResult:
-    """Call the spec's reference on `args` (upcast to float64) in a child process."""
+                  memory_mb: int = DEFAULT_MEMORY_MB, source: bytes | None = None,
+                  fresh: bool = False) -> ReferenceResult:
+    """Call the spec's reference on `args` (upcast to float64) in a child process.
+
+    `source`: the reference file's bytes read before any kernel ran (refbatch.read_source); `fresh`: a new
+    process, never the warm zygote (a kernel has run since it started)."""
     rule = registry.get("TC105")
     path = spec.reference_path
     if path is None:
@@ -73,8 +77,9 @@ def run_reference(spec: PortSpec, args: list[Any], *, size_name: str = "", timeo
         return ReferenceResult(status, findings=[f], error=msg, line=line, elapsed_s=elapsed)
 
     out = run_in_child("nki_assist.numerics.refchild:child_call",
-                       {"path": os.path.abspath(path), "function": spec.reference_function, "args": upcast(args)},
-                       timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path), env=blas_env())
+                       {"path": os.path.abspath(path), "function": spec.reference_function, "args": upcast(args),
+                        "source": source},
+                       timeout_s=timeout_s, memory_mb=memory_mb, watch=str(path), env=blas_env(), fresh=fresh)
     fn = spec.reference_function
     if out.status == "timeout":
         return fail("timeout", f"The reference {fn} did not finish within {timeout_s:g} s{where}.", out.line,

@@ -33,7 +33,7 @@ from .spec import PortSpec, SizeSpec
 
 from .golden_store import golden_for
 from ..api.hardware import get_target
-from .refchild import child_call
+from .refbatch import read_source, run_references
 from ..toolchain.builtin import BuiltinBackend
 from .registry import GPU_MODEL, REFERENCE, TRAINIUM, kernel_scenarios
 from .registry import get as scenario
@@ -153,6 +153,7 @@ class Started:
                  gpu_precision: str | None = "float32", stochastic: bool = False, timeout_s: float = 60.0,
                  memory_mb: int = 4096, background: bool = False, started: Callable[["Started"], None] | None = None):
         self.t0 = time.perf_counter()
+        self.ref_source = read_source(spec)  # once, before any kernel runs: a kernel may rewrite the file
         self._batches: dict | None = None
         self._error: BaseException | None = None
         self._thread = self._stop = None
@@ -180,7 +181,7 @@ class Started:
         self.inputs = {size.name: make_inputs(spec, size, budget) for size in batched}
         self.goldens = {size.name: _golden(spec, size, budget) for size in batched}
         jobs = [(s.name, self.inputs[s.name], self.goldens[s.name] is None) for s in batched]
-        args = (spec, jobs, self.scen, target, backend, gpu_precision, timeout_s, memory_mb)
+        args = (spec, jobs, self.scen, target, backend, gpu_precision, timeout_s, memory_mb, self.ref_source)
         if background and jobs and isinstance(backend, BuiltinBackend):
             import threading  # deferred: only the review starts the batch ahead
 
@@ -267,7 +268,8 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         batch = batches.get(size.name)
         ref = batch.get(REFERENCE) if batch else None
         if ref is None:
-            ref = run_reference(spec, args, size_name=size.name, timeout_s=timeout_s, memory_mb=memory_mb)
+            ref = run_reference(spec, args, size_name=size.name, timeout_s=timeout_s, memory_mb=memory_mb,
+                                source=started.ref_source, fresh=True)
         result.findings.extend(ref.findings)
         tick(f"{size.name}: reference")
         sr = SizeResult(size.name, size.bindings, None, ref)
@@ -289,9 +291,9 @@ def run_scenarios(spec: PortSpec, *, target: Target, backend, sizes: list[str] |
         elif ref.ok and gpu_precision is not None:
             out = run_in_child("nki_assist.numerics.refchild:child_call",
                                {"path": os.path.abspath(spec.reference_path), "function": spec.reference_function,
-                                "args": gpu_model_args(args, gpu_precision)},
+                                "args": gpu_model_args(args, gpu_precision), "source": started.ref_source},
                                timeout_s=timeout_s, memory_mb=memory_mb, watch=str(spec.reference_path),
-                               env=blas_env())
+                               env=blas_env(), fresh=True)
             if out.status == "ok":
                 try:
                     sr.gpu_model = normalize_outputs(out.value)
@@ -369,36 +371,47 @@ def matrix_rows(res: NumericsResult) -> list[dict[str, Any]]:
 
 
 def child_batch(runner: str, path: str, kernel: str | None, jobs: list[dict], scenarios: dict[str, dict],
-                options: dict[str, Any], ref_path: str | None, ref_fn: str | None) -> dict[str, dict]:
-    """Executed in ONE child: every kernel scenario plus the reference runs, for every size.
+                options: dict[str, Any]) -> dict[str, dict]:
+    """Executed in ONE child: every kernel scenario, for every size (the reference never runs here: the
+    kernel's module may have patched NumPy or nki_assist; refbatch.py runs it before, in its own child).
 
-    One process start instead of four per size keeps a two-size review within seconds. Anything that
+    One process start instead of three per size keeps a two-size review within seconds. Anything that
     goes wrong is returned as None for that entry and redone on the slow path, which reports it
     precisely (its own child, with the backend's error handling).
     """
     import importlib
-
 
     mod, fn = runner.split(":")
     run_kernel = getattr(importlib.import_module(mod), fn)
     results: dict[str, dict] = {}
     for job in jobs:
         out: dict[str, Any] = {}
-        args = job["args"]
         for name, extra in scenarios.items():
             opts = dict(options, **extra)
             opts["target"] = get_target(opts["target"])
             try:
-                res = run_kernel(path, kernel, args, None, **opts)
+                res = run_kernel(path, kernel, job["args"], None, **opts)
                 out[name] = res if res.status == "ok" else None
             except Exception:
                 out[name] = None
-        gpu_args = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
-        for key, a in ((REFERENCE, upcast(args)), (GPU_MODEL.name, gpu_args)):
-            if ref_path is None or a is None:
+        results[job["size"]] = out
+    return results
+
+
+def child_references(path: str, function: str, source: bytes, jobs: list[dict]) -> dict[str, dict]:
+    """In the reference's own child (refbatch.run_references; no kernel runs there): for each size the reference
+    on float64 inputs and, when asked, at the GPU's precision. A failure is None (the slow path reports it)."""
+    from .refchild import child_call  # deferred: only the reference's child calls the user's reference
+
+    results: dict[str, dict] = {}
+    for job in jobs:
+        args, out = job["args"], {}
+        gpu = gpu_model_args(args, job["gpu_precision"]) if job["gpu_precision"] else None
+        for key, a in ((REFERENCE, upcast(args)), (GPU_MODEL.name, gpu)):
+            if a is None:
                 continue
             try:
-                out[key] = normalize_outputs(child_call(ref_path, ref_fn, a))
+                out[key] = normalize_outputs(child_call(path, function, a, source))
             except Exception:
                 out[key] = None
         results[job["size"]] = out
@@ -420,35 +433,42 @@ def _batch_ok(value: Any, scen: list[str]) -> bool:
 
 
 def _batch(spec: PortSpec, jobs: list[tuple[str, list, bool]], scen: list[str], target: Target, backend,
-           gpu_precision: str | None, timeout_s: float, memory_mb: int, stop=None) -> dict[str, dict[str, Any]] | None:
-    """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path."""
+           gpu_precision: str | None, timeout_s: float, memory_mb: int, ref_source: bytes | None = None,
+           stop=None) -> dict[str, dict[str, Any]] | None:
+    """Fast path for the builtin backend: size -> entries; None or a missing entry means slow path. The
+    reference's child runs to its end before the kernels' child starts."""
 
     if not isinstance(backend, BuiltinBackend) or not jobs:
         return None
+    ref_path = os.path.abspath(spec.reference_path) if spec.reference_path else None
+    refs = run_references(spec, ref_source, [
+        {"size": name, "args": list(args), "gpu_precision": gpu_precision if want_gpu else None}
+        for name, args, want_gpu in jobs], timeout_s=timeout_s, memory_mb=memory_mb, stop=stop) if ref_path else {}
+    if stop is not None and stop.is_set():
+        return None
     scenarios = {n: dict(scenario(n).kernel_options, trace=scenario(n).traced) for n in scen}
     options = {"target": target.name, "seed": 0, "lenient": True, "grid": spec.grid, "max_trace": 2_000_000}
-    ref_path = os.path.abspath(spec.reference_path) if spec.reference_path else None
     kpath = os.path.abspath(spec.nki_path)
-    payload = [{"size": name, "args": list(args),  # the child makes the float64 / gpu copies itself
-                "gpu_precision": gpu_precision if want_gpu and ref_path else None}
-               for name, args, want_gpu in jobs]
+    payload = [{"size": name, "args": list(args)} for name, args, _ in jobs]
     out = run_in_child("nki_assist.numerics.scenarios:child_batch",
                        {"runner": backend.runner, "path": kpath, "kernel": spec.kernel_name,
-                        "jobs": payload, "scenarios": scenarios, "options": options, "ref_path": ref_path,
-                        "ref_fn": spec.reference_function},
-                       timeout_s=timeout_s * (len(scen) + 2) * len(jobs), memory_mb=memory_mb,
+                        "jobs": payload, "scenarios": scenarios, "options": options},
+                       timeout_s=timeout_s * len(scen) * len(jobs), memory_mb=memory_mb,
                        watch=str(spec.nki_path), env=blas_env(), stop=stop)
-    if out.status != "ok" or not _batch_ok(out.value, scen):
-        return None  # the slow path reports it precisely
-    for value in out.value.values():
-        for name in scen:
-            if value.get(name) is not None:
-                value[name].backend = backend.name
-                relabel(value[name], kpath, str(spec.nki_path))
+    kernels = out.value if out.status == "ok" and _batch_ok(out.value, scen) else {}
+    result: dict[str, dict[str, Any]] = {}
+    for name, _, _ in jobs:
+        value = {**{k: v for k, v in (kernels.get(name) or {}).items() if k in scen},
+                 **{k: v for k, v in (refs.get(name) or {}).items() if k in (REFERENCE, GPU_MODEL.name)}}
+        for n in scen:
+            if value.get(n) is not None:
+                value[n].backend = backend.name
+                relabel(value[n], kpath, str(spec.nki_path))
         if value.get(REFERENCE) is not None:
             outs = value[REFERENCE]
             if any(o.dtype.kind == "f" and not np.all(np.isfinite(o)) for o in outs):
                 value[REFERENCE] = None  # NaN/Inf: the slow path attaches the TC105 note
             else:
                 value[REFERENCE] = ReferenceResult("ok", outputs=outs)
-    return out.value
+        result[name] = value
+    return result

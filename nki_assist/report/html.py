@@ -22,6 +22,9 @@ from ..numerics.plots import error_points, failure_caption
 from ..rules.registry import get
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# Nothing is fetched or run: no scripts, no remote images, fonts or frames; the inline CSS and the embedded PNG
+# plots (data: URIs) are all the page loads. Links still navigate (they are the report's own).
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 _LEAD_ID = re.compile(r"^(F\d+)\b")
 
 _CSS = """
@@ -233,6 +236,7 @@ def render_html(review: Review, *, plots: dict[str, bytes] | None = None, source
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\" />\n"
         f"<title>{title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body) + "\n</body>\n</html>\n"
     )

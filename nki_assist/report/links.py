@@ -22,8 +22,10 @@ _FINDING_ID = re.compile(r"\bF(\d+)\b")
 def _md():
     from markdown_it import MarkdownIt
 
-    # commonmark with raw HTML off: `<script>` in a message is shown, never run
-    return MarkdownIt("commonmark", {"html": False, "xhtmlOut": True})
+    # commonmark with raw HTML off: `<script>` in a message is shown, never run. Links, images and autolinks off
+    # too (issue 44): drafted text may come from an LLM, and `![t](http://...)` would load a remote image when
+    # the report is opened; the only links are the ones the report makes itself (anchors, source locations)
+    return MarkdownIt("commonmark", {"html": False, "xhtmlOut": True}).disable(["link", "image", "autolink"])
 
 
 def inline(text: str) -> str:

@@ -27,13 +27,19 @@ def statistics(report) -> str:
     # deferred: the registry (and pydantic) load only for --statistics
     from ..rules.registry import get
 
+    # the severity each finding was reported at (config overrides and promotions included), not the rule's default;
+    # a rule reported at several severities lists each
+    reported: dict[str, dict[str, int]] = {}
+    for f in report.findings:
+        per = reported.setdefault(f.rule, {})
+        per[f.severity.value] = per.get(f.severity.value, 0) + 1
     rows = []
     for rule, n in report.counts_by_rule().items():
         try:
-            spec = get(rule)
-            name, sev = spec.name, spec.severity.value
+            name = get(rule).name
         except KeyError:
-            name, sev = "?", "?"
+            name = "?"
+        sev = "/".join(s for s in ("error", "warning", "info") if s in reported.get(rule, {})) or "?"
         rows.append(f"{n:6d}  {rule:<8} {name:<40} [{sev}]")
     return "\n".join(rows)
 
@@ -52,11 +58,37 @@ def summary_line(report) -> str:
     return ", ".join([" ".join(parts[:3])] + parts[3:]) + f"; target {report.target}."
 
 
-def render(report, statistics_table: bool = False) -> str:
-    lines = [finding_line(f) for f in report.findings]
+def render(report, statistics_table: bool = False, snippets: bool = True) -> str:
+    """ruff's full output: each finding with its source lines, then the statistics when asked, then
+    `Found N findings (M fixable).` or `All checks passed!`. `snippets=False` is the concise form (one line per
+    finding and the closing line)."""
+    lines: list[str] = []
+    if snippets:
+        # deferred: snippets read the sources only for this format
+        from .snippets import Sources, snippet
+
+        sources = Sources()
+        for f in report.findings:
+            lines += [finding_line(f), *snippet(f, sources), ""]
+    else:
+        lines = [finding_line(f) for f in report.findings]
     if statistics_table and report.findings:
-        lines += ["", statistics(report)]
-    return "\n".join(lines) + ("\n" if lines else "")
+        lines += ([] if snippets else [""]) + [statistics(report), ""]
+    elif report.findings and not snippets:
+        lines.append("")
+    lines.append(closing_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def closing_line(report) -> str:
+    """`Found N findings (M fixable).`, or `All checks passed!` when nothing was found in a complete run."""
+    n = len(report.findings)
+    if n:
+        fixable = sum(1 for f in report.findings if fix_applicability(f) == "safe")
+        return f"Found {n} finding{'s' if n != 1 else ''} ({fixable} fixable)."
+    if report.incomplete or report.errors:
+        return "No findings, but the run is incomplete (see the messages on stderr)."
+    return "All checks passed!"
 
 
 def print_summary(report, console=None) -> None:

@@ -27,6 +27,9 @@ from .dtypes import UnknownDType, resolve
 from .shims import Installed, Kernel, run_grid
 from .tensor import SimShapeError, Tensor, allocate, commit_pending
 
+from ..infra.exctext import exception_message
+from ..rules.registry import get
+
 _JIT_NAMES = ("jit", "nki_jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace")
 _module_counter = itertools.count(1)
 
@@ -264,9 +267,10 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                                     exception="MemoryError")
             except (Exception, SystemExit) as e:  # noqa: BLE001 - any kernel exception becomes a finding
                 error_line = _kernel_line(e, kfile)
-                status, error = "kernel-error", f"{type(e).__name__}: {e}"
+                said = exception_message(e)  # once, capped: the message is the kernel's, of any size
+                status, error = "kernel-error", f"{type(e).__name__}: {said}"
                 frames = traceback.extract_tb(e.__traceback__)
-                ctx.report_safe("SIM114", error_line, f"the kernel raised {type(e).__name__}: {e}",
+                ctx.report_safe("SIM114", error_line, f"the kernel raised {type(e).__name__}: {said}",
                                 exception=type(e).__name__, frames=[f"{os.path.basename(f.filename)}:{f.lineno}"
                                                                     for f in frames[-4:]])
             stubbed = inst.stubbed

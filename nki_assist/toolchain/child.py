@@ -26,6 +26,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..infra.exctext import exception_message
 from . import wire
 from .procs import freeze_and_kill
 
@@ -128,8 +129,10 @@ def _work(job: Path, task: dict, fn) -> None:
         payload = {"status": "out-of-memory", "error": f"MemoryError: {exc}".rstrip(": "),
                    "line": frame_line(exc.__traceback__, watch), "traceback": ""}
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from user code included
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-12:])
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        # the message once, capped (a kernel may raise with hundreds of megabytes of text); the traceback's frames
+        # end with the exception's type, not a second copy of the message
+        msg = exception_message(exc)
+        tb = "".join(traceback.format_tb(exc.__traceback__)[-11:]) + f"{type(exc).__name__}\n"
         payload = {"status": "error", "error": f"{type(exc).__name__}: {msg}".rstrip(": "),
                    "line": frame_line(exc.__traceback__, watch), "traceback": tb,
                    "memory": isinstance(exc, MemoryError) or "MemoryError" in type(exc).__name__}

@@ -93,7 +93,25 @@ def _kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:  # a zygote that does not report the exit (a kernel sent it SIGSTOP)
+        gone = getattr(proc, "abandon", None)
+        if gone is None:
+            proc.wait()  # a killed process of ours: the kernel reaps it at once
+        else:
+            gone()
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    """The last `limit` bytes of a file the run wrote, never the whole of it (a kernel may print gigabytes)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _end_run(proc: subprocess.Popen, token: str, since: int) -> int:
@@ -200,12 +218,13 @@ def warm_sandbox(enabled: bool = True):
 
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
-                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None) -> ChildOutcome:
+                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None,
+                 fresh: bool = False) -> ChildOutcome:
     """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
 
     Paths in `kwargs` must be absolute (the child runs in a temporary directory). `preload` modules
     are imported before the limits start. `stop` (a threading.Event), when set from another thread,
-    ends the run as its deadline would. Raises `isolation.SandboxUnavailable` only when the strong
+    ends the run as its deadline would. `fresh`: a new interpreter even inside `warm_sandbox()`. Raises `isolation.SandboxUnavailable` only when the strong
     mode was selected and has become unusable."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
@@ -226,7 +245,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
                      "TMPDIR": str(work), "PYTHONFAULTHANDLER": "1"})
         command, mode = wrap([sys.executable, "-m", "nki_assist.toolchain.child", str(job)], str(job), str(work))
         with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err, \
-                _zygote_for(task["sys_path"], env) as zy:
+                (nullcontext() if fresh else _zygote_for(task["sys_path"], env)) as zy:
             started = now_ticks()
             adopt_orphans()  # orphans of the run come back to nki-assist, never to init
             try:
@@ -272,8 +291,8 @@ def _exit_record(job: Path) -> dict[str, int] | None:
 def _outcome(job: Path, code: int | None, killed: bool, timeout_s: float, watch: str | None,
              memory_mb: int = DEFAULT_MEMORY_MB) -> ChildOutcome:
     """Read what the supervisor and the worker left in the job directory."""
-    stderr = (job / "stderr.txt").read_text(errors="replace")[-4000:]
-    dump = (job / "timeout.txt").read_text(errors="replace") if (job / "timeout.txt").exists() else ""
+    stderr = _tail(job / "stderr.txt")
+    dump = _tail(job / "timeout.txt", 64_000)
     armed = (job / "armed").exists()
     ended = _exit_record(job)  # None: the supervisor did not finish (killed by the parent, or by user code)
     if (job / "result.json").exists() and ended is not None:

@@ -34,10 +34,12 @@ from pathlib import Path
 from . import procs
 
 PRELOAD = ("numpy", "ml_dtypes", "nki_assist.toolchain.child", "nki_assist.toolchain.builtin",
-           "nki_assist.numerics.scenarios", "nki_assist.numerics.refchild", "nki_assist.sim", "nki_assist.sim.runner")
+           "nki_assist.numerics.scenarios", "nki_assist.numerics.refchild", "nki_assist.numerics.refbatch",
+           "nki_assist.sim", "nki_assist.sim.runner")
 DISABLE_ENV = "NKI_ASSIST_NO_ZYGOTE"  # "1": one fresh process per run, as before (A/B, debugging)
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
+SPAWN_TIMEOUT_S = 30.0  # a fork takes milliseconds; a zygote this slow is stopped or hung
 
 
 class ZygoteGone(RuntimeError):
@@ -54,6 +56,13 @@ class ZygoteRun:
         if self.returncode is None:
             self.returncode = self.zygote._exit_status(self.pid, timeout)
         return self.returncode
+
+    def abandon(self) -> None:
+        """The zygote did not report the run's end after it was killed (stopped, or hung): it is killed with
+        its runs, and the next run starts a new one."""
+        self.zygote.broken = True
+        self.zygote.proc.kill()
+        self.returncode = -signal.SIGKILL
 
 
 class Zygote:
@@ -76,7 +85,10 @@ class Zygote:
             data = (json.dumps(request) + "\n").encode()
             while data:
                 data = data[self.proc.stdin.write(data):]
-            line = self._line(None)
+            line = self._line(SPAWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:  # stopped (SIGSTOP from a kernel) or hung: a fresh process instead
+            self.broken = True
+            raise ZygoteGone("the warm sandbox worker does not answer") from exc
         except (OSError, ValueError) as exc:
             self.broken = True
             raise ZygoteGone(f"the warm sandbox worker is gone ({exc})") from exc

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from concise_cli import concise, findings_only
+
 from nki_assist.cli import main
 
 NKI = "import nki\nacc = BADPSUM\nx = SLOWDMA\n"
@@ -22,9 +24,9 @@ def tree(fake_front_ends, tmp_path, monkeypatch):
 
 
 def run(capsys, *argv):
-    code = main(["check", *argv])
+    code = main(["check", *concise(argv)])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, findings_only(out), err
 
 
 def test_text_output_and_exit_codes(tree, capsys):
@@ -105,7 +107,7 @@ def test_cli_subprocess_piped_has_no_colour_and_skips_plain_python(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "nki_assist.cli", "check", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "" and proc.stderr == ""
+    assert proc.stdout == "All checks passed!\n" and proc.stderr == ""  # ruff's closing line
     proc = subprocess.run([sys.executable, "-m", "nki_assist.cli", "check", str(tmp_path / "nope")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr

@@ -14,6 +14,8 @@ import pytest
 
 from nki_assist.check import CheckOptions, check_paths, file_ignores
 from nki_assist.check.walk import glob_matches
+from concise_cli import concise, findings_only
+
 from nki_assist.cli import main
 
 NKI = "import nki\nacc = BADPSUM\nx = SLOWDMA\n"
@@ -21,9 +23,9 @@ FIXES = Path(__file__).resolve().parents[1] / "fixtures" / "fixes"
 
 
 def run(capsys, *argv):
-    code = main(["check", *argv])
+    code = main(["check", *concise(argv)])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, findings_only(out), err
 
 
 def files_in(out: str) -> list[str]:

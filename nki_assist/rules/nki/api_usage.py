@@ -101,10 +101,7 @@ def _collect(nf: NkiFile) -> Usage:
     u.aliases = aliases
     if not aliases and not u.legacy_aliases:
         return u
-    outer = [k for k in nf.kernels if not any(o is not k and o.line <= k.line and k.end_line <= o.end_line
-                                              for o in nf.kernels)]
-    for k in outer:
-        inner = [x for x in nf.kernels if k.line <= x.line and x.end_line <= k.end_line]
+    for k, inner in _outer_kernels(nf.kernels):
         key = ("api_usage", tuple(sorted(aliases.items())), tuple(sorted(u.legacy_aliases.items())),
                tuple((x.name, x.line, x.end_line, x.decorator) for x in inner))
         part = k.memo(key, lambda k=k, inner=inner: _kernel_usage(nf, k, inner, aliases, u.legacy_aliases))
@@ -115,6 +112,26 @@ def _collect(nf: NkiFile) -> Usage:
     if nf.dialect == "transitional" and u.legacy_aliases:
         _module_level_legacy_uses(nf, u)
     return u
+
+
+def _outer_kernels(kernels: list) -> list[tuple[object, list]]:
+    """Each kernel no other kernel's lines contain, with the kernels inside its lines (itself included), in the
+    file's kernel order; one sort and one sweep (a test per pair was quadratic in a module of many kernels)."""
+    order = sorted(range(len(kernels)), key=lambda i: (kernels[i].line, -kernels[i].end_line))
+    groups: dict[int, list[int]] = {}
+    top = -1
+    for i in order:
+        k = kernels[i]
+        o = kernels[top] if top >= 0 else None
+        if o is not None and o.line <= k.line and k.end_line <= o.end_line:
+            if (o.line, o.end_line) == (k.line, k.end_line):  # the same lines twice: neither is outer
+                groups.pop(top, None)
+            else:
+                groups.get(top, []).append(i)
+            continue
+        top = i
+        groups[i] = [i]
+    return [(kernels[i], [kernels[j] for j in sorted(groups[i])]) for i in sorted(groups)]
 
 
 def _kernel_usage(nf: NkiFile, k, inner, aliases, legacy) -> Usage:
