@@ -155,7 +155,13 @@ def _module(name: str) -> str | None:
 
 
 def _certain_signature(e: table.ApiEntry, v: str) -> bool:
-    return e.source == "installed" or e.signature_version == v
+    """The signature is the one `v` has, from data known complete there (0.3+ stubs, the installed nki)."""
+    return table.certain_signature(e, v)
+
+
+def _dst_by_notes(e: table.ApiEntry, v: str) -> bool:
+    """RN 0.2.0: "all nki.isa APIs have dst as an input param": a nisa call without dst is certain at 0.2+."""
+    return e.name.startswith("nisa.") and e.returns == "dst" and table.vkey(v) >= (0, 2)
 
 
 def _documented_calls(nf: NkiFile, t: Target):
@@ -196,7 +202,9 @@ def unknown_attribute(nf: NkiFile, t: Target):
         if e is not None and e.present:
             intro = e.introduced or e.present[0]
             if table.vkey(intro) > table.vkey(v):
-                certain = table.release_note_new(r.name) == intro and table.complete(mod, v)
+                if not table.complete(mod, v):
+                    continue  # unknown is not absent: the stubs of `mod` at v do not list every member
+                certain = table.release_note_new(r.name) == intro
                 yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
                            f"`{r.name}` was added in NKI {intro}; the target NKI version is {v}, which does not "
                            "have it.", {"api": r.name, "introduced": intro, "nki_version": v, "certain": certain},
@@ -257,7 +265,7 @@ def unknown_keyword(nf: NkiFile, t: Target):
             continue
         certain = _certain_signature(e, v)
         positional = [p for p in e.params if p.kind in ("posonly", "pos")]
-        if not c.splat and not any(p.kind == "var" for p in e.params) and c.positional > len(positional):
+        if certain and not c.splat and not any(p.kind == "var" for p in e.params) and c.positional > len(positional):
             yield emit("NKI511", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
                        f"`{c.ref.name}` takes at most {len(positional)} positional arguments at NKI {v}; "
                        f"this call passes {c.positional}.",
@@ -285,6 +293,8 @@ def unknown_keyword(nf: NkiFile, t: Target):
                 # certain when the release notes name this function's keyword; a migration-wide fact
                 # (`nisa.*(dtype=)`) is not: AWS's own 0.3 kernels still pass dtype= to some ISA calls
                 sev = E if fact.get("api") == c.ref.name else W
+            elif not certain:
+                continue  # a keyword an incomplete signature lacks is not evidence (0.2 stubs)
             else:
                 dst = kw == "dst" and e.returns == "value"
                 msg = (f"`{c.ref.name}` returns its result and takes no `dst=` at NKI {v}" if dst else
@@ -309,13 +319,18 @@ def missing_required(nf: NkiFile, t: Target):
         if not missing:
             continue
         legacy_style = "dst" in missing and e.returns == "dst"
+        certain = _certain_signature(e, v)
+        if not certain:
+            if not (legacy_style and _dst_by_notes(e, v)):
+                continue  # a parameter an incomplete signature requires is not evidence (0.2 stubs)
+            missing, certain = ["dst"], True
         msg = (f"`{c.ref.name}` writes its result into `dst` at NKI {v} (it returns nothing); this call passes no "
                "dst, the legacy returns-a-tile form" if legacy_style else
                f"`{c.ref.name}` is missing required argument(s) {', '.join(missing)} at NKI {v}")
         yield emit("NKI512", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col, msg + ".",
                    {"api": c.ref.name, "nki_version": v, "missing": missing,
                     "signature": [p.name for p in e.params], "signature_version": e.signature_version or "installed"},
-                   severity=E if _certain_signature(e, v) else W,
+                   severity=E if certain else W,
                    fix=("Allocate the result (nl.ndarray) and pass it as dst=." if legacy_style
                         else f"Pass {', '.join(missing)}."))
 
@@ -352,7 +367,7 @@ def return_convention(nf: NkiFile, t: Target):
                        f"`{c.ref.name}` writes into its `dst` argument and returns nothing at NKI {v}; using its "
                        "result (binding, passing or returning it) uses None.",
                        {"api": c.ref.name, "nki_version": v, "returns": "dst"},
-                       severity=E if _certain_signature(e, v) else W,
+                       severity=E if _certain_signature(e, v) or _dst_by_notes(e, v) else W,
                        fix="Call it as a statement with dst=<allocated tile> and use that tile afterwards.")
         elif e.returns == "value" and c.statement and c.ref.name.startswith("nl.") \
                 and c.ref.name not in SIDE_EFFECTS and e.kind == "function" and e.params \
