@@ -20,6 +20,7 @@ LIB = ROOT.parent / "shared" / "corpora" / "nki-library@d2ad3a5"
 API = re.compile(r"\b(?:nl|nisa|nki)\.[A-Za-z_][\w.]*")
 
 
+@pytest.mark.slow  # about a minute: --fix re-checks each of the ~110 files
 @pytest.mark.skipif(not LIB.is_dir(), reason="../shared/corpora/nki-library@d2ad3a5 not present beside the repo")
 def test_fix_on_nki_library_keeps_what_nki_0_3_needs(tmp_path):
     copy = tmp_path / "nki-library"
