@@ -388,14 +388,23 @@ def _merge_evidence(table: dict, corpora: Path) -> None:
                 e.pop("new_in_notes", None)
             if e.get("last_documented") and vkey(e["last_documented"]) < vkey(v):
                 e["last_documented"] = v if v != versions[-1] else e.pop("last_documented")
-            _widen_signature(e, v, used)
+            _widen_signature(e, v, used, name, table["kwargs"])
     table["evidence"] = read
     table["entries"] = dict(sorted(table["entries"].items()))
 
 
-def _widen_signature(e: dict, v: str, used: dict) -> None:
+def _removed_kwarg(kwargs: dict, name: str, kw: str, v: str) -> bool:
+    for key in (f"{name}({kw}=)", f"{name.split('.')[0]}.*({kw}=)", f"*({kw}=)"):
+        fact = kwargs.get(key)
+        if fact and fact.get("removed") and vkey(fact["removed"]) <= vkey(v):
+            return True
+    return False
+
+
+def _widen_signature(e: dict, v: str, used: dict, name: str = "", kwargs: dict | None = None) -> None:
     """The signature at `v` accepting what released code at `v` passes (a copy for `v` alone when it changes)."""
     sigs = e.get("signatures")
+    kwargs = kwargs or {}
     if not sigs:
         return
     docs = [s for s in sigs if v in s["versions"]]
@@ -406,7 +415,10 @@ def _widen_signature(e: dict, v: str, used: dict) -> None:
     params = [list(p) for p in base["params"]]
     names = {p[0] for p in params}
     varkw = any(p[1] == "varkw" for p in params)
-    added = {kw: where for kw, where in used["kwargs"].items() if kw not in names and not varkw}
+    # a keyword the release notes remove (ISA dtype= since 0.2) stays out: code passing it carries a dead
+    # keyword (NKI511 warns), it is not evidence against the notes
+    added = {kw: where for kw, where in used["kwargs"].items()
+             if kw not in names and not varkw and not _removed_kwarg(kwargs, name, kw, v)}
     for kw in added:
         params.append([kw, "kwonly", "?"])
     omitted = set()
