@@ -242,7 +242,9 @@ def release_facts(notes_dir: Path) -> dict:
                         for n in names:
                             if "(" in n or KWARG_RE.search(b):
                                 continue
-                            if re.search(r"\bremoved\b", lowb.split(".")[0] + lowb[:120]) and "parameter" not in lowb[:80]:
+                            # "``x`` — ``num_channels`` parameter removed" removes a parameter, not x
+                            if re.search(r"\bremoved\b", lowb.split(".")[0] + lowb[:120]) \
+                                    and "parameter" not in lowb.split("removed")[0]:
                                 facts["removed"].setdefault(n, nki)
                             elif "deprecat" in lowb:
                                 facts["deprecated"].setdefault(n, nki)
@@ -350,7 +352,94 @@ def build(root: Path) -> dict:
         "kwargs": dict(sorted(kwargs.items())),
     }
     _merge_curated(table)
+    _merge_evidence(table, root.parent)
     return table
+
+
+def _merge_evidence(table: dict, corpora: Path) -> None:
+    """Names, keywords and call shapes of AWS's released code at a known version ([[evidence]] in the
+    curated file) are evidence they exist there: a name becomes present at that version, a keyword joins
+    the signature, a required parameter the code omits becomes optional (default "?"); each with its source.
+    A corpus folder that is absent is skipped (the table says which corpora it read)."""
+    sys.path.insert(0, str(HERE))
+    from nki_api_evidence import scan  # tools/ sibling
+
+    data = tomllib.loads(CURATED.read_text(encoding="utf-8"))
+    versions = table["versions"]
+    read = []
+    for ev in data.get("evidence", []):
+        folder = corpora / ev["corpus"] / ev.get("path", "")
+        if not folder.is_dir():
+            continue
+        read.append({"corpus": ev["corpus"], "version": ev["version"], "source": ev["source"]})
+        v = ev["version"]
+        for name, used in scan(folder, ev["corpus"]).items():
+            e = table["entries"].get(name)
+            if e is None:
+                e = table["entries"][name] = {"kind": "function" if used["calls"] else "unknown", "present": [],
+                                              "introduced": v, "source": "evidence"}
+            if e.get("removed") and vkey(e["removed"]) <= vkey(v):
+                continue  # a contradiction: the corpus test reports it
+            e.setdefault("evidence", {}).setdefault(v, used["line"])
+            if v not in e["present"]:
+                e["present"] = sorted({*e["present"], v}, key=vkey)
+            if e.get("introduced") is None or vkey(e["introduced"]) > vkey(v):
+                e["introduced"] = v
+                e.pop("new_in_notes", None)
+            if e.get("last_documented") and vkey(e["last_documented"]) < vkey(v):
+                e["last_documented"] = v if v != versions[-1] else e.pop("last_documented")
+            _widen_signature(e, v, used, name, table["kwargs"])
+    table["evidence"] = read
+    table["entries"] = dict(sorted(table["entries"].items()))
+
+
+def _removed_kwarg(kwargs: dict, name: str, kw: str, v: str) -> bool:
+    for key in (f"{name}({kw}=)", f"{name.split('.')[0]}.*({kw}=)", f"*({kw}=)"):
+        fact = kwargs.get(key)
+        if fact and fact.get("removed") and vkey(fact["removed"]) <= vkey(v):
+            return True
+    return False
+
+
+def _widen_signature(e: dict, v: str, used: dict, name: str = "", kwargs: dict | None = None) -> None:
+    """The signature at `v` accepting what released code at `v` passes (a copy for `v` alone when it changes)."""
+    sigs = e.get("signatures")
+    kwargs = kwargs or {}
+    if not sigs:
+        return
+    docs = [s for s in sigs if v in s["versions"]]
+    base = docs[0] if docs else max((s for s in sigs if vkey(min(s["versions"], key=vkey)) < vkey(v)),
+                                    key=lambda s: vkey(max(s["versions"], key=vkey)), default=None)
+    if base is None:
+        return
+    params = [list(p) for p in base["params"]]
+    names = {p[0] for p in params}
+    varkw = any(p[1] == "varkw" for p in params)
+    # a keyword the release notes remove (ISA dtype= since 0.2) stays out: code passing it carries a dead
+    # keyword (NKI511 warns), it is not evidence against the notes
+    added = {kw: where for kw, where in used["kwargs"].items()
+             if kw not in names and not varkw and not _removed_kwarg(kwargs, name, kw, v)}
+    for kw in added:
+        params.append([kw, "kwonly", "?"])
+    omitted = set()
+    for npos, kws, _where in used["calls"]:
+        for i, p in enumerate(params):
+            if p[2] is None and p[1] in ("posonly", "pos", "kwonly") and p[0] not in kws \
+                    and not (p[1] in ("posonly", "pos") and i < npos):
+                omitted.add(p[0])
+    for p in params:
+        if p[0] in omitted:
+            p[2] = "?"
+    if not added and not omitted:
+        return
+    new = {"versions": [v], "params": params, "returns": base["returns"],
+           "evidence": {"keywords": added, "optional": sorted(omitted), "source": used["line"]}}
+    if docs:
+        docs[0]["versions"].remove(v)
+        if not docs[0]["versions"]:
+            sigs.remove(docs[0])
+    sigs.append(new)
+    sigs.sort(key=lambda s: vkey(min(s["versions"], key=vkey)))
 
 
 def _merge_curated(table: dict) -> None:
@@ -358,6 +447,7 @@ def _merge_curated(table: dict) -> None:
     data = tomllib.loads(CURATED.read_text(encoding="utf-8"))
     table["legacy_version"] = data["legacy"]["version"]
     table["incomplete"] = sorted(data["coverage"]["incomplete"])
+    table["signatures_incomplete"] = sorted(data["coverage"].get("signatures_incomplete", []))
     sys.path.insert(0, str(REPO))
     from nki_assist.api import catalogue as nki_api  # the legacy dialect facts the project already keeps
 

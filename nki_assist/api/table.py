@@ -294,6 +294,31 @@ def complete(module: str, version: str | None = None) -> bool:
     return f"{module}@{v}" not in inc and f"{module}@*" not in inc
 
 
+def complete_signatures(module: str, version: str | None = None) -> bool:
+    """Whether the stub signatures of `module` at `version` are the code's (0.3+: generated from nki-stdlib);
+    only then is a keyword the signature lacks, or a parameter it requires, evidence of a defect."""
+    v = _at(version)
+    inc = set(_data().get("signatures_incomplete", ()))
+    return f"{module}@{v}" not in inc and f"{module}@*" not in inc
+
+
+def certain_signature(e: ApiEntry, version: str | None = None) -> bool:
+    """The entry's signature is the one `version` has, from complete data (or the installed package)."""
+    v = _at(version)
+    return e.source == "installed" or (e.signature_version == v and complete_signatures(e.name.rsplit(".", 1)[0], v))
+
+
+def evidence(name: str) -> dict[str, str]:
+    """NKI version -> where released code at that version uses `name` ("nki-library@d2ad3a5/...:123")."""
+    e = _data()["entries"].get(canonical(name))
+    return dict(e.get("evidence", {})) if e else {}
+
+
+def evidence_corpora() -> list[dict]:
+    """The released code the table took as evidence: corpus, NKI version, source."""
+    return list(_data().get("evidence", []))
+
+
 def source_info() -> dict:
     """Where the table came from: repository, path, SDK releases with their commits and NKI versions."""
     return dict(_data()["source"])

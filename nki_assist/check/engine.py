@@ -58,6 +58,26 @@ def _with_nki_version(target, path: str, explicit: str | None):
     return replace(target, nki_version=resolve_nki_version(explicit, path).version)
 
 
+def _settle_versions(raw: list[Finding], path: str, language: str, target, parsed, options) -> list[Finding]:
+    """Version-dependent findings tempered by what is known of the version (check/versioned.py): at most
+    warnings on a guessed version; on a range pin, checked at its newest admitted version too."""
+    if language != "nki":
+        return raw
+    from .versioned import choice_for, settle
+
+    choice = choice_for(path, options.nki_version)
+    tree = parsed.project.module.tree if getattr(parsed, "project", None) is not None else None
+
+    def at(version: str) -> list[Finding]:
+        from ..rules.nki.run import run_nki_rules
+
+        if tree is not None:
+            parsed.project.module.tree = tree  # the first run released it
+        return list(run_nki_rules(parsed, replace(target, nki_version=version)))
+
+    return settle(raw, choice, at)
+
+
 def _parse_in_project(text: str, path: str, cache, project):
     """Parse one NKI file with what the project model knows about it (roles, call sites, imported
     constants); a file outside the project is a one-file project."""
@@ -120,6 +140,7 @@ def check_text(path: str, text: str, options: CheckOptions, cache=None,
     with long_file(path, text.count("\n") + 1) as say:  # progress when one file takes long (CLI only)
         try:
             raw, facts, parsed = _run_front_end(path, text, language, target, cache, options.project, refused, say)
+            raw = _settle_versions(raw, path, language, target, parsed, options)
         except Exception as exc:  # a front-end or rule bug must not take the whole run down
             reason = f"internal error in the {language.upper()} checks ({type(exc).__name__}: {exc}); no findings"
             return FileResult(path, language, "error", reason)
@@ -173,7 +194,13 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
                     for f in findings]
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
-    return attach_fixes(findings, text), suppressed
+    findings = attach_fixes(findings, text)
+    if language == "nki" and any(f.autofix is not None for f in findings):
+        from .autofix.versions import version_safety
+        from .versioned import choice_for
+
+        findings = version_safety(findings, choice_for(path, options.nki_version).oldest_admitted())
+    return findings, suppressed
 
 
 def check_source(path: str, text: str, options: CheckOptions) -> list[Finding]:

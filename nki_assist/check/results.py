@@ -81,6 +81,7 @@ class CheckReport:
     files: list[FileResult] = field(default_factory=list)
     suppressed: list[Finding] = field(default_factory=list)
     target: str = "trn2"
+    nki_versions: list[dict] = field(default_factory=list)  # the NKI versions files were held to (check/versioned.py)
 
     def add(self, result: FileResult) -> None:
         self.files.append(result)

@@ -12,6 +12,7 @@ from .engine import build_project, check_bytes, check_file
 from .options import CheckOptions, language_of
 from .read import _read, decode
 from .results import CheckReport, FileResult
+from .versioned import record_versions
 
 
 def _walk(directory: str, options: CheckOptions, unreadable: list[tuple[str, str]] | None = None) -> list[str]:
@@ -67,6 +68,7 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
             options = replace(options, project=build_project(files, options))
         for path in files:
             report.add(check_one(path, options))
+        record_versions(report, options.nki_version)
         return report.finish()
     results: list[FileResult | None] = [None] * len(files)
     read: list[tuple[int, str, str, bytes]] = []  # index, path, language, bytes
@@ -128,6 +130,7 @@ def check_paths(paths: list[str], options: CheckOptions, check_one=None, *, cach
         report.add(result)
     if cache is not None and cache.problem:
         report.notes.append(cache.problem)
+    record_versions(report, options.nki_version)
     return report.finish()
 
 
@@ -372,7 +375,8 @@ def _inferred_version_key(path: str, language: str, options: CheckOptions) -> by
     cache folder): a changed pin must not serve results checked for the old version."""
     if language != "nki" or options.nki_version:
         return b""
-    return ("\0nki-version=" + resolve_nki_version(None, path).version).encode()
+    # the range a pin admits and whether the version is a guess change the findings too (check/versioned.py)
+    return ("\0nki-version=" + resolve_nki_version(None, path).key()).encode()
 
 
 def _check_all(todo, options: CheckOptions, results: list, cache, jobs: int | None, lazy: bool,

@@ -228,6 +228,10 @@ def _run_once(args: argparse.Namespace) -> int:
             out = ""
     _write(out, args.output)
     _print_side_channel(report, args)
+    if args.format in ("text", "github", "concise", "grouped"):  # machine formats carry it as a field
+        for v in getattr(report, "nki_versions", []):
+            if v["assumed"]:
+                print(v["message"], file=sys.stderr)
     if args.fix:
         print(f"Fixed {summary.fixed} finding(s) in {summary.files} file(s); {len(report.findings)} left.",
               file=sys.stderr)

@@ -12,6 +12,7 @@ def to_dict(report) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "target": report.target,
+        "nki_version": list(getattr(report, "nki_versions", [])),  # per distinct choice: version, source, assumed
         "files": [r.status_json() for r in report.files],
         "findings": [f.to_json() for f in report.findings],
         "cuda": report.cuda_facts,

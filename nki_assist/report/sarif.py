@@ -164,7 +164,7 @@ def to_dict(report) -> dict[str, Any]:
             "invocations": [invocation],
             "columnKind": "unicodeCodePoints",
             "results": results,
-            "properties": {"target": report.target},
+            "properties": {"target": report.target, "nki_version": list(getattr(report, "nki_versions", []))},
         }],
     }
 

@@ -86,7 +86,9 @@ def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes
     from ..check import CheckOptions, check_text
 
     # the NKI version from the kernel's own location (its project's pins), not the display path's
-    version = opts.nki_version or resolve_nki_version(None, path).version
+    choice = resolve_nki_version(None, path)
+    # a guessed version stays a guess (check/versioned.py: its findings are at most warnings)
+    version = opts.nki_version or (None if choice.guessed else choice.version)
     res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore),
                                                   nki_version=version))
     notes.extend(res.notes)

@@ -27,7 +27,8 @@ def tree(tmp_path, monkeypatch):
 def run(capsys, *argv, stdin: bytes | None = None, monkeypatch=None):
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    code = main(["check", "--no-config", *concise(argv)])
+    # the fixtures' findings at a stated NKI version (a guessed one: test_guessed_version_*)
+    code = main(["check", "--no-config", "--nki-version", "0.6", *concise(argv)])
     out, err = capsys.readouterr()
     return code, findings_only(out), findings_only(err)
 
@@ -147,3 +148,21 @@ def test_github_escapes_properties_and_data():
     assert annotation(f) == ("::notice file=a%2Cb%3Ac.py,line=2,endLine=4,title=NKI502 deprecated-loop-iterator::"
                              "50%25 done:%0Anext, line%0AFix: Write `for i in range(n)` (or nl.fori_loop for a "
                              "runtime loop).")
+
+
+def test_guessed_version_keeps_a_newer_api_rename_unsafe_and_says_which_version_it_assumed(tree, capsys):
+    """No flag, config, pin or installed nki: the psum_fmax -> psum_bank_fmax rename (new in NKI 0.4) would
+    break users of older NKI, so --fix leaves it; the findings are warnings naming the assumed version."""
+    code = main(["check", "--no-config", "--fix", "renamed_apis_new.py"])
+    out, err = capsys.readouterr()
+    left = Path("renamed_apis_new.py").read_text()
+    assert "psum_fmax" in left and "psum_bank_fmax" not in left
+    assert "assuming NKI 0.6" in err and err.count("assuming NKI") == 1 and "--nki-version" in err
+    assert "[NKI 0.6 assumed" in out and "[error]" not in out
+    main(["check", "--no-config", "--format", "json", "renamed_apis_new.py"])
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    fix = next(f["autofix"] for f in data["findings"] if f["evidence"].get("api") == "nl.tile_size.psum_fmax")
+    assert fix["applicability"] == "unsafe" and "needs NKI 0.4" in fix["message"]
+    assert data["nki_version"][0]["assumed"] is True and data["nki_version"][0]["version"] == "0.6"

@@ -27,7 +27,7 @@ RULES = [  # this module's rules: the registry collects them, docs/rules/ is gen
 In a new-dialect (`import nki`) kernel: `nl.X`, `nisa.X`, `nl.tile_size.X` or `nki.collectives.X` where the target NKI version has no `X`. Three cases: a name no NKI release documents (`nl.negate`; the closest documented name is suggested), a name added in a later release than the target (`nl.fori_loop` at 0.3), and a name the docs stopped listing before the target (an info).
 """ + API_TABLE_NOTE + """
 
-Severity: `error` only when the table is certain: the release notes list the name as new in a later version and the module's stubs are complete at the target. A name no release documents is a `warning` (the stubs omit a few real members), an `info` where a module's stubs are known to be partial (`nl` at 0.2, where the activation functions were on another page).
+Severity: `error` only when the table is certain: the release notes list the name as new in a later version and the module's stubs are complete at the target. Where a module's stubs are known to be partial (`nl` at 0.2, where the activation functions were on another page), a name they lack is unknown, not absent: a name added later gets no finding there, and a name no release documents is an `info`. Elsewhere a name no release documents is a `warning`. Names AWS's released code uses at a version (nki-library at 0.3, nki-samples at 0.2) count as present there (docs/api-table.md, "Unknown is not absent"): `nl.range` is not reported. On a guessed version (no flag, config, pin or installed `nki`) every finding is at most a `warning` naming the version assumed.
 
 In a legacy-dialect file (`import neuronxcc.nki.language as nl`, not version-checked otherwise): a name that neither the legacy dialect's names (the project's catalogue, nki_assist/api/catalogue.py) nor any release documents, always a `warning` (that list is curated, not generated). trnfft shipped `nl.negate` in legacy kernels under `if HAS_NKI:` until a later commit renamed it `nl.negative`.
 
@@ -50,7 +50,7 @@ Use the documented name (`nl.negative`), or raise `nki-version` together with th
 A call of a documented `nl`/`nisa`/`nki.collectives` function with a keyword argument its signature at the target NKI version does not take (`nisa.tensor_copy(..., dtype=...)`: ISA calls take the dtype from `dst` since 0.2), one the release notes list as removed (`nisa.dma_copy(unique_indices=)` at 0.3) or deprecated (`nki.jit(mode=)`, a warning), `dst=` on a value-returning `nl` function, and more positional arguments than the signature has. `mask=`, `dst_rmw_op=` and `platform_target=` are NKI501's.
 """ + API_TABLE_NOTE + """
 
-Severity: `error` when the release notes name this function's keyword as removed at or before the target (`nisa.dma_copy(dst_rmw_op=, unique_indices=)` at 0.3, `nisa.nc_matmul(psumAccumulateFlag=)` at 0.2). A keyword that is merely absent from the documented signature, or removed by a migration-wide note (`dtype=` on ISA calls), is a `warning`: AWS's own tutorials and 0.3 library kernels still pass `dtype=` to some ISA calls.
+Severity: `error` when the release notes name this function's keyword as removed at or before the target (`nisa.dma_copy(dst_rmw_op=, unique_indices=)` at 0.3, `nisa.nc_matmul(psumAccumulateFlag=)` at 0.2). A keyword that is merely absent from the documented signature, or removed by a migration-wide note (`dtype=` on ISA calls), is a `warning`: AWS's own tutorials and 0.3 library kernels still pass `dtype=` to some ISA calls. Where the target's signatures are not known complete (`nl` and `nisa` at 0.2, whose stubs are hand-written pages) a keyword they lack, or one positional argument too many, gets no finding; keywords AWS's released code passes at a version are part of the signature there. On a guessed version every finding is at most a `warning` naming the version assumed.
 
 ## Why it matters on Trainium
 Since NKI 0.2 (SDK 2.28) the compiler validates keyword names against the signature and raises `unexpected keyword argument`; before that fix, a misspelled keyword was silently ignored, so code that "worked" on 2.27 fails on upgrade.
@@ -71,7 +71,7 @@ Drop the keyword (allocate `dst` with the dtype you want), or use the parameter 
 A call of a documented `nl`/`nisa`/`nki.collectives` function that does not pass every required parameter of its signature at the target NKI version. The common case is a legacy-style ISA call, `t = nisa.tensor_copy(src)`, missing the `dst` the new dialect requires. Calls with `*args`/`**kwargs` are skipped.
 """ + API_TABLE_NOTE + """
 
-Severity: `error` when the target version's stub documents the signature, else `warning`.
+Severity: `error` when the target version's stub documents the signature and that version's signatures are known complete (0.3 and later, generated from nki-stdlib), else `warning`. At 0.2, whose `nl`/`nisa` stubs are hand-written pages, a missing argument is reported only for a `nisa` call without `dst` (RN 0.2.0: every ISA call takes `dst`); `nl.sequential_range(n)` is not reported (AWS's 0.2 tutorials call it so). On a guessed version every finding is at most a `warning` naming the version assumed.
 
 ## Why it matters on Trainium
 The call raises `TypeError: missing required argument` when the kernel is traced.
@@ -153,7 +153,13 @@ def _module(name: str) -> str | None:
 
 
 def _certain_signature(e: table.ApiEntry, v: str) -> bool:
-    return e.source == "installed" or e.signature_version == v
+    """The signature is the one `v` has, from data known complete there (0.3+ stubs, the installed nki)."""
+    return table.certain_signature(e, v)
+
+
+def _dst_by_notes(e: table.ApiEntry, v: str) -> bool:
+    """RN 0.2.0: "all nki.isa APIs have dst as an input param": a nisa call without dst is certain at 0.2+."""
+    return e.name.startswith("nisa.") and e.returns == "dst" and table.vkey(v) >= (0, 2)
 
 
 def _documented_calls(nf: NkiFile, t: Target):
@@ -194,7 +200,9 @@ def unknown_attribute(nf: NkiFile, t: Target):
         if e is not None and e.present:
             intro = e.introduced or e.present[0]
             if table.vkey(intro) > table.vkey(v):
-                certain = table.release_note_new(r.name) == intro and table.complete(mod, v)
+                if not table.complete(mod, v):
+                    continue  # unknown is not absent: the stubs of `mod` at v do not list every member
+                certain = table.release_note_new(r.name) == intro
                 yield emit("NKI510", nf, r.line, r.col, r.end_line, r.end_col,
                            f"`{r.name}` was added in NKI {intro}; the target NKI version is {v}, which does not "
                            "have it.", {"api": r.name, "introduced": intro, "nki_version": v, "certain": certain},
@@ -255,7 +263,7 @@ def unknown_keyword(nf: NkiFile, t: Target):
             continue
         certain = _certain_signature(e, v)
         positional = [p for p in e.params if p.kind in ("posonly", "pos")]
-        if not c.splat and not any(p.kind == "var" for p in e.params) and c.positional > len(positional):
+        if certain and not c.splat and not any(p.kind == "var" for p in e.params) and c.positional > len(positional):
             yield emit("NKI511", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col,
                        f"`{c.ref.name}` takes at most {len(positional)} positional arguments at NKI {v}; "
                        f"this call passes {c.positional}.",
@@ -283,6 +291,8 @@ def unknown_keyword(nf: NkiFile, t: Target):
                 # certain when the release notes name this function's keyword; a migration-wide fact
                 # (`nisa.*(dtype=)`) is not: AWS's own 0.3 kernels still pass dtype= to some ISA calls
                 sev = E if fact.get("api") == c.ref.name else W
+            elif not certain:
+                continue  # a keyword an incomplete signature lacks is not evidence (0.2 stubs)
             else:
                 dst = kw == "dst" and e.returns == "value"
                 msg = (f"`{c.ref.name}` returns its result and takes no `dst=` at NKI {v}" if dst else
@@ -307,13 +317,18 @@ def missing_required(nf: NkiFile, t: Target):
         if not missing:
             continue
         legacy_style = "dst" in missing and e.returns == "dst"
+        certain = _certain_signature(e, v)
+        if not certain:
+            if not (legacy_style and _dst_by_notes(e, v)):
+                continue  # a parameter an incomplete signature requires is not evidence (0.2 stubs)
+            missing, certain = ["dst"], True
         msg = (f"`{c.ref.name}` writes its result into `dst` at NKI {v} (it returns nothing); this call passes no "
                "dst, the legacy returns-a-tile form" if legacy_style else
                f"`{c.ref.name}` is missing required argument(s) {', '.join(missing)} at NKI {v}")
         yield emit("NKI512", nf, c.ref.line, c.ref.col, c.ref.end_line, c.ref.end_col, msg + ".",
                    {"api": c.ref.name, "nki_version": v, "missing": missing,
                     "signature": [p.name for p in e.params], "signature_version": e.signature_version or "installed"},
-                   severity=E if _certain_signature(e, v) else W,
+                   severity=E if certain else W,
                    fix=("Allocate the result (nl.ndarray) and pass it as dst=." if legacy_style
                         else f"Pass {', '.join(missing)}."))
 
@@ -350,7 +365,7 @@ def return_convention(nf: NkiFile, t: Target):
                        f"`{c.ref.name}` writes into its `dst` argument and returns nothing at NKI {v}; using its "
                        "result (binding, passing or returning it) uses None.",
                        {"api": c.ref.name, "nki_version": v, "returns": "dst"},
-                       severity=E if _certain_signature(e, v) else W,
+                       severity=E if _certain_signature(e, v) or _dst_by_notes(e, v) else W,
                        fix="Call it as a statement with dst=<allocated tile> and use that tile afterwards.")
         elif e.returns == "value" and c.statement and c.ref.name.startswith("nl.") \
                 and c.ref.name not in SIDE_EFFECTS and e.kind == "function" and e.params \
