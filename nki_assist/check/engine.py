@@ -133,7 +133,7 @@ def crashed_checks(findings: list[Finding]) -> list[str]:
 def _post_process(path: str, text: str, language: str, raw: list[Finding],
                   options: CheckOptions) -> tuple[list[Finding], list[Finding]]:
     # deferred: a run whose files all come from the cache never loads the engine (start-up time)
-    from ..findings import dedupe
+    from ..findings import dedupe, group_repeats
     from ..rules.registry import get
     from .autofix import attach_fixes
     from .suppress import UNUSED_BARE_RULE, UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
@@ -163,7 +163,25 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
         findings = [f.model_copy(update={"severity": overrides[f.rule]}) if f.rule in overrides else f
                     for f in findings]
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
-    return attach_fixes(findings, text), suppressed
+    findings = attach_fixes(findings, text)
+    if language == "nki":  # one finding per cause (same rule and message in one function); fixes stay apart
+        findings = group_repeats(findings, _scope_reader(text))
+    return findings, suppressed
+
+
+def _scope_reader(text: str):
+    """finding -> its enclosing function, parsing the text on the first question only (most files have no repeat)."""
+    # deferred: a run whose files all come from the cache never loads the engine (start-up time)
+    from ..findings import function_scopes
+
+    scopes: list = []
+
+    def scope_of(f) -> str | None:
+        if not scopes:
+            scopes.append(function_scopes(text))
+        return scopes[0](f.line) if scopes[0] is not None else None
+
+    return scope_of
 
 
 def check_source(path: str, text: str, options: CheckOptions) -> list[Finding]:

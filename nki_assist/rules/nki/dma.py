@@ -13,7 +13,7 @@ from .common import check, emit, loop_label, shape_str
 from .memory import _IDENT, HBM
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
-    RuleSpec("NKI108", "small-dma-in-loop", "small-dma", Severity.WARNING,
+    RuleSpec("NKI108", "small-dma-in-loop", "small-dma", Severity.INFO,
              "A DMA inside a loop moves under 2 KiB per partition or uses fewer than 128 partitions.",
              fix="Move bigger tiles per transfer: 128 partitions and at least 2 KiB (ideally 4 KiB+) each.",
              doc="""\
@@ -34,7 +34,7 @@ for i in nl.affine_range(8):
 ## Fix
 Move whole tiles: 128 partitions and at least 2 KiB (ideally 4 KiB or more) per partition, coalescing adjacent small transfers.
 """),
-    RuleSpec("NKI109", "loop-invariant-load", "redundant-dma", Severity.WARNING,
+    RuleSpec("NKI109", "loop-invariant-load", "redundant-dma", Severity.INFO,
              "A load inside a loop reads the same HBM region on every iteration of the innermost loop.",
              fix="Hoist the load out of the loop (or up to the loop whose variable it depends on).",
              doc="""\
