@@ -2,6 +2,7 @@
 
     python -m benchmarks.heldout_precision evals/heldout/torch2nki.toml CHECKOUT      # run check on CHECKOUT
     python -m benchmarks.heldout_precision evals/heldout/torch2nki.toml --json CHECK.json   # score a saved run
+    ... --after      # rows whose message a rule change rewrote use their `verdict_after`
 
 CHECKOUT is the repository at the table's commit (the table names both; the kernels are not in this project).
 A finding is matched to the table by (file, line, rule); a grouped finding (evidence["lines"]) counts once, with
@@ -20,12 +21,15 @@ from collections import Counter
 from pathlib import Path
 
 
-def load_table(path: Path) -> tuple[dict, dict[tuple[str, int, str], bool]]:
+def load_table(path: Path, after: bool = False) -> tuple[dict, dict[tuple[str, int, str], bool]]:
+    """The table and its verdicts by (file, line, rule); `after`: a row's `verdict_after` (a finding whose message
+    a rule change rewrote, judged again from the row's recorded facts) replaces its `verdict`."""
     data = tomllib.loads(path.read_text())
     verdicts = {}
     for row in data.get("finding", []):
         key = (row["file"], int(row["line"]), row["rule"])
-        verdicts[key] = verdicts.get(key, True) and row["verdict"] == "true"
+        verdict = row.get("verdict_after", row["verdict"]) if after else row["verdict"]
+        verdicts[key] = verdicts.get(key, True) and verdict == "true"
     return data, verdicts
 
 
@@ -67,10 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("table", type=Path)
     ap.add_argument("checkout", type=Path, nargs="?", help="the held-out repository at the table's commit")
     ap.add_argument("--json", type=Path, help="score a saved `check --format json` output instead of running check")
+    ap.add_argument("--after", action="store_true", help="use a row's verdict_after where a rule change rewrote "
+                                                         "its message")
     args = ap.parse_args(argv)
     if (args.checkout is None) == (args.json is None):
         ap.error("give either CHECKOUT or --json")
-    data, verdicts = load_table(args.table)
+    data, verdicts = load_table(args.table, args.after)
     report = json.loads(args.json.read_text()) if args.json else run_check(args.checkout)
     result = {"repo": data.get("repo"), "commit": data.get("commit"), **score(report, verdicts)}
     print(json.dumps(result, indent=2))
