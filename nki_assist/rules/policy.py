@@ -31,10 +31,11 @@ KINDS: dict[str, tuple[frozenset[Severity], str]] = {
     "defect": (frozenset({W, I}),
                "`warning` for a probable defect a reviewer would ask to change; `info` where the code shows the choice "
                "is deliberate or harmless. Never `error`: the kernel does not fail by this alone."),
-    "performance": (frozenset({I}),
-                    "`info`: a performance observation. A static check cannot tell that this cost bounds the kernel; "
-                    "the review's cost model (PERF rules) turns a cost it estimates as the bound into a `warning` with "
-                    "the estimated gain."),
+    "performance": (frozenset({W, I}),
+                    "`info`: a performance observation; a static check cannot tell that this cost bounds the kernel. "
+                    "`warning` only in a review whose cost model (PERF rules) estimates that this very line or "
+                    "category bounds the kernel: the finding then carries the estimated gain (`est_speedup` and the "
+                    "factor in its message)."),
     "bound": (frozenset({W, I}),
               "`warning` only when the cost model or a measured profile says this cost bounds the kernel, with the "
               "estimated gain (`est_speedup`) or the measured share in the message; `info` otherwise."),
@@ -75,7 +76,7 @@ def finding_problem(kind: str, severity: Severity, est_speedup: float | None, ev
     """Why a finding breaks its rule's policy, or None."""
     if severity not in allowed(kind):
         return f"{severity.value} is not allowed for a {kind} rule"
-    if kind == "bound" and severity is W:
+    if kind in ("bound", "performance") and severity is W:
         measured = isinstance(evidence, dict) and evidence.get("measured")
         if not measured and (est_speedup is None or not any(ch.isdigit() for ch in message)):
             return "a performance warning must carry the estimated gain (est_speedup and the factor in its message)"

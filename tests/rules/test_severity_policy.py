@@ -37,12 +37,12 @@ def test_every_rule_declares_severities_its_kind_allows():
     assert not bad, bad
 
 
-def test_performance_categories_are_never_errors_and_static_ones_are_info():
+def test_performance_categories_are_never_errors_and_static_ones_are_info_by_default():
     for spec in all_rules():
         if spec.category in policy.PERFORMANCE_CATEGORIES:
             assert Severity.ERROR not in spec.severities, spec.id
             if spec.source in ("static", "migration"):
-                assert spec.severities == (Severity.INFO,), spec.id
+                assert spec.severity is Severity.INFO and spec.kind == "performance", spec.id
 
 
 def _observed(findings, seen: dict) -> list[str]:
@@ -94,6 +94,7 @@ def test_every_docs_page_states_the_policy():
 
 def test_a_finding_that_breaks_the_policy_is_named():
     assert policy.finding_problem("performance", Severity.WARNING, None, {}, "x") is not None
+    assert policy.finding_problem("performance", Severity.WARNING, 2.1, {}, "up to 2.10x") is None
     assert policy.finding_problem("defect", Severity.ERROR, None, {}, "x") is not None
     # a cost-model warning needs its estimated gain
     assert policy.finding_problem("bound", Severity.WARNING, None, {}, "slow") is not None
@@ -128,3 +129,23 @@ def test_an_fp32_kernel_gets_a_note_not_a_warning(tmp_path):
              if f.rule == "NKI302"]
     assert [f.severity for f in found] == [Severity.INFO]
     assert "4x slower" in found[0].message
+
+
+def test_a_static_cost_becomes_a_warning_only_where_the_cost_model_binds_it():
+    from nki_assist.findings import Finding
+    from nki_assist.review.stage_links import link_stages
+
+    def static(rule, line, **ev):
+        spec = get(rule)
+        return spec.finding("small", file="k.py", line=line, evidence=ev)
+
+    bound = Finding(rule="PERF101", name=get("PERF101").name, category="redundant-dma", severity=Severity.WARNING,
+                    source="cost-model", file="k.py", line=24, message="reloads; 1.90x", est_speedup=1.9)
+    out = link_stages([static("NKI108", 24), static("NKI108", 30), static("NKI108", 24, advice=True),
+                       static("NKI301", 40, one_off=True), bound])
+    sev = [(f.rule, f.line, f.severity.value, f.est_speedup) for f in out[:4]]
+    assert sev == [("NKI108", 24, "warning", 1.9), ("NKI108", 30, "info", None), ("NKI108", 24, "info", None),
+                   ("NKI301", 40, "info", None)]
+    assert "up to 1.90x" in out[0].message
+    assert policy.finding_problem("performance", out[0].severity, out[0].est_speedup, out[0].evidence,
+                                  out[0].message) is None

@@ -13,6 +13,7 @@ RULES = [  # this module's rules: the registry collects them, docs/rules/ is gen
     RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", Severity.INFO,
              "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
              fix="Grow K and M tiles to 128 (pack several small problems along the partition axis).",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A matmul whose resolved contraction size K or stationary free size M is below 128.
@@ -34,6 +35,7 @@ Grow tiles to K=128 and M=128, pack independent small problems along the partiti
              "those tiles uses only that many of the 128 partitions (lanes).",
              fix="Tile 128 rows per iteration (nl.tile_size.pmax) and handle the ragged tail; a row count "
                  "copied from a CUDA block shape does not carry over.",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 An SBUF tile with fewer than 128 rows on the partition axis, allocated inside a loop that walks a
@@ -62,6 +64,7 @@ NKI, `mask=` in legacy NKI). When a dimension really is 64 wide, pack two 64-row
     RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", Severity.INFO,
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
              fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32.",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`). A matmul that transposes (`is_transpose=True`, or against an identity tile) is not reported: it moves values rather than computing with them, and fp32 keeps them exact.
