@@ -11,12 +11,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from test_rule_fixtures import FIXTURES, SUFFIXES, run_rules  # tests/rules is on sys.path
 
 from nki_assist.findings import Severity
 from nki_assist.rules import policy
 from nki_assist.rules.registry import all_rules, get, page
-
-from test_rule_fixtures import FIXTURES, SUFFIXES, run_rules  # noqa: E402 (tests/rules is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpora" / "nki-samples@6905a68"
