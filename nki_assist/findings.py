@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
@@ -125,3 +127,116 @@ def dedupe(findings: Iterable[Finding]) -> list[Finding]:
             seen.add(key)
             out.append(f)
     return out
+
+
+# One finding per cause (issue 41): a rule that reports the same defect once per loop or per use
+# (NKI203 eleven times for one `block_size // 128`) says it once, with the count and the other places.
+_MAX_LINES_IN_MESSAGE = 8
+
+
+def function_scopes(text: str) -> Callable[[int], str | None] | None:
+    """line -> qualified name of the innermost function around it ("<module>" outside every function);
+    None when the text does not parse as Python (then nothing is grouped by function)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    spans: list[tuple[int, int, str]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    spans.append((child.lineno, child.end_lineno or child.lineno, name))
+                walk(child, name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+
+    def scope(line: int) -> str:
+        inner = [s for s in spans if s[0] <= line <= s[1]]
+        return max(inner, key=lambda s: s[0])[2] if inner else "<module>"
+
+    return scope
+
+
+def file_scopes(base: Path) -> Callable[[Finding], str | None]:
+    """finding -> its enclosing function, reading its .py file (relative paths under `base`) once."""
+    cache: dict[str | None, Callable[[int], str | None] | None] = {}
+
+    def scope_of(f: Finding) -> str | None:
+        if f.file not in cache:
+            p = Path(f.file or "")
+            p = p if p.is_absolute() else base / p
+            try:
+                text = p.read_text(encoding="utf-8", errors="replace") if p.suffix == ".py" else None
+            except OSError:
+                text = None
+            cache[f.file] = function_scopes(text) if text is not None else None
+        scope = cache[f.file]
+        return scope(f.line) if scope is not None and f.line is not None else None
+
+    return scope_of
+
+
+def group_repeats(findings: Iterable[Finding],
+                  scope_of: Callable[[Finding], str | None] | None = None) -> list[Finding]:
+    """Merge identical findings: same rule, severity, file and message in the same function (`scope_of`;
+    findings whose scope is unknown stay apart), or same rule and evidence["cause"] anywhere in one file. The
+    first place keeps the finding; its message gains the count and the other lines, `related` lists them,
+    evidence["occurrences"] and evidence["lines"] count them. Findings that carry an autofix stay apart: each
+    line's edit applies on its own (`check --fix` skips a fix whose edits overlap another's)."""
+    findings = list(findings)
+    same = Counter(_what(f) for f in findings)
+    groups: dict[tuple, list[int]] = {}
+    for i, f in enumerate(findings):
+        if same[_what(f)] < 2 or f.line is None or not f.file or f.autofix is not None:
+            continue  # scope_of (a parse) is asked only where a repeat is possible
+        cause = _cause(f)
+        scope = _FILE if cause else (scope_of(f) if scope_of is not None else None)
+        if scope is not None:
+            groups.setdefault((*_what(f), scope), []).append(i)
+    merged: dict[int, Finding] = {}
+    dropped: set[int] = set()
+    for key, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        members = sorted((findings[i] for i in idx), key=lambda f: (f.line or 0, f.column or 0))
+        lines = sorted({m.line for m in members[1:] if m.line is not None} - {members[0].line})
+        merged[idx[0]] = _merged(members, key[-1], lines)
+        dropped.update(idx[1:])
+    return [merged.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+
+
+_FILE = "<file>"
+
+
+def _cause(f: Finding) -> str | None:
+    """A rule's own name for the defect (evidence["cause"], e.g. NKI203's `block_size // 128`): findings with the
+    same cause in one file are one finding, whatever loop or function they sit in."""
+    cause = f.evidence.get("cause") if isinstance(f.evidence, dict) else None
+    return str(cause) if cause else None
+
+
+def _what(f: Finding) -> tuple:
+    cause = _cause(f)
+    return (f.rule, f.severity, f.file, ("cause", cause) if cause else f.message)
+
+
+def _merged(members: list[Finding], scope: str, lines: list[int]) -> Finding:
+    first = members[0]
+    n = len(members)
+    where = ("in this file" if scope == _FILE else "at module level" if scope == "<module>"
+             else f"in `{scope}`")
+    shown = ", ".join(str(x) for x in lines[:_MAX_LINES_IN_MESSAGE])
+    more = f", +{len(lines) - _MAX_LINES_IN_MESSAGE} more" if len(lines) > _MAX_LINES_IN_MESSAGE else ""
+    also = f"; also line{'s' if len(lines) > 1 else ''} {shown}{more}" if lines else ""
+    message = f"{first.message} [{n} identical findings {where}{also}]"
+    related = list(first.related) + [RelatedLocation(file=m.file or "", line=m.line, message="same finding")
+                                     for m in members[1:] if m.line is not None]
+    evidence = {**first.evidence, "occurrences": n, "lines": [m.line for m in members]}
+    return first.model_copy(update={"message": message, "related": related, "evidence": evidence})

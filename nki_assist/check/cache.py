@@ -30,8 +30,8 @@ from typing import Any
 from ..infra.atomic import write_atomic
 from ..severity import Severity
 
-ENTRY_VERSION = 4  # 2: entries record the project and the file's slice of it; 3: a module's index has `launches`;
-# 4: a digest line before the JSON
+ENTRY_VERSION = 5  # 2: entries record the project and the file's slice of it; 3: a module's index has `launches`;
+# 4: a digest line before the JSON; 5: repeated findings of one cause are grouped (findings.group_repeats)
 DEFAULT_CACHE_DIR = ".nki_assist_cache"
 CACHE_DIR_ENV = "NKI_ASSIST_CACHE_DIR"
 _PACKAGE_DIR = Path(__file__).resolve().parent

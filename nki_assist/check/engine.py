@@ -164,7 +164,7 @@ def crashed_checks(findings: list[Finding]) -> list[str]:
 def _post_process(path: str, text: str, language: str, raw: list[Finding],
                   options: CheckOptions) -> tuple[list[Finding], list[Finding]]:
     # deferred: a run whose files all come from the cache never loads the engine (start-up time)
-    from ..findings import dedupe
+    from ..findings import dedupe, group_repeats
     from ..rules.registry import get
     from .autofix import attach_fixes
     from .suppress import UNUSED_BARE_RULE, UNUSED_RULE, apply_suppressions, parse_suppressions, unused_suppressions
@@ -195,12 +195,30 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
                     for f in findings]
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
     findings = attach_fixes(findings, text)
+    if language == "nki":  # one finding per cause (same rule and message in one function); fixes stay apart
+        findings = group_repeats(findings, _scope_reader(text))
     if language == "nki" and any(f.autofix is not None for f in findings):
+        # deferred: only files with a fix read the project's version range (start-up time)
         from .autofix.versions import version_safety
         from .versioned import choice_for
 
         findings = version_safety(findings, choice_for(path, options.nki_version).oldest_admitted())
     return findings, suppressed
+
+
+def _scope_reader(text: str):
+    """finding -> its enclosing function, parsing the text on the first question only (most files have no repeat)."""
+    # deferred: a run whose files all come from the cache never loads the engine (start-up time)
+    from ..findings import function_scopes
+
+    scopes: list = []
+
+    def scope_of(f) -> str | None:
+        if not scopes:
+            scopes.append(function_scopes(text))
+        return scopes[0](f.line) if scopes[0] is not None else None
+
+    return scope_of
 
 
 def check_source(path: str, text: str, options: CheckOptions) -> list[Finding]:

@@ -11,6 +11,8 @@ are bound once; names assigned more than once stay symbols.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 
 from .consts import Env, Folder, Lin
@@ -61,6 +63,20 @@ class Extractor(NkiWalker):
         self.__dict__.clear()
 
     # ---- functions ---------------------------------------------------------------------------
+    def _docstring(self, body) -> str:
+        """The function's docstring (a string literal as its first statement), '' when it has none."""
+        first = next((c for c in body.named_children if c.type != "comment"), None)
+        if first is None or first.type != "expression_statement" or first.named_child_count != 1:
+            return ""
+        lit = first.named_children[0]
+        if lit.type != "string":
+            return ""
+        try:
+            value = ast.literal_eval(self.text(lit))
+        except (ValueError, SyntaxError):
+            return ""
+        return inspect.cleandoc(value) if isinstance(value, str) else ""
+
     def function(self, fn, decorator: str | None) -> NkiKernel:
         name_node = fn.child_by_field_name("name")
         body = fn.child_by_field_name("body")
@@ -74,6 +90,7 @@ class Extractor(NkiWalker):
         self._params(fn.child_by_field_name("parameters"), ctx)
         if body is None:
             return k
+        k.docstring = self._docstring(body)
         self._scan_assigns(body, ctx.assigns)
         ctx.multi = {n for n, p in ctx.assigns.items() if len(p) > 1}
         self._block(body, ctx)

@@ -230,6 +230,7 @@ class NkiKernel:
     # calls of plain-named Python functions (helpers): (name, line, names its arguments read)
     local_calls: list[tuple[str, int, frozenset[str]]] = field(default_factory=list)
     helper: bool = False  # called by another function of the file: its parameters are tiles, not HBM inputs
+    docstring: str = ""  # the function's docstring (preconditions it states, e.g. "M is a multiple of 128")
     col: int = 1
     name_end_col: int = 1
     # assert-derived facts: symbol -> divisors / upper bound

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..findings import Finding, Severity, dedupe, prioritize
+from ..findings import Finding, Severity, dedupe, file_scopes, group_repeats, prioritize
 from ..api.hardware import Target, get_target
 from ..schema import Numerics, Performance, PortInfo, Review
 
@@ -324,7 +324,7 @@ def _finalize(findings: list[Finding], base: Path) -> list[Finding]:
 
     findings = _link_root_causes(link_stages(findings))
     out = []
-    for f in dedupe(findings):
+    for f in group_repeats(dedupe(findings), file_scopes(base)):
         if f.file and Path(f.file).is_absolute():
             p = Path(f.file)
             if p.is_relative_to(base.resolve()):

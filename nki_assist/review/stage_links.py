@@ -8,11 +8,14 @@ Linked findings share an evidence `root_cause`, so the drafter writes them as on
 - A short K tile (PERF104 with cause `contraction`, from the trace) and the small operand loads it forces
   (NKI108 on those load lines): the loads get `symptom_of`, so the drafter puts the cause's item first
   and the load item says what it is a symptom of (they stay two items: NKI108 also groups other DMAs).
+- A static performance finding (info by the severity policy) and a cost-model warning on its line or of its
+  category: the static one becomes a warning carrying the estimated gain (bound_costs.py).
 """
 
 from __future__ import annotations
 
 from ..findings import Finding
+from .bound_costs import promote_bound_costs
 
 
 def _with(f: Finding, **evidence) -> Finding:
@@ -20,7 +23,7 @@ def _with(f: Finding, **evidence) -> Finding:
 
 
 def link_stages(findings: list[Finding]) -> list[Finding]:
-    return _contraction_symptoms(_format_overflow(_redundant_loads(findings)))
+    return _contraction_symptoms(_format_overflow(_redundant_loads(promote_bound_costs(findings))))
 
 
 def _contraction_symptoms(findings: list[Finding]) -> list[Finding]:

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from .. import taxonomy
+from . import policy
 from ..findings import Finding, Severity, Source
 
 DOCS_BASE_URL = "https://github.com/nki-assist/nki-assist/blob/main/docs/rules/"
@@ -35,10 +36,23 @@ class RuleSpec:
     # `## Fix`): docs/rules/<name>.md, the LSP hover and `nki-assist explain` are generated from it.
     doc: str = field(default="", repr=False, compare=False)
     category_note: str = ""  # shown after the criterion on the docs page (e.g. a per-finding category)
+    # Severity policy (rules/policy.py): the rule's kind ("" = derived from category and default severity) and
+    # the severities its checks give besides the default; the docs page states both, a test enforces them.
+    policy: str = ""
+    emits: tuple[Severity, ...] = ()
 
     @property
     def criterion(self) -> str:
         return taxonomy.criterion_of(self.category)
+
+    @property
+    def kind(self) -> str:
+        return self.policy or policy.default_kind(self.category, self.criterion, self.severity, self.source)
+
+    @property
+    def severities(self) -> tuple[Severity, ...]:
+        """Every severity the rule's findings may have, most severe first."""
+        return tuple(sorted({self.severity, *self.emits}, key=lambda s: s.rank))
 
     @property
     def docs_page(self) -> str:
@@ -138,7 +152,10 @@ def page(spec: RuleSpec) -> str:
             f"Category: `{spec.category}` ({spec.criterion}{note}) · default severity: `{spec.severity.value}` · "
             f"source: {spec.source}\n")
     body = spec.doc or f"## What it finds\n{spec.summary}\n"
-    return head + "\n" + body
+    sevs = ", ".join(f"`{s.value}`" for s in spec.severities)
+    rule = (f"\n## Severity policy\nKind: {spec.kind} (gives {sevs}). {policy.statement(spec.kind)} "
+            "The policy for every rule: docs/check.md#severity-policy.\n")
+    return head + "\n" + body.rstrip("\n") + "\n" + rule
 
 
 def docs_text(rule: str) -> str:

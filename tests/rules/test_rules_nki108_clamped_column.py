@@ -33,9 +33,10 @@ def test_clamped_column_store_is_info_with_the_column_advice():
     assert "one value per partition per tile" in f.message
 
 
-def test_a_narrow_clamped_tile_that_is_not_a_column_still_warns():
+def test_a_narrow_clamped_tile_that_is_not_a_column_is_still_reported():
     src = SRC.replace("out[t * 128:t * 128 + rows, 0:1], src=s[0:rows, 0:1]",
                       "out[t * 128:t * 128 + rows, 0:1], src=s[0:rows, 0:1])\n        nisa.dma_copy(dst=x[t * 128:t * "
                       "128 + rows, 0:64], src=xt[0:rows, 0:64]")
     fs = [f for f in run_nki_rules(parse_nki(src, "k_nki.py"), get_target("trn2")) if f.rule == "NKI108"]
-    assert any(f.line == 17 and f.severity.value == "warning" for f in fs)
+    # reported (info: the severity policy makes static performance findings info), without the column note
+    assert any(f.line == 17 and f.severity.value == "info" and "one value per partition" not in f.message for f in fs)

@@ -14,7 +14,7 @@ from .pair import cuda_tile_sizes, cuda_value_inputs, params_by_name, transposed
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
     RuleSpec(
         id="MIG108", name="cuda-tile-size-carried-over", category="tensor-engine-underutilized",
-        severity=Severity.WARNING, source="migration", languages=("port",),
+        severity=Severity.INFO, source="migration", languages=("port",), emits=(Severity.WARNING,),
         summary="A CUDA shared-memory tile size (32/64) was copied into an NKI matmul dimension that could be "
                 "128 (contraction, stationary) or 512 (moving).",
         fix="Size tiles for the Tensor Engine: contraction and stationary free 128, moving free up to 512.",

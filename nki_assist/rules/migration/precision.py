@@ -64,6 +64,7 @@ out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
 ## Fix
 Use the CUDA kernel's output dtype, or state the change in the port spec's tolerance and docs.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="MIG107", name="activation-approximation-differs", category="activation-approximation",
@@ -89,6 +90,7 @@ nisa.activation(dst=y, op=nl.gelu, data=x)   # erf GELU: use nl.gelu_apprx_tanh 
 ## Fix
 Use the same formula on both sides (e.g. the tanh-approximated GELU) or widen the tolerance.
 """,
+        policy="defect", emits=(Severity.WARNING,),
     ),
     RuleSpec(
         id="MIG111", name="port-keeps-fp32-matmul-operands", category="fp32-matmul",

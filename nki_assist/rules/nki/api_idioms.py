@@ -37,7 +37,7 @@ d = nl.multiply(x, -s_tile)  # NKI515: unary minus (trnsolver's Jacobi rotation,
 
 ## Fix
 `nisa.tensor_tensor(dst=c, data1=a_tile, data2=b_tile, op=nl.multiply)`, or `nisa.tensor_scalar` when one operand is a scalar; `nl.negative(t)` for `-t`.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
     RuleSpec("NKI516", "min-bound-in-affine-range", "unsupported-construct", Severity.WARNING,
              "A slice bound inside nl.affine_range is clamped with min()/max() of the loop index; not a constant size.",
              fix="Use a constant tile size (assert divisibility or handle the tail separately).",

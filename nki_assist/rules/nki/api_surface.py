@@ -62,7 +62,7 @@ nisa.tensor_copy(dst=t, src=s, dtype=nl.bfloat16)   # no dtype= on ISA calls sin
 
 ## Fix
 Drop the keyword (allocate `dst` with the dtype you want), or use the parameter the message names. `check --fix --unsafe-fixes` drops a keyword argument that sits on one line.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
     RuleSpec("NKI512", "missing-required-nki-argument", "deprecated-api", Severity.ERROR,
              "A call omits a required argument of the target NKI version's signature (often dst=).",
              fix="Pass the missing argument; for ISA calls, allocate the result and pass it as dst=.",
@@ -105,7 +105,7 @@ nl.exp(x)                                                    # result discarded
 
 ## Fix
 Use the `dst` tile after an ISA call; bind the tile an `nl` function returns.
-"""),
+""", emits=(Severity.WARNING,)),
     RuleSpec("NKI514", "nested-def-in-nki-kernel", "unsupported-construct", Severity.WARNING,
              "A function is defined inside a @nki.jit kernel body, or inside a helper the kernel calls (NKI 0.3+ "
              "does not compile it).",

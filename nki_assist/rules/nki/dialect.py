@@ -31,7 +31,7 @@ x = nl.load(a[0:128, 0:512], mask=(i_p < M))   # mask= removed in 0.2
 
 ## Fix
 Use the replacement in the message: min()-clamped slices instead of masks, slices or `.ap()` instead of `nl.arange`, `nl.tile_size.psum_bank_fmax` (0.4+) instead of `psum_fmax`.
-"""),
+""", emits=(Severity.WARNING,)),
     RuleSpec("NKI502", "deprecated-loop-iterator", "deprecated-api", Severity.INFO,
              "New NKI: nl.affine_range / sequential_range / static_range are deprecated aliases of range.",
              fix="Write `for i in range(n)` (or nl.fori_loop for a runtime loop).",
@@ -86,7 +86,7 @@ import neuronxcc.nki.language as nl   # legacy namespace
 
 ## Fix
 Import only `nki`, `nki.language` and `nki.isa`, and port the legacy calls (see NKI501).
-"""),
+""", emits=(Severity.WARNING,)),
     RuleSpec("NKI505", "block-dimension-in-new-nki", "deprecated-api", Severity.ERROR,
              "New NKI: a tile has dimensions before its partition dim (block dims), removed in NKI 0.2.",
              fix="Make the partition dim leftmost and keep a Python list of tiles instead of block dims.",

@@ -13,9 +13,10 @@ from .common import check, emit, loop_label, shape_str
 from .memory import _IDENT, HBM
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
-    RuleSpec("NKI108", "small-dma-in-loop", "small-dma", Severity.WARNING,
+    RuleSpec("NKI108", "small-dma-in-loop", "small-dma", Severity.INFO,
              "A DMA inside a loop moves under 2 KiB per partition or uses fewer than 128 partitions.",
              fix="Move bigger tiles per transfer: 128 partitions and at least 2 KiB (ideally 4 KiB+) each.",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A load, store or `dma_copy` inside a loop whose transfer is known to move fewer than 2 KiB per partition, or to touch fewer than 128 partitions. With an unknown dtype, the rule fires only when even float32 would stay under 2 KiB. A full-partition column (`[128, 1]`: a bias, scale or row statistic per tile) is reported as info: it is as wide as that data gets per tile, and only batching several tiles' values into one `[128, n]` DMA (a layout change) would help. So is a single row (`[1, n]` with enough bytes: a bias or gamma row broadcast across partitions) and a full-partition Tensor Engine operand tile.
@@ -34,9 +35,10 @@ for i in nl.affine_range(8):
 ## Fix
 Move whole tiles: 128 partitions and at least 2 KiB (ideally 4 KiB or more) per partition, coalescing adjacent small transfers.
 """),
-    RuleSpec("NKI109", "loop-invariant-load", "redundant-dma", Severity.WARNING,
+    RuleSpec("NKI109", "loop-invariant-load", "redundant-dma", Severity.INFO,
              "A load inside a loop reads the same HBM region on every iteration of the innermost loop.",
              fix="Hoist the load out of the loop (or up to the loop whose variable it depends on).",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A load from HBM inside a loop whose source region does not depend on the innermost loop's variable, or on anything reassigned or written in that loop (an index read from an SBUF counter the loop advances, `x[idx[0, 0]]` after `idx[...] = nl.add(idx, 1)`, moves), so each iteration loads the same bytes again.
@@ -155,6 +157,7 @@ def small_dma(nf: NkiFile, t: Target):
                 dst_name = next((a.name for a in k.assignments if a.line == c.line and a.value_api == c.api), None)
             mm_tile = parts == t.partitions and dst_name is not None and dst_name in mm_operands
             ev["matmul_operand_tile"] = mm_tile
+            ev["advice"] = bool(column or row or mm_tile or fixed)  # stays info when the cost model binds it
             advice = (f"; its size is fixed by the data ({fixed}), so there is nothing wider to move." if fixed else
                       "; it is one value per partition per tile, so only moving several tiles' values in one "
                       "[128, n] DMA would help." if column else

@@ -58,7 +58,7 @@ nisa.nc_transpose(k_t, k_raw)                                        # dtypes di
 
 ## Fix
 Allocate `k_t` with `dtype=k_raw.dtype` (and cast after the copy out of PSUM if fp32 is needed), or upcast first: `nisa.tensor_copy(k32, k_raw)` into an fp32 SBUF tile, then transpose `k32`.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
 ]
 
 E, W = Severity.ERROR, Severity.WARNING

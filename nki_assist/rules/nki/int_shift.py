@@ -41,7 +41,7 @@ hi = nl.bitwise_and(nl.right_shift(prod, 32), MASK)    # NKI527
 
 ## Fix
 Compute the high word from 16-bit (or byte) halves whose partial products fit in 32 bits, and recombine them with shifts below 32.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
 ]
 
 _SHIFTS = frozenset({"nl.right_shift", "nl.left_shift"})

@@ -64,7 +64,7 @@ def add(a, b):
     return out
 ```
 and update the callers (`out = add(a, b)`).
-"""),
+""", policy="failure", emits=(Severity.ERROR, Severity.INFO)),
 ]
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

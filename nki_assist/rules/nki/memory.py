@@ -54,7 +54,7 @@ stage = nl.ndarray((K // BK, nl.par_dim(BK), N), dtype=nl.bfloat16, buffer=nl.sb
 
 ## Fix
 Shrink block counts or free sizes, stream the data through a smaller tile inside the loop, or allocate a tile in the loop scope where it is used.
-"""),
+""", emits=(Severity.WARNING,)),
     RuleSpec("NKI103", "psum-tile-exceeds-bank", "psum-bank-overflow", Severity.ERROR,
              "A PSUM tile needs more than one 2 KiB bank per partition (more than 512 fp32).",
              fix="Split the free dimension into 512-wide fp32 blocks, one PSUM bank each.",
@@ -73,7 +73,7 @@ acc = nl.zeros((nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
 
 ## Fix
 Split N into 512-wide blocks (`nl.tile_size.psum_bank_fmax`), with one PSUM tile and one matmul chain per block.
-"""),
+""", emits=(Severity.INFO,)),
     RuleSpec("NKI104", "too-many-psum-banks", "psum-bank-overflow", Severity.ERROR,
              "PSUM tiles live at the same time need more than the 8 banks a partition has.",
              fix="Evict PSUM results to SBUF sooner, or allocate fewer accumulators per loop scope.",
@@ -134,7 +134,7 @@ res = nl.matmul(lhsT[0:128, 0:128], b, transpose_x=True)   # lhsT is an HBM kern
 
 ## Fix
 Load the operand into SBUF first (`nl.load` or `nisa.dma_copy`), copy PSUM results to SBUF with `nisa.tensor_copy`, and give matmuls a `buffer=nl.psum` destination.
-"""),
+""", emits=(Severity.WARNING,)),
     RuleSpec("NKI107", "dma-from-psum", "buffer-placement", Severity.ERROR,
              "New NKI: a DMA or nl.store reads directly from a PSUM tile, which 0.3+ rejects.",
              fix="Copy the PSUM tile to SBUF with nisa.tensor_copy (or nl.copy) and store from SBUF.",
@@ -175,7 +175,7 @@ return out   # new NKI: must be nl.shared_hbm
 
 ## Fix
 Allocate the output with `buffer=nl.shared_hbm` and store or `dma_copy` the result into it.
-"""),
+""", emits=(Severity.WARNING,)),
 ]
 
 
@@ -244,12 +244,35 @@ def psum_tile(nf: NkiFile, t: Target):
                 continue
             elems = a.free_bytes // DTYPE_BYTES.get(a.dtype or "float32", 4)
             half = max(1, t.psum_bank_bytes // DTYPE_BYTES.get(a.dtype or "float32", 4))
+            banks = _bank_array(a, t)
+            if banks:  # [P, nb, <=bank]: each [:, b, :] slice is one bank; the matmuls write slices
+                yield emit("NKI103", nf, a.line, a.col, a.end_line, a.end_col,
+                           f"PSUM tensor {shape_str(a.shape)} {a.dtype or 'float32'} holds {banks} banks as an array "
+                           f"of bank-sized slices ({a.free_bytes} B per partition of {t.psum_banks * t.psum_bank_bytes}): "
+                           "each `[:, b, :]` slice fits one bank, so a matmul that writes one slice stays in its bank. "
+                           "Not an overflow by itself; NKI104 counts the banks it holds.",
+                           {"tensor": a.name, "shape": list(a.shape or ()), "bytes_per_partition": a.free_bytes,
+                            "bank_bytes": t.psum_bank_bytes, "free_elems": elems, "bank_array": banks},
+                           severity=Severity.INFO, fix=None)
+                continue
             yield emit("NKI103", nf, a.line, a.col, a.end_line, a.end_col,
                        f"PSUM tile {shape_str(a.shape)} {a.dtype or 'float32'} needs {a.free_bytes} B per partition; "
                        f"a PSUM bank holds {t.psum_bank_bytes} B.",
                        {"tensor": a.name, "shape": list(a.shape or ()), "bytes_per_partition": a.free_bytes,
                         "bank_bytes": t.psum_bank_bytes, "free_elems": elems},
                        fix=f"Split the free dimension into {half}-wide blocks, one PSUM bank each.")
+
+
+def _bank_array(a, t: Target) -> int:
+    """Banks of a PSUM tensor shaped as whole banks ([P, nb, F] with F elements filling at most one bank and the
+    whole within PSUM), else 0: its slices along the bank axis are bank-aligned tiles, not one oversized tile."""
+    shape = list(a.shape or ())
+    size = DTYPE_BYTES.get(a.dtype or "float32", 4)
+    if len(shape) < 3 or not isinstance(shape[-1], int) or shape[-1] * size > t.psum_bank_bytes:
+        return 0
+    if a.free_bytes > t.psum_banks * t.psum_bank_bytes or t.psum_bank_bytes % (shape[-1] * size):
+        return 0
+    return -(-a.free_bytes // t.psum_bank_bytes)
 
 
 @check("NKI104")

@@ -7,6 +7,7 @@ from ...findings import Severity
 from ...parse import consts
 from ...parse.nki import proves_divisible
 from ...parse.nki_model import NkiFile
+from .preconditions import documented_multiple
 from ..registry import RuleSpec
 from .common import (
     allocation_of,
@@ -42,7 +43,7 @@ for k in nl.affine_range(8):
 
 ## Fix
 Use `nl.sequential_range` for loops with a carried dependency, or accumulate matmuls in a PSUM tile with `+=`.
-"""),
+""", emits=(Severity.WARNING, Severity.INFO)),
     RuleSpec("NKI202", "unused-kernel-input", "unused-input", Severity.WARNING,
              "A kernel parameter is never read.",
              fix="Use the input (a missing epilogue such as bias?) or remove it from the signature.",
@@ -68,7 +69,7 @@ Apply the input the way the CUDA kernel does, or remove it from the signature an
 ## What it finds
 A loop whose trip count floor-divides by a tile size (`M // 128`, directly or through a name bound to it) when no assert proves divisibility (`assert M % 128 == 0`), and the loop has no mask, `min()` clamp or `if` guard for the tail, and no store after the loop completes the same output (a separate tail tile; NKI207 checks where it starts). An assert on a derived size counts (`L = LX - 128; assert L % 512 == 0`). With constant operands that do not divide, the rule fires as an error and states how many elements are dropped.
 
-The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause. Guards also count when they are a library assert helper (`kernel_assert(M % 128 == 0, ...)`), in any function that calls this one (directly or through others, the argument passed for a parameter included), in a validator or config builder such a caller runs, or in a method of a config class (`if self.H % 512 != 0: raise`). A ceiling division (`(T + 15) // 16`) rounds up and is not reported, and constants imported from other checked modules fold (`PSUM_SIZE // TILE_SIZE`). A loop over MX quadrants (`// 32` or `// 4` in a loop whose variable names a quadrant) is not reported: the format keeps the partition dimension a multiple of 32.
+The finding declares its runtime claim (`evidence["claim"]`, kind `tail-dropped`, with the numerator as a linear form of the kernel's shape symbols). In a review with a port spec the claim is evaluated on every size: when a size that leaves a partial tile passes with every output element written (a tail handled where the static check cannot see, e.g. in a helper), the finding is demoted to info with that evidence; when such a size leaves output unwritten, it is promoted to error and leads the item as the root cause. Guards also count when they are a library assert helper (`kernel_assert(M % 128 == 0, ...)`), in any function that calls this one (directly or through others, the argument passed for a parameter included), in a validator or config builder such a caller runs, or in a method of a config class (`if self.H % 512 != 0: raise`). A ceiling division (`(T + 15) // 16`) rounds up and is not reported, and constants imported from other checked modules fold (`PSUM_SIZE // TILE_SIZE`). A loop over MX quadrants (`// 32` or `// 4` in a loop whose variable names a quadrant) is not reported: the format keeps the partition dimension a multiple of 32. When the kernel's docstring states the precondition (one sentence naming the size, the tile and "multiple"/"divisible"/"aligned": "K and M are multiples of 128"), the finding is `info`: the contract is documented, only the assert that enforces it is missing. Loops over the same `N // T` in one file are one finding (`evidence["cause"]`), with the other loops' lines listed.
 
 ## Why it matters on Trainium
 The CUDA kernel guards its tail threads with `if (row < M)`. The floored NKI loop silently skips the last `M % 128` rows: output is correct for aligned test sizes and uninitialised for everything else.
@@ -81,7 +82,7 @@ for i in nl.affine_range(M // 128):   # M % 128 rows are never processed
 
 ## Fix
 Assert the precondition (`assert M % 128 == 0`), or iterate `(M + 127) // 128` tiles and clamp the last one (`min(128, M - i * 128)` in new NKI, `mask=` in legacy NKI).
-"""),
+""", policy="failure", emits=(Severity.ERROR, Severity.INFO)),
     RuleSpec("NKI206", "shape-special-cased", "output-mismatch", Severity.ERROR,
              "The kernel computes only when a shape equals literal values (`if R == 256 and D == 1024`) and "
              "otherwise returns an input or writes no output.",
@@ -157,6 +158,15 @@ def affine_carried(nf: NkiFile, t: Target):
                     evidence["idempotent"] = True
                     severity = Severity.INFO
                     fix = f"Copy `{w.name}` once before the loop on line {lp.line} and use the copy inside."
+                elif assoc and alloc is not None and alloc.buffer == "psum":
+                    # PSUM accumulates only what the Tensor Engine writes; another engine's `+=` is a plain
+                    # read-add-write there, as in SBUF (nki-facts: Vector/Scalar treat PSUM as plain SRAM)
+                    msg = (f"`{w.name} {w.op} ...` in PSUM accumulates a non-matmul value across iterations of "
+                           f"nl.affine_range {loop_label(lp)}: only matmul results accumulate in PSUM; this `{w.op}` is "
+                           "a Vector/Scalar engine read-add-write, which maintainers report unreliable under "
+                           "affine_range (TEN404). The reduction is associative, so the order is harmless.")
+                    fix = (f"Use nl.sequential_range for the loop on line {lp.line}, or reduce with a matmul "
+                           "against a ones tile.")
                 elif assoc:
                     msg = (f"`{w.name} {w.op} ...`{where} accumulates across iterations of nl.affine_range "
                            f"{loop_label(lp)}: an associative reduction, so the order is harmless, but `{w.op}` "
@@ -240,12 +250,17 @@ def floor_div_trip(nf: NkiFile, t: Target):
                     continue  # the function, a caller (transitively) or its config class checks `X % den`
                 if has_tail_block(k, lp):
                     continue  # a partial tile after the loop completes it (NKI207 checks where it starts)
+                stated = documented_multiple(k.docstring, num_text, den)
+                said = (f" The docstring states it as the caller's contract (\"{stated[:120]}\"): an assert would "
+                        "enforce it.") if stated else ""
                 yield emit("NKI203", nf, lp.line, lp.col, lp.line, lp.col + 3,
                            f"{loop_label(lp)} runs `{num_text} // {den}` iterations with no assert that {den} "
                            f"divides {num_text} and no mask or min() clamp: when {num_text} % {den} != 0 the tail is "
-                           "silently skipped.",
+                           "silently skipped." + said,
                            {"numerator": num_text, "tile": den, "trip_expr": lp.trip_expr,
-                            "claim": tail_claim(lp, num_text, num, den)},
+                            "claim": tail_claim(lp, num_text, num, den), "cause": f"{num_text} // {den}",
+                            "documented": bool(stated)},
+                           severity=Severity.INFO if stated else None,
                            fix=f"Add `assert {num_text} % {den} == 0` at the top of the kernel, or loop `{lp.var}` over "
                                f"ceil({num_text} / {den}) tiles and "
                                + ("mask the last one (mask=)." if nf.dialect == "legacy"

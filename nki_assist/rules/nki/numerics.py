@@ -71,7 +71,7 @@ e = nl.exp(x)   # no row max subtracted
 
 ## Fix
 Subtract the row max first: `m = nl.max(x, axis=1)`, then `nl.exp(nl.subtract(x, m))`, or fold it into `nisa.activation(op=nl.exp, data=x, bias=-m)`.
-"""),
+""", emits=(Severity.INFO,)),
     RuleSpec("NKI403", "variance-cancellation", "catastrophic-cancellation", Severity.WARNING,
              "Variance computed as E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std (bf16 and fp32).",
              fix="Use nisa.bn_stats/bn_aggr, or subtract the mean first and average (x - mean)^2 in fp32.",
@@ -114,7 +114,7 @@ s = nisa.activation(op=nl.sin, data=x)   # no range reduction
 
 ## Fix
 Range-reduce or clamp the input first, or use `nl.sin`, which adds range reduction.
-"""),
+""", emits=(Severity.INFO,)),
     RuleSpec("NKI405", "fp8-variant-unsupported", "fp8-range", Severity.ERROR,
              "float8_e4m3fn (OCP, max 448) is used on a target whose TensorE supports only float8_e4m3 (max 240).",
              fix="Use nl.float8_e4m3 with a scale that keeps values within 240, or target trn3.",

@@ -62,7 +62,7 @@ prod = tw * col                               # NKI112 (warning)
 Load the value into every partition (`nl.load(twiddle_bcast[p_off:p_end, k:k+1])` from a host-broadcast array,
 `.broadcast_to((P, 1))`, or a ones-vector matmul), or make it the `[P, 1]` scalar operand of
 `nisa.tensor_scalar`.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
 ]
 
 E, W = Severity.ERROR, Severity.WARNING

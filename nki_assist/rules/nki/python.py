@@ -57,10 +57,10 @@ Import the name the module defines, or restore the name in the module.
 """),
     RuleSpec("NKI004", "redefined-unused-name", "unsupported-construct", Severity.WARNING,
              "A function or class is defined again before the first definition is used (pyflakes).",
-             fix="Rename or delete one of the two definitions.",
+             fix="Rename or delete one of the two definitions.", emits=(Severity.INFO,),
              doc="""\
 ## What it finds
-A function or class defined again (by `def`, `class` or a decorated definition) before anything read the first definition, as pyflakes reports it (`redefinition of unused ...`). A repeated import is harmless and not reported.
+A function or class defined again (by `def`, `class` or a decorated definition) before anything read the first definition, as pyflakes reports it (`redefinition of unused ...`). A repeated import is harmless and not reported. A definition that replaces an unused import of the same name (a local class overriding the imported one) is `info`: the import is dead lint, and no edited copy of code is left unused.
 
 ## Why it matters on Trainium
 Every call reaches the second definition: the first is dead code. In kernel files this is usually a copied helper that was edited in one copy (a tile size, a mask) while the callers run the other.
@@ -135,6 +135,11 @@ def _is_definition(nf: NkiFile, line: int) -> bool:
     return text.startswith(("def ", "async def ", "class ", "@"))
 
 
+def _is_import(nf: NkiFile, line: int) -> bool:
+    text = nf.lines[line - 1].lstrip() if 0 < line <= len(nf.lines) else ""
+    return text.startswith(("import ", "from "))
+
+
 @check("NKI002", "NKI004", per_file=True)
 def python_names(nf: NkiFile, t: Target):
     for m in pyflakes_messages(nf):
@@ -148,6 +153,15 @@ def python_names(nf: NkiFile, t: Target):
                        fix=f"Define or import `{name}`, or use the name that was meant.")
         elif isinstance(m, _REDEFINED) and _is_definition(nf, line):  # a repeated import is harmless
             first = m.message_args[1] if len(m.message_args) > 1 else None
+            if isinstance(first, int) and _is_import(nf, first):
+                # a local definition that replaces an unused import of the same name is an override, and the
+                # import is dead lint: nothing edited in one copy runs in the other
+                yield emit("NKI004", nf, line, col, line, col + len(str(name)),
+                           f"`{name}` is defined here over the import on line {first}, which nothing read first: "
+                           "the import is unused (this definition is the one that runs).",
+                           {"name": name, "first_line": first, "pyflakes": type(m).__name__, "shadows_import": True},
+                           severity=Severity.INFO, fix=f"Drop the unused import of `{name}` on line {first}.")
+                continue
             yield emit("NKI004", nf, line, col, line, col + len(str(name)),
                        f"`{name}` is defined again here before its definition on line {first} was used: the "
                        "first one is dead code, and calls run this one.",

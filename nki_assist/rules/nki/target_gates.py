@@ -77,7 +77,7 @@ def fp8_matmul(lhsT, rhs):
 ## Fix
 `@nki.jit(platform_target='trn2')` (legacy and NKI 0.2), `NEURON_PLATFORM_TARGET_OVERRIDE=trn2` (NKI 0.3+), or
 `if nisa.get_nc_version() >= nisa.nc_version.gen3:` with a fallback path for older cores.
-"""),
+""", policy="failure", emits=(Severity.ERROR, Severity.INFO)),
 ]
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

@@ -42,7 +42,7 @@ a_masked = nl.multiply(a_tile, mask.astype(a.dtype))   # NKI524
 
 ## Fix
 `nl.copy(mask, dtype=a.dtype)`, the computing call's `dtype=`, or (for a mask) pass the boolean tile directly.
-"""),
+""", policy="failure", emits=(Severity.ERROR,)),
     RuleSpec("NKI525", "reduction-leaves-no-free-dim", "unsupported-construct", Severity.WARNING,
              "An nl reduction removes every free dim of an on-chip tile (no keepdims=True): the result is 1-D.",
              fix="Pass keepdims=True, so the result is a [P, 1] tile.",

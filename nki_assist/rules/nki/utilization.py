@@ -9,9 +9,10 @@ from ..registry import RuleSpec
 from .common import check, emit
 
 RULES = [  # this module's rules: the registry collects them, docs/rules/ is generated from them
-    RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", Severity.WARNING,
+    RuleSpec("NKI301", "small-matmul-tile", "tensor-engine-underutilized", Severity.INFO,
              "A matmul contracts over (K) or produces (M) fewer than 128 rows, idling most of the 128x128 array.",
              fix="Grow K and M tiles to 128 (pack several small problems along the partition axis).",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A matmul whose resolved contraction size K or stationary free size M is below 128.
@@ -28,11 +29,12 @@ res = nl.matmul(a, b, transpose_x=True)   # K=64
 ## Fix
 Grow tiles to K=128 and M=128, pack independent small problems along the partition axis, or map the short side to the moving operand.
 """),
-    RuleSpec("NKI303", "row-tile-below-128-partitions", "partition-underutilized", Severity.WARNING,
+    RuleSpec("NKI303", "row-tile-below-128-partitions", "partition-underutilized", Severity.INFO,
              "A loop walks the rows of the data in blocks of fewer than 128, so every instruction and DMA on "
              "those tiles uses only that many of the 128 partitions (lanes).",
              fix="Tile 128 rows per iteration (nl.tile_size.pmax) and handle the ragged tail; a row count "
                  "copied from a CUDA block shape does not carry over.",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 An SBUF tile with fewer than 128 rows on the partition axis, allocated inside a loop that walks a
@@ -58,9 +60,10 @@ Tile 128 rows per iteration (`nl.tile_size.pmax`) and handle the ragged tail (cl
 NKI, `mask=` in legacy NKI). When a dimension really is 64 wide, pack two 64-row blocks into one
 128-partition instruction.
 """),
-    RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", Severity.WARNING,
+    RuleSpec("NKI302", "fp32-matmul-operands", "fp32-matmul", Severity.INFO,
              "Matmul operands are float32, which runs the Tensor Engine at a quarter of the bf16 rate.",
              fix="Cast operands to bfloat16 on load; PSUM still accumulates in fp32.",
+             emits=(Severity.WARNING,),  # in a review, when the cost model binds it (review/bound_costs.py)
              doc="""\
 ## What it finds
 A matmul operand known to be float32 (from its allocation or `nl.load(..., dtype=nl.float32)`). A matmul that transposes (`is_transpose=True`, or against an identity tile) is not reported: it moves values rather than computing with them, and fp32 keeps them exact.

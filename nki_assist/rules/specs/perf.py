@@ -40,6 +40,7 @@ Hoist loads out of loops that do not index them, then block the free dimensions 
 feeds several matmuls. Confirm on hardware: `hbm_reload_bytes` should fall toward 0 and
 `hbm_read_bytes` toward the unique input size.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF102", name="dma-overhead-small-transfers", category="small-dma", severity=Severity.WARNING,
@@ -75,6 +76,7 @@ x_tile = nl.load(x[i * 128:(i + 1) * 128, 0:128])  # 128 bf16 = 256 B per partit
 Load at least 2 KiB, ideally 4 KiB or more, per partition per transfer on all 128 partitions; coalesce
 adjacent loads into one. Confirm on hardware: `average_dma_size` rises and `dma_active_time_percent` falls.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF103", name="estimated-partition-underutilization", category="partition-underutilized",
@@ -105,6 +107,7 @@ for r in nl.affine_range(N):
 Put the parallel axis (rows, batch, heads) on the partition dimension and process 128 rows per
 instruction. Confirm on hardware: engine active time and instruction counts drop by about the lane ratio.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF104", name="estimated-tensor-engine-underutilization", category="tensor-engine-underutilized",
@@ -139,6 +142,7 @@ Contract over 128 partitions (pack several small contractions, or reshape so K i
 128-wide stationary and 512-wide moving tiles. Confirm on hardware: `mfu_estimated_percent` rises; before
 the fix TensorE active time is high while MFU is low.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF105", name="fp32-matmul-quarter-rate", category="fp32-matmul", severity=Severity.INFO,
@@ -164,6 +168,7 @@ Cast operands to bfloat16 (or fp8) when loading them (`nl.load(..., dtype=nl.bfl
 `tensor_copy`), keep fp32 PSUM accumulation, and check the tolerance with the numerics report. Confirm on
 hardware: TensorE active time for these matmuls falls about 4x.
 """,
+        emits=(Severity.WARNING,),
     ),
     RuleSpec(
         id="PERF106", name="estimated-instruction-overhead", category="instruction-overhead",
@@ -193,6 +198,7 @@ Batch the work so each instruction covers 128 or more elements per partition, an
 (e.g. one `nisa.activation` with scale and bias). Confirm on hardware: instruction counts and engine
 active time fall.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF107", name="estimated-transpose-overhead", category="transpose-overhead", severity=Severity.WARNING,
@@ -221,6 +227,7 @@ for k in nl.affine_range(K // 128):
 Choose input layouts that need no transpose (deliver lhsT, swap stationary and moving), or transpose once
 outside the hot loop. Confirm on hardware: `transpose_flops` drops under 10% and the HFU-MFU gap closes.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PERF108", name="estimated-engine-imbalance", category="engine-imbalance", severity=Severity.INFO,
@@ -256,6 +263,7 @@ Move copies and elementwise steps to the idle engine (`nisa.activation` on Scala
 `nisa.tensor_copy(engine=...)`), so engines overlap. Confirm on hardware: the busy engine's
 `*_engine_active_time_percent` falls while the idle one's rises.
 """,
+        emits=(Severity.WARNING,),
     ),
     RuleSpec(
         id="PERF109", name="estimated-dma-transpose-cost", category="dma-transpose", severity=Severity.WARNING,
@@ -282,6 +290,7 @@ xT = nl.load_transpose2d(x[0:128, 0:512])
 Load in the natural layout and transpose on the Tensor Engine (`nisa.nc_transpose`), or choose the HBM
 layout so no transpose is needed. Confirm on hardware: `dma_active_time_percent` falls.
 """,
+        emits=(Severity.INFO,),
     ),
     RuleSpec(
         id="PROF101", name="profile-spill-traffic", category="sbuf-budget", severity=Severity.WARNING,
