@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("feedback",),
     ("review",),
     ("report", "evalsuite"),
+    ("launch",),
     ("lsp_server",),
     ("commands",),
     ("cli", "__main__"),
