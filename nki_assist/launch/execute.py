@@ -92,14 +92,16 @@ def _param_names(fn, n: int) -> list[str]:
 def describe_args(fn, args, kwargs, exprs) -> list[ArgInfo]:
     out = []
     names = _param_names(fn, len(args))
-    items = [(names[i], a, exprs[i]) for i, a in enumerate(args)] + [(k, v, None) for k, v in kwargs.items()]
-    for name, value, expr in items:
+    items = [(names[i], a, exprs[i], False) for i, a in enumerate(args)]
+    items += [(k, v, None, True) for k, v in kwargs.items()]
+    for name, value, expr, kw in items:
         if hasattr(value, "shape") and hasattr(value, "dtype"):
-            out.append(ArgInfo(name, "array", shape=[int(d) for d in value.shape], dtype=str(value.dtype), expr=expr))
+            out.append(ArgInfo(name, "array", shape=[int(d) for d in value.shape], dtype=str(value.dtype), expr=expr,
+                               keyword=kw))
         elif isinstance(value, (bool, int, float, str)) or value is None:
-            out.append(ArgInfo(name, "scalar", value=value, expr=expr))
+            out.append(ArgInfo(name, "scalar", value=value, expr=expr, keyword=kw))
         else:
-            out.append(ArgInfo(name, "other", value=type(value).__name__, expr=expr))
+            out.append(ArgInfo(name, "other", value=type(value).__name__, expr=expr, keyword=kw))
     return out
 
 

@@ -23,6 +23,7 @@ class ArgInfo:
     dtype: str | None = None
     value: Any = None  # scalars (JSON-safe), else None
     expr: str | None = None  # the call site's source for this argument, when it could be read
+    keyword: bool = False  # passed by name
 
 
 @dataclass
@@ -83,7 +84,8 @@ def read(path: str) -> tuple[list[Launch], list[dict], int]:
                 continue
             try:
                 raw = json.loads(line)
-                if raw.pop("type", None) == "launch":
+                if raw.get("type") == "launch":
+                    del raw["type"]
                     raw["args"] = [ArgInfo(**a) for a in raw.get("args", [])]
                     launches.append(Launch(**raw))
                 else:
