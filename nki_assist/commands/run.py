@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import threading
 
 from .common import add_format, add_sandbox, add_target, apply_sandbox, check_output, exit_code
@@ -83,7 +84,7 @@ def _command(args) -> list[str]:
 
 
 def _sdk_importable() -> bool:
-    import importlib.util
+    import importlib.util  # deferred: a command imports what it needs only when it runs (CLI start-up time)
 
     return any(importlib.util.find_spec(n) is not None for n in ("neuronxcc", "nki"))
 
@@ -103,8 +104,6 @@ def _program_note(outcome, cmd: list[str]) -> tuple[bool, str]:
 
 def run(args: argparse.Namespace) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
-    import tempfile
-
     from ..api.hardware import DEFAULT_TARGET
     from ..launch import OPTIONS_ENV, RECORD_ENV, TARGET_ENV
     from ..launch.site import pythonpath, write_site
@@ -144,12 +143,12 @@ def run(args: argparse.Namespace) -> int:
             tail.done.set()
             tail.join()
         failed, note = _program_note(outcome, cmd)
-        from ..launch.report import build_report, render_run
+        from ..launch.report import build_report, render_run  # deferred: check's report and renderers
 
         result = build_report(record, cwd, target, note, stopped=outcome.status != "ok")
     text = render_run(result, args.format)
     if args.output:
-        from .common import write_atomic
+        from .common import write_atomic  # deferred: only with --output
 
         write_atomic(args.output, text)
     else:
@@ -160,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         for n in result.report.notes:
             print(f"note: {n}", file=sys.stderr)
     if args.save_spec:
-        from ..launch.spec_writer import save_specs
+        from ..launch.spec_writer import save_specs  # deferred: only with --save-spec
 
         for path in save_specs(result.launches, result.comparisons, args.save_spec, target):
             print(f"wrote {path}", file=sys.stderr)

@@ -9,10 +9,12 @@ operand is (a view of) an array a launch returned is recorded with the source of
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import weakref
 
 from .record import append
+from .source import call_exprs
 
 _OUTPUTS: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
 _KEYS: dict[int, str] = {}
@@ -26,7 +28,7 @@ def launch_key(entry) -> str:
 
 
 def remember_outputs(result, entry) -> None:
-    import numpy as np
+    import numpy as np  # deferred: numpy is imported by the program before any launch; not ours to load
 
     arrays = result if isinstance(result, tuple) else (result,)
     for a in arrays:
@@ -58,8 +60,6 @@ def _observe(name: str, args) -> None:
         if key is None:
             continue
         frame = sys._getframe(2)
-        from .execute import call_exprs  # deferred: execute imports this module
-
         exprs = call_exprs(frame.f_code.co_filename, frame.f_lineno, len(args))
         append({"type": "comparison", "key": key, "api": name, "file": frame.f_code.co_filename,
                 "line": frame.f_lineno, "other": exprs[other], "mine": exprs[mine]})
@@ -84,8 +84,6 @@ def _wrap() -> None:
     if _WRAPPED:
         return
     _WRAPPED = True
-    import importlib
-
     for mod_name, names in _TARGETS:
         mod = importlib.import_module(mod_name)
         for name in names:

@@ -10,17 +10,21 @@ than a failure of the kernel.
 
 from __future__ import annotations
 
-import ast
-import linecache
+import inspect
+import json
 import os
 import time
 import unittest
 
 import numpy as np
 
+from ..api.hardware import get_target
+from ..perf import estimate
+from ..sim import run_kernel
 from . import OPTIONS_ENV, TARGET_ENV
 from .compare import remember_outputs
 from .record import ArgInfo, Launch, append, write_launch
+from .source import call_exprs
 
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # nki_assist/
 
@@ -34,8 +38,6 @@ class SimulatorLimit(unittest.SkipTest):
 
 
 def _options() -> dict:
-    import json
-
     try:
         return json.loads(os.environ.get(OPTIONS_ENV) or "{}")
     except ValueError:
@@ -52,36 +54,7 @@ def _call_site(frame) -> tuple[str | None, int | None]:
     return None, None
 
 
-_TREES: dict[str, ast.AST | None] = {}
-
-
-def _tree(path: str):
-    if path not in _TREES:
-        try:
-            _TREES[path] = ast.parse("".join(linecache.getlines(path)) or open(path, encoding="utf-8").read())
-        except (OSError, SyntaxError, ValueError):
-            _TREES[path] = None
-    return _TREES[path]
-
-
-def call_exprs(path: str | None, line: int | None, n_args: int, skip: int = 0) -> list[str | None]:
-    """The source of each positional argument of the call at `path:line` that passes `n_args` (+ `skip`)."""
-    tree = _tree(path) if path and line else None
-    best = None
-    if tree is not None:
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)
-                    and len(node.args) == n_args + skip and not any(isinstance(a, ast.Starred) for a in node.args)):
-                if best is None or (node.lineno, node.col_offset) > (best.lineno, best.col_offset):
-                    best = node
-    if best is None:
-        return [None] * n_args
-    return [ast.unparse(a) for a in best.args[skip:]]
-
-
 def _param_names(fn, n: int) -> list[str]:
-    import inspect
-
     try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
@@ -126,8 +99,6 @@ def _cost(res, target) -> dict | None:
     if res.status != "ok" or not res.trace:
         return None
     try:
-        from ..perf import estimate
-
         est = estimate(res, target)
     except Exception:  # noqa: BLE001 - the summary is optional; the launch record stands without it
         return None
@@ -155,9 +126,6 @@ def _hand_back(res, args, written):
 
 def launch(fn, args, kwargs, *, api: str, grid=None, caller=None):
     """Run one launch; returns (the program's result, the cost model's seconds or None)."""
-    from ..api.hardware import get_target
-    from ..sim import run_kernel
-
     started = time.perf_counter()
     target = get_target(os.environ.get(TARGET_ENV) or "trn2")
     opts = _options()

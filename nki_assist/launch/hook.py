@@ -104,7 +104,7 @@ def _simulate(kernel, *args, **kwargs):
 def build_modules() -> dict:
     """The simulator's NKI modules for the run's target, their launch APIs recording."""
     from ..api.hardware import get_target  # deferred: see the module docstring
-    from ..sim.shims import build_modules as sim_modules
+    from ..sim.shims import build_modules as sim_modules  # deferred: see the module docstring
 
     mods = sim_modules(get_target(os.environ.get(TARGET_ENV) or "trn2"))
     for root in ("neuronxcc.nki", "nki"):
@@ -144,7 +144,7 @@ class NkiFinder(importlib.abc.MetaPathFinder):
                     sys.modules.setdefault(name, mod)
         mod = self.mods.get(fullname)
         if mod is None:  # a submodule the simulator does not have: a stub whose use names the API
-            from ..sim.shims import ShimModule, _module
+            from ..sim.shims import ShimModule, _module  # deferred: see the module docstring
 
             mod = _module(fullname, {}, cls=ShimModule, package=True)
             self.mods[fullname] = mod

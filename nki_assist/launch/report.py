@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from ..check import CheckReport
@@ -70,8 +71,6 @@ def render_run(result: RunReport, fmt: str) -> str:
     text = render_check(result.report, fmt)
     if fmt != "json":
         return text
-    import os
-
     data = json.loads(text)
     cwd = os.getcwd()
     data[RUN_KEY] = {"program": result.program, "launches": [launch_json(x, cwd) for x in result.launches],

@@ -11,6 +11,7 @@ spec as `<port>_reference.py`. Otherwise the spec names no reference and says so
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from pathlib import Path
@@ -53,8 +54,6 @@ def _symbols(launches: list[Launch]) -> tuple[dict[tuple[int, int], str], list[d
 
 
 def _toml(value) -> str:
-    import json
-
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
