@@ -65,7 +65,7 @@ def dedupe(launches: list[Launch], cwd: str) -> list[Finding]:
                 continue
             ev = dict(f.evidence)
             ev.update({"kernel": lau.kernel, "first_arguments": args_text(lau), "api": lau.api})
-            related = list(f.related)
+            related = [r.model_copy(update={"file": display_path(r.file, cwd)}) for r in f.related]
             if lau.call_file and lau.call_line:
                 ev["first_call_site"] = f"{display_path(lau.call_file, cwd)}:{lau.call_line}"
                 related.append(RelatedLocation(file=display_path(lau.call_file, cwd), line=lau.call_line,

@@ -9,8 +9,8 @@ test('the run command is the server command name', () => {
 test('a finished run reports the server line and the diagnostics it published', () => {
   const m = runMessage({ ok: true, message: 'nki-assist run: program exited with status 0', findings: 3,
     files: ['file:///k.py'] });
-  assert.equal(m.level, 'info');
-  assert.equal(m.text, 'nki-assist run: program exited with status 0 (3 diagnostics in 1 file)');
+  assert.equal(m?.level, 'info');
+  assert.equal(m?.text, 'nki-assist run: program exited with status 0 (3 diagnostics in 1 file)');
 });
 
 test('a refused run adds nothing to the server warning; no result at all is a warning', () => {
