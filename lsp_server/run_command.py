@@ -92,7 +92,8 @@ async def run_command(ls: Any, *args: Any) -> dict:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
         return {"ok": False, "message": message}
 
-    command = args[0] if args and isinstance(args[0], str) else ls.settings.run_command
+    given = args[0] if args and isinstance(args[0], str) else ""
+    command = given.strip() or ls.settings.run_command
     if not command:
         return fail("nki-assist: set `nki-assist.runCommand` (e.g. `pytest tests/`) to run it on the simulator.")
     if not ls.settings.execution_enabled:

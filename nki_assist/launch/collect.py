@@ -82,6 +82,20 @@ def dedupe(launches: list[Launch], cwd: str) -> list[Finding]:
     return out
 
 
+def host_limits(records: list[dict], cwd: str) -> list[Finding]:
+    """An NKI API the simulator does not provide, called by the program's host code (outside a kernel)."""
+    from ..rules.registry import get  # deferred: the rule registry is needed only when this happened
+
+    out = []
+    for r in records:
+        f = get("SIM117").finding(
+            f"the program called {r.get('api')} outside a kernel; the simulator's NKI modules do not provide it, "
+            "so the program stopped here (a tool limit, not a defect of the program)", file=display_path(
+                r.get("file"), cwd), line=r.get("line"), source="simulation", evidence={"api": r.get("api")})
+        out.append(f)
+    return out
+
+
 def kernel_rows(launches: list[Launch], cwd: str) -> list[KernelRow]:
     rows: dict[tuple, KernelRow] = {}
     for lau in launches:

@@ -101,6 +101,40 @@ def _simulate(kernel, *args, **kwargs):
     return Launcher(kernel, "simulate")
 
 
+def _static_cast(value, dtype):
+    """Host-side `nl.static_cast(array, dtype)`: the array in that dtype (the SDK's NumPy helper)."""
+    import numpy as np  # deferred: only a program that calls it (it has NumPy already)
+
+    from ..sim.dtypes import resolve  # deferred: see the module docstring
+
+    return np.asarray(value).astype(resolve(dtype).np_dtype)
+
+
+def _excepthook(previous):
+    """Record an NKI API the simulator lacks that killed the program from host code: a tool limit."""
+
+    def hook(exc_type, exc, tb):
+        try:
+            from ..sim.context import UnsupportedAPI  # deferred: the program's exception path only
+
+            if isinstance(exc, UnsupportedAPI):
+                from .record import append  # deferred: as above
+
+                frame = None
+                while tb is not None:
+                    name = tb.tb_frame.f_code.co_filename
+                    if not name.startswith(os.path.dirname(os.path.dirname(__file__))):
+                        frame = (os.path.abspath(name), tb.tb_lineno)
+                    tb = tb.tb_next
+                append({"type": "host-limit", "api": exc.api, "file": frame[0] if frame else None,
+                        "line": frame[1] if frame else None, "pid": os.getpid()})
+        except Exception:  # noqa: BLE001 - recording never hides the program's own traceback
+            pass
+        previous(exc_type, exc, tb)
+
+    return hook
+
+
 def build_modules() -> dict:
     """The simulator's NKI modules for the run's target, their launch APIs recording."""
     from ..api.hardware import get_target  # deferred: see the module docstring
@@ -114,6 +148,7 @@ def build_modules() -> dict:
         top.simulate_kernel = _simulate_kernel
         top.simulate = _simulate
         top.__nki_assist_run__ = True
+        mods[f"{root}.language"].static_cast = _static_cast
     return mods
 
 
@@ -160,6 +195,7 @@ def install() -> NkiFinder:
     if _FINDER is None:
         _FINDER = NkiFinder()
         sys.meta_path.insert(0, _FINDER)
+        sys.excepthook = _excepthook(sys.excepthook)
         for name in [n for n in sys.modules if n.split(".")[0] in ROOTS]:
             del sys.modules[name]  # imported before us (a sitecustomize of its own): re-import from the finder
     return _FINDER

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..check import CheckReport
 from ..report import render_check
-from .collect import args_text, dedupe, display_path, kernel_rows, summary_notes, table_text
+from .collect import args_text, dedupe, display_path, host_limits, kernel_rows, summary_notes, table_text
 from .record import Launch, read
 
 RUN_KEY = "run"
@@ -45,7 +45,7 @@ def build_report(record_path: str, cwd: str, target: str, program_note: str, sto
     launches, others, bad = read(record_path)
     starts = [o for o in others if o.get("type") == "start"]
     comparisons = [o for o in others if o.get("type") == "comparison"]
-    findings = dedupe(launches, cwd)
+    findings = dedupe(launches, cwd) + host_limits([o for o in others if o.get("type") == "host-limit"], cwd)
     report = CheckReport(findings=findings, target=target)
     report.files_checked = len({x.file for x in launches})
     report.notes = [program_note] + summary_notes(launches, findings, bad)
