@@ -71,8 +71,10 @@ def describe_args(fn, args, kwargs, exprs) -> list[ArgInfo]:
         if hasattr(value, "shape") and hasattr(value, "dtype"):
             out.append(ArgInfo(name, "array", shape=[int(d) for d in value.shape], dtype=str(value.dtype), expr=expr,
                                keyword=kw))
-        elif isinstance(value, (bool, int, float, str)) or value is None:
-            out.append(ArgInfo(name, "scalar", value=value, expr=expr, keyword=kw))
+        elif isinstance(value, (bool, int, float, str)) or value is None or (
+                isinstance(value, (tuple, list)) and all(isinstance(v, (bool, int, float, str)) for v in value)):
+            out.append(ArgInfo(name, "scalar", value=list(value) if isinstance(value, tuple) else value, expr=expr,
+                               keyword=kw))
         else:
             out.append(ArgInfo(name, "other", value=type(value).__name__, expr=expr, keyword=kw))
     return out
