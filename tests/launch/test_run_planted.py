@@ -36,3 +36,41 @@ def test_fail_on_never_still_fails_a_failing_program_and_sarif_renders():
     code, out, _ = run_cli("--format", "sarif", "--fail-on", "never", "--", "python", "planted_harness.py")
     assert code == 1  # the harness itself exited 1
     assert '"ruleId": "SIM101"' in out and '"startLine": 17' in out
+
+
+def test_save_spec_writes_a_loadable_port_per_kernel_and_shape_family(tmp_path):
+    from nki_assist.numerics.spec import load_spec
+
+    code, _, err = run_cli("--fail-on", "never", "--save-spec", str(tmp_path), "--", "python", "planted_harness.py")
+    written = sorted(p.name for p in tmp_path.glob("*.toml"))
+    assert len(written) == 12 and "relu_clean.toml" in written
+    for name in written:
+        spec = load_spec(tmp_path / name)  # each validates: kernel found, arity, every symbol bound
+        assert spec.port.nki_kernel == name[:-5] and spec.port.reference is None
+    relu = load_spec(tmp_path / "relu_clean.toml")
+    assert relu.inputs["x"].dtype == "float32" and [s.bindings for s in relu.sizes] == [{"x0": 256, "x1": 64}]
+    assert f"wrote {tmp_path / 'relu_clean.toml'}" in err and code == 1
+
+
+def test_the_programs_numpy_comparison_becomes_the_reference_and_the_spec_simulates(tmp_path):
+    import subprocess
+    import sys
+
+    from run_helpers import FIXTURES
+
+    harness = tmp_path / "h.py"
+    harness.write_text(
+        "import sys\nimport numpy as np\nsys.path.insert(0, %r)\nfrom neuronxcc.nki import baremetal\n"
+        "import planted_kernels as k\nfor rows in (128, 384):\n"
+        "    x = np.linspace(-1, 1, rows * 64, dtype=np.float32).reshape(rows, 64)\n"
+        "    out = baremetal(k.relu_clean)(x)\n    expected = np.maximum(x, 0.0)\n"
+        "    assert np.allclose(out, expected)\n" % str(FIXTURES))
+    specs = tmp_path / "specs"
+    code, _, _ = run_cli("--save-spec", str(specs), "--", "python", str(harness), cwd=tmp_path)
+    assert code == 0
+    ref = (specs / "relu_clean_reference.py").read_text()
+    assert "def reference(x):\n    return np.maximum(x, 0.0)" in ref
+    sim = subprocess.run([sys.executable, "-m", "nki_assist", "simulate", str(specs / "relu_clean.toml")],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert sim.returncode == 0, sim.stdout + sim.stderr
+    assert "2 of 2 sizes within tolerance" in sim.stdout
