@@ -4,6 +4,7 @@ the instrumented simulator, and report what the simulator found, as `check` repo
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import sys
@@ -54,6 +55,8 @@ class _Tail(threading.Thread):
         self.pairs = pairs  # (path, stream)
         self.done = threading.Event()
         self.pos = [0] * len(pairs)
+        # a character split across two reads (the course harness prints emoji) is decoded whole
+        self.decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in pairs]
 
     def pump(self) -> None:
         for i, (path, stream) in enumerate(self.pairs):
@@ -65,7 +68,7 @@ class _Tail(threading.Thread):
                 continue
             if data:
                 self.pos[i] += len(data)
-                stream.write(data.decode("utf-8", errors="replace"))
+                stream.write(self.decoders[i].decode(data))
                 stream.flush()
 
     def run(self) -> None:
