@@ -71,3 +71,13 @@ def test_usage_errors():
     assert code == 2 and "give the program to run after `--`" in err
     code, _, err = run_cli("--backend", "neuron", "--", sys.executable, "-c", "pass")
     assert code == 2 and "Neuron SDK" in err
+
+
+def test_new_dialect_simulate_and_a_grid_launch_writing_into_the_callers_array():
+    code, report, err = run_cli("--format", "json", "--", "python", "new_dialect.py")
+    assert "simulate ok: True" in err and "grid ok: True" in err and code == 0
+    by = {x["kernel"]: x for x in report["run"]["launches"]}
+    assert by["double_rows"]["api"] == "simulate" and by["double_tiles"]["grid"] == [3]
+    assert by["double_tiles"]["outputs"] == [{"shape": [384, 64], "dtype": "float32", "nonfinite": 0,
+                                              "min": 2.0, "max": 2.0}]
+    assert report["findings"] == []
