@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 import weakref
 
@@ -60,6 +61,8 @@ def _observe(name: str, args) -> None:
         if key is None:
             continue
         frame = sys._getframe(2)
+        if f"{os.sep}numpy{os.sep}" in frame.f_code.co_filename:
+            return  # NumPy calling its own helpers (assert_allclose -> isclose): the program's call was seen
         exprs = call_exprs(frame.f_code.co_filename, frame.f_lineno, len(args))
         append({"type": "comparison", "key": key, "api": name, "file": frame.f_code.co_filename,
                 "line": frame.f_lineno, "other": exprs[other], "mine": exprs[mine]})

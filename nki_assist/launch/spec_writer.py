@@ -11,6 +11,7 @@ spec as `<port>_reference.py`. Otherwise the spec names no reference and says so
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import os
 import re
@@ -101,6 +102,18 @@ def _imports(tree) -> list[str]:
     return out or ["import numpy as np"]
 
 
+def _self_contained(fdef: ast.FunctionDef, imports: list[str]) -> bool:
+    """Every name the function reads is its own (a parameter, a local), an import kept, or a builtin."""
+    known = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs}
+    known |= {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for line in imports:
+        for node in ast.walk(ast.parse(line)):
+            if isinstance(node, ast.alias):
+                known.add((node.asname or node.name).split(".")[0])
+    used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return used <= known | set(dir(builtins))
+
+
 def reference_source(x: Launch, comparisons: list[dict]) -> str | None:
     """Python source of `reference(<kernel params>)` from the program's comparison, or None."""
     key = launch_key(x)
@@ -123,7 +136,7 @@ def reference_source(x: Launch, comparisons: list[dict]) -> str | None:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and [ast.unparse(a) for a in node.args] == [a.expr for a in x.args if a.kind == "array"]):
             fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == node.func.id), None)
-            if fdef is not None:
+            if fdef is not None and _self_contained(fdef, _imports(tree)):
                 body = ast.unparse(fdef)
                 call = ", ".join(params)
                 return (f"{header}\n\n\n{body}\n\n\ndef reference({call}):\n"

@@ -98,3 +98,13 @@ def test_call_exprs_reads_the_arguments_of_the_call_on_a_line(tmp_path):
     assert call_exprs(str(src), 2, 3) == ["X[0]", "W", "bias"]
     assert call_exprs(str(src), 4, 2, skip=1) == ["a", "b"]
     assert call_exprs(str(src), 1, 2) == [None, None]
+
+
+def test_a_reference_function_that_needs_other_module_names_is_not_taken(tmp_path):
+    h = tmp_path / "h2.py"
+    h.write_text("import numpy as np\nSCALE = 2.0\n\n\ndef numpy_add(x, y):\n    return (x + y) * SCALE\n\n\n"
+                 "out = kernel(a, b)\nref = numpy_add(a, b)\nassert np.allclose(out, ref)\n")
+    launch = _launch(256, 64)
+    comparisons = [{"type": "comparison", "key": launch_key(launch), "file": str(h), "line": 11, "other": "ref"}]
+    (path,) = save_specs([launch], comparisons, str(tmp_path / "s"), "trn2")
+    assert load_spec(path).port.reference is None  # SCALE would be undefined in the written reference
