@@ -46,6 +46,7 @@ from .navigation import (
 from .positions import from_lsp_position, to_lsp_range
 from .project_sync import ProjectSync
 from .protocol import AnsweringProtocol
+from .run_command import RUN_COMMAND, run_command
 from .review import (
     ReviewCancelled,
     ReviewRefused,
@@ -84,6 +85,7 @@ class NkiAssistServer(LanguageServer):
         self.perf: dict[str, dict[str, dict]] = {}  # NKI file path -> kernel (or "*") -> performance
         self.proven: dict[str, list] = {}  # kernel file name -> last review's findings with a proven diff
         self.review_lock = asyncio.Lock()
+        self.run_diagnostics: dict[str, list] = {}  # uri -> diagnostics of the last `nki-assist.runCommand`
         self._tokens = itertools.count(1)
         self._trim: asyncio.TimerHandle | None = None
         self._checks_since_release = 0
@@ -153,7 +155,7 @@ class NkiAssistServer(LanguageServer):
         for note in analysis.notes:
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
                                                            message=f"nki-assist: {uri}: {note}"))
-        self.store.set(uri, analysis.version, diagnostics, analysis)
+        self.store.set(uri, analysis.version, diagnostics + self.run_diagnostics.get(uri, []), analysis)
 
     def places(self, doc: TextDocument) -> dict[str, list[Place]]:
         """Where each identifier of the document's current text occurs (cached per version)."""
@@ -273,6 +275,7 @@ def create_server() -> NkiAssistServer:
     ls.feature(types.TEXT_DOCUMENT_DEFINITION)(definition)
     ls.feature(types.TEXT_DOCUMENT_REFERENCES)(references)
     ls.command(REVIEW_COMMAND)(review_port_command)
+    ls.command(RUN_COMMAND)(run_command)
     ls.feature(types.SHUTDOWN)(shutdown)
     return ls
 

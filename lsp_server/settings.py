@@ -23,6 +23,7 @@ class Settings:
     max_file_bytes: int | None = None  # None: [tool.nki-assist] max-file-bytes (5 MB)
     execution_enabled: bool = False  # run the simulator in the port review (runs user code)
     port_spec: str | None = None  # explicit port.toml for the review command
+    run_command: str | None = None  # the program `nki-assist.runCommand` runs under `nki-assist run`
     review_output_dir: str | None = None  # where review markdown is written; None: a cache dir
     llm_provider: str = "none"
     llm_model: str | None = None
@@ -109,6 +110,7 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         execution_enabled=execution,
         port_spec=_opt_str(_get(raw, "review.portSpec"), "review.portSpec", problems),
         review_output_dir=_opt_str(_get(raw, "review.outputDir"), "review.outputDir", problems),
+        run_command=_opt_str(_get(raw, "runCommand"), "runCommand", problems),
         llm_provider=provider,
         llm_model=_opt_str(_get(raw, "llm.model"), "llm.model", problems),
         llm_base_url=_opt_str(_get(raw, "llm.baseUrl"), "llm.baseUrl", problems),

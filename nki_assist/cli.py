@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "check": "static checks of NKI and CUDA files",
     "review": "full review of a port (static, migration, simulation, numerics, performance, assessment)",
     "simulate": "run a port's kernel in the simulator and compare with the reference",
+    "run": "run a program's tests or scripts with every kernel launch on the simulator, with sanitizer findings",
     "golden": "capture the CUDA kernel's outputs on a GPU as [golden] files (--dry-run: no GPU)",
     "report-batch": "summarize a batch folder of reviews (verdicts, scores, frequent findings, fastest)",
     "eval": "score review feedback against gold reviews",
@@ -33,7 +34,7 @@ COMMANDS: dict[str, str] = {
     "explain": "print a rule's documentation",
 }
 
-REDACTED_COMMANDS = ("review", "simulate", "eval", "golden")
+REDACTED_COMMANDS = ("review", "simulate", "eval", "golden", "run")
 
 
 def _module(name: str):

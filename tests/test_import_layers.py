@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("feedback",),
     ("review",),
     ("report", "evalsuite"),
-    ("batch",),
+    ("batch", "launch"),
     ("lsp_server",),
     ("commands",),
     ("cli", "__main__"),

@@ -13,7 +13,8 @@ from ..contracts.runs import RunResult
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *,
                target: Target, precise: bool = True, stochastic_rounding: bool = False,
                seed: int = 0, lenient: bool = True, grid: tuple[int, ...] | None = None,
-               trace: bool = True, max_trace: int = 2_000_000, sanitize: bool | None = None) -> RunResult:
+               trace: bool = True, max_trace: int = 2_000_000, sanitize: bool | None = None,
+               function=None, written_args: list | None = None) -> RunResult:
     """Run `kernel` (None = the only @nki.jit kernel) from the file at `path` on numpy `args`.
 
     Never raises for kernel problems: violations, exceptions and unsupported APIs come back as findings
@@ -27,7 +28,8 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
 
     return _run(path, kernel, args, kwargs, target=target, precise=precise,
                 stochastic_rounding=stochastic_rounding, seed=seed, lenient=lenient, grid=grid,
-                trace=trace, max_trace=max_trace, sanitize=sanitize)
+                trace=trace, max_trace=max_trace, sanitize=sanitize, function=function,
+                written_args=written_args)
 
 
 __all__ = ["run_kernel", "RunResult"]

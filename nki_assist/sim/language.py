@@ -518,7 +518,11 @@ def nc(n):
 
 
 def spmd_dim(*a, **k):
-    return a[0] if a else 1
+    """`nl.spmd_dim(grid_x, nl.nc(2))`: grid_x programs on each of 2 NeuronCores, grid_x * 2 along the axis."""
+    n = 1
+    for v in a:
+        n *= int(v)
+    return n
 
 
 def device_print(prefix, x=None, *a, **k):

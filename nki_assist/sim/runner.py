@@ -138,10 +138,13 @@ def _error_result(status, msg, started, notes=None) -> RunResult:
 def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = None, *, target: Target,
                precise: bool = True, stochastic_rounding: bool = False, seed: int = 0, lenient: bool = True,
                grid: tuple[int, ...] | None = None, trace: bool = True, max_trace: int = 2_000_000,
-               sanitize: bool | None = None) -> RunResult:
+               sanitize: bool | None = None, function=None, written_args: list | None = None) -> RunResult:
     """Run `kernel` of the file at `path` on `args`. `sanitize`: None (default) runs the kernel a second time
     with the NaN/Inf sanitizer when a store put NaN/Inf into an output, to find the instruction that produced
-    them first (RunResult.provenance.faults); True sanitizes from the start (one run); False never."""
+    them first (RunResult.provenance.faults); True sanitizes from the start (one run); False never.
+    `function`: the kernel function a running program already loaded (`nki-assist run`): the file at `path` is
+    then read for its source facts only, never executed again. `written_args`: a list that receives
+    (position, final array) for each array argument the kernel modified, so a caller can copy them back."""
     started = time.perf_counter()
     try:
         with open(path, encoding="utf-8") as fh:
@@ -159,6 +162,8 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                                                   line=e.lineno or None, source="simulation"))
         return res
     names = kernel_names(tree)
+    if kernel is None and function is not None:
+        kernel = getattr(function, "__name__", "kernel")
     if kernel is None:
         if len(names) != 1:
             what = "no @nki.jit kernel" if not names else f"several kernels ({', '.join(names)})"
@@ -188,7 +193,9 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         with Installed(target, kfile, os.path.dirname(kfile), package=package) as inst, one_blas_thread(), \
                 gc_frozen():
             try:
-                if package is not None:
+                if function is not None:
+                    module = None
+                elif package is not None:
                     module = packages.import_kernel_module(package)
                 else:
                     mod_name = f"nki_assist_kernel_{next(_module_counter)}"
@@ -196,7 +203,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                     module.__file__ = kfile
                     sys.modules[mod_name] = module
                     exec(compile(source, kfile, "exec"), module.__dict__)
-                obj = packages.resolve_kernel(module, kernel, path)
+                obj = function if function is not None else packages.resolve_kernel(module, kernel, path)
                 fn = obj.fn if isinstance(obj, Kernel) else getattr(obj, "__wrapped__", obj)
                 if not callable(fn):
                     raise LookupError(f"{kernel!r} in {path} is not a function")
@@ -278,6 +285,8 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
         outputs = []
         if status == "ok":
             outputs = _collect_outputs(ctx, out_args if out_args else ret, targs, raw_args, out_storages)
+            if written_args is not None:
+                written_args.extend(_modified_args(targs, raw_args))
         if stubbed:
             ctx.notes.append("missing modules replaced by stubs: " + ", ".join(sorted(set(
                 n.split(".")[0] for n in stubbed))))
@@ -291,13 +300,23 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
     if prov is not None and sanitize is None and provenance.stored_nonfinite(out_storages):
         again = run_kernel(path, kernel, args, kwargs, target=target, precise=precise,
                            stochastic_rounding=stochastic_rounding, seed=seed, lenient=True, grid=grid, trace=False,
-                           sanitize=True)
+                           sanitize=True, function=function)
         if again.status == "ok" and again.provenance is not None:
             prov = again.provenance
     return RunResult(backend="builtin", status=status, outputs=outputs, findings=ctx.finish_findings(),
                      trace=trace_list, peaks=ctx.peaks, elapsed_s=time.perf_counter() - started, notes=ctx.notes,
                      error=error, error_line=error_line, provenance=prov,
                      value_ranges=value_ranges.collect(ctx), loop_trips=dict(ctx.loop_trips))
+
+
+def _modified_args(targs, raw_args) -> list[tuple[int, np.ndarray]]:
+    out = []
+    for i, (t, a) in enumerate(zip(targs, raw_args)):
+        if isinstance(t, Tensor) and isinstance(a, np.ndarray):
+            data = np.asarray(t.st.data).astype(t.st.dt.np_dtype, copy=False)
+            if not np.array_equal(data, a, equal_nan=t.st.dt.is_float):
+                out.append((i, data))
+    return out
 
 
 def _collect_outputs(ctx: SimContext, ret, targs, raw_args, storages: list) -> list[np.ndarray]:

@@ -71,7 +71,7 @@ def _user_tasks() -> int:
     return n
 
 
-def _limits(memory_mb: int, timeout_s: float) -> dict[str, int | None]:
+def _limits(memory_mb: int, timeout_s: float, nproc_margin: int = NPROC_MARGIN) -> dict[str, int | None]:
     """Arm the resource limits of the worker; returns what was set (for the record)."""
     import resource
 
@@ -96,7 +96,7 @@ def _limits(memory_mb: int, timeout_s: float) -> dict[str, int | None]:
     if timeout_s and timeout_s > 0:
         lim("RLIMIT_CPU", int(timeout_s) + 2)
     if os.getuid() != 0:  # Linux does not enforce RLIMIT_NPROC for root; see docs/toolchain.md
-        lim("RLIMIT_NPROC", _user_tasks() + NPROC_MARGIN)
+        lim("RLIMIT_NPROC", _user_tasks() + nproc_margin)
     return set_
 
 
@@ -120,7 +120,8 @@ def _work(job: Path, task: dict, fn) -> None:
     dump = open(job / "timeout.txt", "w")
     if timeout_s > 0:  # its thread starts here, before RLIMIT_NPROC forbids new threads
         faulthandler.dump_traceback_later(timeout_s, exit=True, file=dump)
-    nproc = _limits(int(task.get("memory_mb") or 0), timeout_s).get("RLIMIT_NPROC")
+    nproc = _limits(int(task.get("memory_mb") or 0), timeout_s,
+                    int(task.get("nproc_margin") or NPROC_MARGIN)).get("RLIMIT_NPROC")
     (job / "armed").touch()  # the parent's own deadline counts from here; user code runs after it
     try:
         value = fn(**task.get("kwargs", {}))

@@ -219,12 +219,14 @@ def warm_sandbox(enabled: bool = True):
 def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  memory_mb: int = DEFAULT_MEMORY_MB, watch: str | None = None,
                  env: dict[str, str] | None = None, preload: tuple[str, ...] = (), stop=None,
-                 fresh: bool = False) -> ChildOutcome:
+                 fresh: bool = False, nproc_margin: int | None = None) -> ChildOutcome:
     """Call `call` ("module:function") with `kwargs` in a child process and return what happened.
 
     Paths in `kwargs` must be absolute (the child runs in a temporary directory). `preload` modules
     are imported before the limits start. `stop` (a threading.Event), when set from another thread,
-    ends the run as its deadline would. `fresh`: a new interpreter even inside `warm_sandbox()`. Raises `isolation.SandboxUnavailable` only when the strong
+    ends the run as its deadline would. `fresh`: a new interpreter even inside `warm_sandbox()`. `nproc_margin`: tasks
+    the run may add for a non-root user (a whole program's processes, `nki-assist run`; default
+    child.NPROC_MARGIN). Raises `isolation.SandboxUnavailable` only when the strong
     mode was selected and has become unusable."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="nki-assist-") as tmp:
@@ -233,7 +235,7 @@ def run_in_child(call: str, kwargs: dict[str, Any], *, timeout_s: float = DEFAUL
         work.mkdir()
         task = {"call": call, "kwargs": kwargs, "timeout_s": timeout_s, "memory_mb": memory_mb,
                 "watch": os.path.abspath(watch) if watch else None, "env": env or {},
-                "sys_path": _child_path(), "preload": list(preload)}
+                "sys_path": _child_path(), "preload": list(preload), "nproc_margin": nproc_margin}
         try:
             with open(job / "task.pkl", "wb") as fh:  # streamed: no second in-memory copy of the arguments
                 pickle.dump(task, fh, protocol=pickle.HIGHEST_PROTOCOL)

@@ -11,6 +11,7 @@ import {
 import { Candidate, installCommand, notFoundMessage, serverCandidates } from './command';
 import { discoveryInputs, watchInterpreter } from './interpreter';
 import { findServer } from './probe';
+import { RUN_COMMAND, runMessage } from './run';
 
 const SECTION = 'nki-assist';
 const REVIEW_COMMAND = 'nki-assist.reviewPort';
@@ -29,6 +30,7 @@ function settingsSnapshot(): unknown {
     maxFileBytes: cfg.get('maxFileBytes'),
     execution: { enabled: vscode.workspace.isTrusted && cfg.get('execution.enabled') === true },
     review: { portSpec: cfg.get('review.portSpec'), outputDir: cfg.get('review.outputDir') },
+    runCommand: vscode.workspace.isTrusted ? cfg.get('runCommand') : undefined,
     llm: { provider: cfg.get('llm.provider'), model: cfg.get('llm.model'), baseUrl: cfg.get('llm.baseUrl') },
   };
 }
@@ -131,12 +133,28 @@ async function reviewCurrentPort(): Promise<void> {
   }
 }
 
+async function runProgram(): Promise<void> {
+  if (!client) {
+    void vscode.window.showWarningMessage('NKI Assist: the language server is not running.');
+    return;
+  }
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'NKI Assist: running the program on the simulator' },
+    () => client!.sendRequest(ExecuteCommandRequest.type, { command: RUN_COMMAND, arguments: [] }),
+  );
+  const m = runMessage(result);
+  if (m) {
+    void (m.level === 'info' ? vscode.window.showInformationMessage(m.text) : vscode.window.showWarningMessage(m.text));
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('NKI Assist', { log: true });
   context.subscriptions.push(
     output,
     vscode.commands.registerCommand('nki-assist.restartServer', () => restart(true)),
     vscode.commands.registerCommand('nki-assist.reviewCurrentPort', reviewCurrentPort),
+    vscode.commands.registerCommand('nki-assist.runProgram', runProgram),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // Other settings reach the server through workspace/configuration; these change the process.
       if (e.affectsConfiguration(`${SECTION}.server`) || e.affectsConfiguration('python.defaultInterpreterPath')) {
