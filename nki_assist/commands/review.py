@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add a size with pairwise distinct dimensions, none a multiple of another: auto (default, "
                         "or the spec's [review] distinct_dims) when the sizes let two dimensions or tile constants "
                         "coincide, always, or off")
+    p.add_argument("--repair-budget", type=float, default=3.0, metavar="S",
+                   help="diagnosis of a failing size: seconds of candidate-edit re-runs per failing size (default 3; "
+                        "0 diagnoses without trying repairs); printed in the review's notes")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="how the kernel runs (default: builtin simulator)")
     p.add_argument("--no-run", action="store_true", help="do not execute the kernel (static and migration only)")
@@ -118,7 +121,8 @@ def _review(args: argparse.Namespace) -> int:
                          timeout_s=args.timeout, memory_mb=args.memory_mb, gpu_precision=args.gpu_precision,
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
-                         plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims)
+                         plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims,
+                         repair_budget_s=args.repair_budget)
     progress = None if args.quiet else _progress()
     try:
         if args.spec:

@@ -8,4 +8,5 @@ Families and id ranges (ids are stable, never reused):
   MIG1xx         CUDA-vs-NKI migration checks                    specs/migration.py
   NUM1xx         numerical attributions                          specs/numerics.py
   PERF1xx        cost-model findings, PROF1xx profile findings   specs/perf.py
+  DIAG1xx        diagnoses of failing sizes (nki_assist/diagnose) specs/diagnosis.py
 """
