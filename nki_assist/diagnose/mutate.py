@@ -48,16 +48,26 @@ class Vocabulary:
         self.aranges: set[str] = set()
         self.starts: list[str] = []  # `X` of the kernel's `X + i_p` index expressions (a tile start)
         consts: set[int] = set(extra_constants)
+        for n in k.tree.body:  # module constants (`P = 128`) are sizes the kernel names
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and _int(n.value) is not None:
+                self.sizes.append(n.targets[0].id)
         for n in ast.walk(k.func):
             if isinstance(n, ast.Assign):
                 src = ast.unparse(n.value)
                 names = [t.id for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)]
-                if src.endswith(".shape") or (isinstance(n.value, ast.BinOp) and not _has_call(n.value)):
+                if ".shape" in src or (isinstance(n.value, ast.BinOp) and not _has_call(n.value)):
                     self.sizes += [x for x in names if x not in self.sizes]
                 if "arange" in src or "mgrid" in src:
                     self.aranges.update(names)
             if (c := _int(n)) is not None and c >= 2:
                 consts.add(c)
+        self.tile_starts: dict[str, list[str]] = {}  # loop variable -> names assigned `v * C` (its tile start)
+        for n in ast.walk(k.func):
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.BinOp) \
+                    and isinstance(n.value.op, ast.Mult):
+                for v in _names(n.value):
+                    if v in self.loop_vars:
+                        self.tile_starts.setdefault(v, []).append(n.targets[0].id)
         for n in ast.walk(k.func):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
                 for a, b in ((n.left, n.right), (n.right, n.left)):
@@ -66,6 +76,10 @@ class Vocabulary:
                         if s not in self.starts:
                             self.starts.append(s)
         self.constants = sorted(consts)
+
+
+def _names(n: ast.AST) -> list[str]:
+    return [x.id for x in ast.walk(n) if isinstance(x, ast.Name)]
 
 
 def _has_call(n: ast.AST) -> bool:
@@ -89,6 +103,10 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
                            ast.FloorDiv(), n.right)
             yield up, "rounded up instead of down", "rounding"
         if isinstance(n.op, ast.Mod):
+            for v in voc.sizes:
+                if v not in _names(n.right):
+                    yield ast.BinOp(n.left, ast.FloorDiv(), ast.Name(v, ast.Load())), \
+                        "divided by the other size instead of taken modulo", "index"
             last = ast.BinOp(ast.BinOp(ast.BinOp(n.left, ast.Sub(), ast.Constant(1)), ast.Mod(), n.right),
                              ast.Add(), ast.Constant(1))
             yield last, "a full last tile when the size is a multiple", "rounding"
@@ -97,15 +115,24 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
                 if _int(drop) is not None or (isinstance(drop, ast.BinOp) and _int(drop.right) is not None
                                               and not _mentions(drop, set(voc.aranges))):
                     yield keep, "term dropped", "index"
+        used = set(_names(n))
+        if used and used <= set(voc.sizes) and not _has_call(n):  # a size expression: the true size instead
+            for v in voc.sizes:
+                if v not in used:
+                    yield ast.Name(v, ast.Load()), "the size itself instead of a derived (padded) one", "size"
     elif (c := _int(n)) is not None and c >= 2:
         for other in voc.constants:
             if other != c and other >= 2 and (other in (2 * c, c // 2) or max(c, other) % min(c, other) == 0):
                 yield ast.Constant(other), "constant replaced", "constant"
+        for v in voc.sizes:
+            yield ast.Name(v, ast.Load()), "the size instead of a literal", "constant"
     elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
         if n.id in voc.loop_vars:
             for v in voc.loop_vars:
                 if v != n.id:
                     yield ast.Name(v, ast.Load()), "the other loop variable", "loop-variable"
+            for v in voc.tile_starts.get(n.id, []):
+                yield ast.Name(v, ast.Load()), "the tile start instead of the tile index", "tile-start"
         if n.id in voc.sizes:
             for v in voc.sizes:
                 if v != n.id:
@@ -113,6 +140,11 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
         if n.id in voc.aranges:
             for s in voc.starts:
                 yield ast.parse(f"({s} + {n.id})", mode="eval").body, "the tile start added", "tile-start"
+    elif isinstance(n, ast.Compare) and len(n.ops) == 1:
+        flip = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+        if type(n.ops[0]) in flip:
+            yield ast.Compare(n.left, [flip[type(n.ops[0])]()], n.comparators), "strict/inclusive bound swapped", \
+                "tile-start"
     elif isinstance(n, ast.Attribute):
         if n.attr in LOW_DTYPES:
             yield ast.Attribute(n.value, "float32", ast.Load()), "fp32 instead of a low-precision dtype", "dtype"
@@ -133,6 +165,11 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
                 m = copy.copy(n)
                 m.args = [n.args[1], n.args[0], *n.args[2:]]
                 yield m, "operands swapped", "transpose"
+    elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
+            and _int(n.slice) is not None:
+        for other in range(3):
+            if other != n.slice.value:
+                yield ast.Subscript(n.value, ast.Constant(other), ast.Load()), "the other axis of the shape", "axis"
     elif isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple) and len(n.slice.elts) == 2:
         a, b = n.slice.elts
         if ast.unparse(a) != ast.unparse(b) and not isinstance(a, ast.Slice) and not isinstance(b, ast.Slice):
