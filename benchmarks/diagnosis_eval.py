@@ -103,7 +103,7 @@ def summary(rows: list[dict], faith: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.diagnosis_eval", description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", help="port folder names")
-    ap.add_argument("--budget", type=float, default=3.0, help="repair budget per failing size (default 3 s)")
+    ap.add_argument("--budget", type=float, default=4.0, help="repair budget per failing size (default 4 s)")
     ap.add_argument("--faithful", type=int, default=4, help="faithful versions of the first N ports (default 4)")
     ap.add_argument("--json", help="write rows and summary here")
     args = ap.parse_args(argv)

@@ -34,8 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add a size with pairwise distinct dimensions, none a multiple of another: auto (default, "
                         "or the spec's [review] distinct_dims) when the sizes let two dimensions or tile constants "
                         "coincide, always, or off")
-    p.add_argument("--repair-budget", type=float, default=3.0, metavar="S",
-                   help="diagnosis of a failing size: seconds of candidate-edit re-runs per failing size (default 3; "
+    p.add_argument("--repair-budget", type=float, default=4.0, metavar="S",
+                   help="diagnosis of a failing size: seconds of candidate-edit re-runs per failing size (default 4; "
                         "0 diagnoses without trying repairs); printed in the review's notes")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="how the kernel runs (default: builtin simulator)")

@@ -226,10 +226,10 @@ def anatomy(a: np.ndarray, e: np.ndarray, *, rtol: float, atol: float, size: str
 
 
 def _relation(an: OutputAnatomy, a, e, bad, aw, ew, rtol, atol, fp32_passes) -> str:
+    if an.unwritten >= 0.9 * an.wrong:  # before NaN: the simulator fills never-written memory with NaN
+        return "unwritten"
     if an.nonfinite and an.nonfinite >= 0.5 * an.wrong:
         return "nonfinite"
-    if an.unwritten >= 0.9 * an.wrong:
-        return "unwritten"
     fin = np.isfinite(aw)
     nz = fin & (np.abs(ew) > 10 * atol)
     if nz.sum() >= 2:

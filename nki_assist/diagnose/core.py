@@ -21,8 +21,9 @@ from .mutate import Edit, Vocabulary, edits_for_line
 from .repair import Proof, prove, unified_diff
 from .slice import Suspect, parse_kernel, rank
 
-DEFAULT_BUDGET_S = 3.0  # per failing size
+DEFAULT_BUDGET_S = 4.0  # per failing size
 TOP_LINES = 8  # suspects whose edits are tried
+FIRST_PASS = 8  # edits per line in the first pass over the top lines
 PROVEN = "proven by re-running all sizes"
 
 # what a proven edit's kind says about the cause (taxonomy categories)
@@ -56,7 +57,8 @@ class Diagnosis:
     suspects: list[Suspect] = field(default_factory=list)
     repair: Repair | None = None
     tried: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # spent re-running candidates
+    total_s: float = 0.0
     budget_s: float = 0.0
     exhausted: bool = False
     notes: list[str] = field(default_factory=list)
@@ -152,7 +154,8 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
             faults += [f.line for f in prov.faults if f.line is not None]
     worst = failing[0]
     con = contrast(worst.bindings, [s.bindings for s in passing])
-    suspects = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line)
+    suspects = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line,
+                    _lines(failing) - _lines(passing) if passing else set())
     diag = Diagnosis(display, [s.size for s in failing], [s.size for s in passing], None, "", "output-mismatch",
                      anats, con, suspects)
     budget = round(budget_s_per_size * len(failing), 2)
@@ -170,8 +173,14 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
                           rtol=tol.rtol, atol=tol.atol, budget_s=budget, memory_mb=memory_mb, progress=progress)
             _take(diag, proof, source, display, [j["size"] for j in jobs])
     _words(diag, k)
-    diag.seconds = time.perf_counter() - t0
+    diag.total_s = time.perf_counter() - t0
     return diag
+
+
+def _lines(sizes) -> set[int]:
+    """Kernel lines that issued an instruction in the traced runs of `sizes`."""
+    return {e.line for s in sizes if (r := s.runs.get(TRAINIUM.name)) is not None for e in r.trace
+            if e.line is not None}
 
 
 def _unwritten(pout, shape) -> np.ndarray | None:
@@ -194,7 +203,7 @@ def _wrong_mask(a, e, tol) -> np.ndarray:
 
 
 _KIND_ORDER = {"permutation": ("constant", "index", "loop-variable", "tile-start", "transpose", "axis", "size"),
-               "unwritten": ("rounding", "tile-start", "index", "constant", "size"),
+               "unwritten": ("rounding", "tile-start", "axis", "index", "constant", "size"),
                "ratio": ("size", "scale", "branch", "rounding", "constant"),
                "precision": ("dtype",)}
 
@@ -203,12 +212,14 @@ def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputA
     """Edits of the top suspect lines, best line first; within a line the kinds that fit the error's shape."""
     rel = anats[0].relation if anats else None
     order = _KIND_ORDER.get(rel or "", ())
-    out: list[Edit] = []
+    first: list[Edit] = []
+    later: list[Edit] = []
     for s in suspects[:TOP_LINES]:
         es = edits_for_line(k, s.line, voc)
         es.sort(key=lambda e: order.index(e.kind) if e.kind in order else len(order))
-        out += es
-    return out
+        first += es[:FIRST_PASS]  # every top line gets its likeliest edits before any line gets all of its
+        later += es[FIRST_PASS:]
+    return first + later
 
 
 def _jobs(spec, res, failing) -> list[dict]:
@@ -231,7 +242,7 @@ def _jobs(spec, res, failing) -> list[dict]:
 
 
 def _take(diag: Diagnosis, proof: Proof, source: str, display: str, sizes: list[str]) -> None:
-    diag.tried, diag.exhausted = len(proof.trials), proof.exhausted
+    diag.tried, diag.exhausted, diag.seconds = len(proof.trials), proof.exhausted, proof.seconds
     if proof.proven:
         t = proof.proven[0]
         diag.repair = Repair(t.edit, unified_diff(source, t.edit, display), sizes)

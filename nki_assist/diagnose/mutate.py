@@ -222,6 +222,10 @@ def edits_for_line(k: Kernel, line: int, voc: Vocabulary) -> list[Edit]:
                 continue
             seen.add(new)
             out.append(Edit(n.lineno, old, new, f"`{seg}` -> `{text}` ({why})", kind))
+            if old.count(seg) > 1 and (every := old.replace(seg, text)) not in seen and \
+                    _parses(lines, n.lineno, every):  # the same expression written twice (a slice's start and stop)
+                seen.add(every)
+                out.append(Edit(n.lineno, old, every, f"`{seg}` -> `{text}` everywhere on the line ({why})", kind))
     out += _branch_twin(k, st, seen)
     return out[:MAX_PER_LINE]
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .anatomy import Contrast, OutputAnatomy
 
-MODULES = {"nl", "nisa", "nki", "np", "math", "nt", "language", "isa", "numpy"}
+MODULES = {"nl", "nisa", "nki", "np", "math", "numpy"}  # the file's own import aliases are added per kernel
 LOW_DTYPES = {"bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "half"}
 SAMPLE = 256  # wrong / right elements whose writer is looked up
 
@@ -53,6 +53,7 @@ class Kernel:
     defs: dict[str, list[int]] = field(default_factory=dict)  # name -> lines of the statements that assign it
     parents: dict[int, list[int]] = field(default_factory=dict)  # line -> enclosing for/if header lines
     loop_vars: dict[int, str] = field(default_factory=dict)  # for header line -> its variable
+    modules: set[str] = field(default_factory=lambda: set(MODULES))
 
     def text(self, line: int) -> str:
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
@@ -69,6 +70,7 @@ def parse_kernel(source: str, name: str | None) -> Kernel | None:
     if func is None:
         return None
     k = Kernel(tree, func, source.splitlines())
+    k.modules = set(MODULES) | aliases(tree)
     for a in func.args.args:
         k.defs.setdefault(a.arg, []).append(func.lineno)
     _index(k, func.body, [])
@@ -129,7 +131,16 @@ def writes(st: ast.stmt) -> list[str]:
     return out
 
 
-def reads(st: ast.stmt) -> set[str]:
+def aliases(tree: ast.Module) -> set[str]:
+    """Names the file binds to imported modules (`import nki.typing as nt`): never data."""
+    out = set()
+    for n in tree.body:
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    return out
+
+
+def reads(st: ast.stmt, modules: set[str] = MODULES) -> set[str]:
     if isinstance(st, (ast.For, ast.While)):
         node = st.iter if isinstance(st, ast.For) else st.test
     elif isinstance(st, ast.If):
@@ -138,7 +149,7 @@ def reads(st: ast.stmt) -> set[str]:
         node = ast.Tuple([i.context_expr for i in st.items], ast.Load())
     else:
         node = st
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - MODULES
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - modules
 
 
 def backward(k: Kernel, seeds: Iterable[int], limit: int = 400) -> dict[int, int]:
@@ -156,7 +167,7 @@ def backward(k: Kernel, seeds: Iterable[int], limit: int = 400) -> dict[int, int
         depth[line] = d
         for p in k.parents.get(line, []):
             queue.append((p, d + 1))
-        for name in reads(st):
+        for name in reads(st, k.modules):
             defs = k.defs.get(name, [])
             before = [x for x in defs if x <= line] or defs
             for x in before:
@@ -218,7 +229,7 @@ def _kind(st: ast.stmt) -> set[str]:
             elif isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
                 kinds.add("index")
             elif isinstance(n.op, (ast.Div, ast.Pow)):
-                kinds.add("scale")
+                kinds |= {"scale", "divide"}
         elif isinstance(n, ast.keyword) and n.arg == "mask":
             kinds.add("mask")
         elif isinstance(n, ast.keyword) and n.arg in ("axis", "transpose_x", "is_transpose"):
@@ -238,19 +249,20 @@ def _kind(st: ast.stmt) -> set[str]:
 
 WEIGHTS: dict[str, dict[str, float]] = {
     "permutation": {"index": 3.0, "axis": 2.0, "subscript": 1.5, "trip": 1.2},
-    "mixed": {"index": 2.0, "axis": 2.0, "subscript": 1.5, "mask": 1.5, "dtype": 1.2, "trip": 1.2},
-    "unwritten": {"trip": 3.0, "mask": 3.0, "index": 2.0, "divide": 2.0, "branch": 1.5},
+    "mixed": {"index": 2.0, "axis": 2.0, "subscript": 1.5, "mask": 1.5, "scale": 1.5, "divide": 1.5, "dtype": 1.2,
+              "trip": 1.2},
+    "unwritten": {"trip": 3.0, "mask": 3.0, "divide": 2.5, "index": 2.0, "branch": 1.5},
     "ratio": {"scale": 3.0, "divide": 2.0, "branch": 1.5},
     "offset": {"scale": 2.0, "index": 1.5, "branch": 1.5},
     "sign": {"scale": 2.0, "index": 1.5},
     "precision": {"dtype": 5.0},
-    "nonfinite": {"scale": 2.0, "mask": 2.0},
+    "nonfinite": {"dtype": 3.0, "scale": 2.0, "mask": 2.0},
 }
 
 
 def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: Contrast,
          fault_lines: list[int], wrong_masks: list[np.ndarray], symbols: dict[str, str],
-         error_line: int | None = None) -> list[Suspect]:
+         error_line: int | None = None, only_failing: set[int] = frozenset()) -> list[Suspect]:
     """Slice lines ranked by how well each explains the anatomy (best first)."""
     wrong_lines: Counter = Counter()
     right_lines: Counter = Counter()
@@ -288,7 +300,7 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         if line not in right_slice:
             score *= 2.0
             reasons.append("feeds only the stores of wrong elements")
-        used = reads(st)
+        used = reads(st, k.modules)
         for v, why in loops.items():
             if v in used and not isinstance(st, ast.For):
                 score *= 2.0
@@ -303,6 +315,9 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         if hit:
             score *= 1.5
             reasons.append(f"reads {', '.join(hit)}, a dimension the passing sizes differ in")
+        if line in only_failing:
+            score *= 3.0
+            reasons.append("runs only at the failing size(s) (the trace of every passing size lacks it)")
         if line in fault_lines:
             score *= 5.0
             reasons.append("the sanitizer's first NaN/Inf fault")

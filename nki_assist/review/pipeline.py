@@ -56,7 +56,7 @@ class ReviewOptions:
     plots: bool = True
     nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
     distinct_dims: str | None = None  # auto | always | off; None: the spec's [review] distinct_dims (auto)
-    repair_budget_s: float = 3.0  # diagnosis: seconds of candidate re-runs per failing size (0: no repairs)
+    repair_budget_s: float = 4.0  # diagnosis: seconds of candidate re-runs per failing size (0: no repairs)
 
 
 @dataclass
