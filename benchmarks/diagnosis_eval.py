@@ -11,7 +11,7 @@ faithful text of that line. Per port the full review runs (static, migration, nu
   sit within 2 lines of the gold line, and is it a confidently wrong cause (an error/warning elsewhere)?
 - after: the diagnosis finding (DIAG101 proven / DIAG102 ranked lines) - its line within 2 of the gold line,
   a proven fix at that line, and confidently wrong = a DIAG101 (error) at another line.
-- faithful: for the first N ports, the kernel with the gold line replaced by its faithful text is reviewed;
+- faithful: for the ports of FAITHFUL, the kernel with the gold line replaced by its faithful text is reviewed;
   it must pass every size and keep 0 error/warning findings.
 """
 
@@ -29,6 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "evals" / "diagnosis"
 NEAR = 2
+# ports whose faithful version is shape-safe as written (ceil trip counts, masks or min() clamps, or shapes the
+# spec fixes): their review must keep 0 error/warning findings
+FAITHFUL = ("bias_add_rmod_count_legacy", "center_padded_mean_new", "softmax_last_tile_rmod_new",
+            "exp_floor_tiles_new", "relu_floor_trips_legacy", "scale_else_branch_new")
 
 
 def ports(only: list[str] | None = None) -> list[Path]:
@@ -104,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.diagnosis_eval", description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", help="port folder names")
     ap.add_argument("--budget", type=float, default=4.0, help="repair budget per failing size (default 4 s)")
-    ap.add_argument("--faithful", type=int, default=4, help="faithful versions of the first N ports (default 4)")
+    ap.add_argument("--faithful", type=int, default=len(FAITHFUL),
+                    help=f"faithful versions of the first N of {', '.join(FAITHFUL)} (default all)")
     ap.add_argument("--json", help="write rows and summary here")
     args = ap.parse_args(argv)
     rows = []
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{len(chosen)}] {r['port']:<36} gold {r['gold_line']:>3}  before {r['before_rule']}:"
               f"{r['before_line']}  after {r['rule']}:{r['line']} {'proven' if r['proven'] else ''}"
               f"{' WRONG' if r['wrong'] else ''}  {r['seconds']} s", flush=True)
-    faith = [faithful(p, args.budget) for p in chosen[:args.faithful]]
+    faith = [faithful(CORPUS / name, args.budget) for name in FAITHFUL[:args.faithful]]
     for f in faith:
         print(f"faithful {f['port']}: {f['warnings'] or 'no error/warning'}")
     s = summary(rows, faith)

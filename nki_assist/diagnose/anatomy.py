@@ -100,10 +100,10 @@ class OutputAnatomy:
 def _tile_words(right: list[int], wrong: list[int], n: int) -> str:
     if not right:
         return f"all {n} tiles wrong"
-    if right == list(range(len(right))):
-        return f"first {len(right)} tile(s) right, tiles {wrong[0]}..{wrong[-1]} wrong"
     if wrong == [n - 1]:
         return f"only the last tile ({n - 1}) wrong"
+    if right == list(range(len(right))):
+        return f"first {len(right)} tile(s) right, tiles {wrong[0]}..{wrong[-1]} wrong"
     return f"tiles {wrong} wrong, {right} right"
 
 
@@ -244,11 +244,12 @@ def _relation(an: OutputAnatomy, a, e, bad, aw, ew, rtol, atol, fp32_passes) -> 
     if d.size >= 2 and np.allclose(d, float(np.median(d)), rtol=0, atol=max(atol, 1e-6)):
         an.offset = float(np.median(d))
         return "offset"
-    an.mapping = _mapping(a, e, bad, rtol, atol)
-    if an.mapping:
-        return "permutation"
-    if fp32_passes:
+    if fp32_passes:  # fp32 storage passes: rounding, whatever pattern the few wrong values show
         return "precision"
+    m = _mapping(a, e, bad, rtol, atol)
+    if m and m["count"] >= 2:  # one coinciding slice is no mapping
+        an.mapping = m
+        return "permutation"
     return "mixed"
 
 

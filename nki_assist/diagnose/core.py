@@ -93,6 +93,13 @@ def _symbols(k, spec) -> dict[str, str]:
     shapes = {params[i]: inp.shape for i, inp in enumerate(spec.inputs.values()) if i < len(params)}
     out = {}
     for n in ast.walk(k.func):
+        v = n.value if isinstance(n, ast.Assign) else None
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute) and v.value.attr == "shape" \
+                and isinstance(v.value.value, ast.Name) and isinstance(n.targets[0], ast.Name) \
+                and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, int):
+            shape = shapes.get(v.value.value.id) or []
+            if v.slice.value < len(shape) and isinstance(shape[v.slice.value], str):
+                out[n.targets[0].id] = shape[v.slice.value]
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
                 and isinstance(n.value.value, ast.Name) and isinstance(n.targets[0], ast.Tuple):
             shape = shapes.get(n.value.value.id) or []
@@ -237,7 +244,9 @@ def _jobs(spec, res, failing) -> list[dict]:
             args = make_inputs(spec, spec.size(sr.size), limit)
         except Exception:
             return []  # inputs that cannot be remade: nothing can be proven
-        jobs.append({"size": sr.size, "args": args, "ref": sr.reference.outputs})
+        trn = sr.runs.get(TRAINIUM.name)
+        allowed = sorted({f.rule for f in (trn.findings if trn is not None else []) if f.severity.value == "error"})
+        jobs.append({"size": sr.size, "args": args, "ref": sr.reference.outputs, "allowed": allowed})
     return jobs
 
 

@@ -115,6 +115,10 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
                 if _int(drop) is not None or (isinstance(drop, ast.BinOp) and _int(drop.right) is not None
                                               and not _mentions(drop, set(voc.aranges))):
                     yield keep, "term dropped", "index"
+        for v in set(_names(n)) & set(voc.loop_vars):  # `j * P` -> `i * P`: edited wherever it is written
+            for w in voc.loop_vars:
+                if w != v:
+                    yield _rename(n, v, w), "the other loop variable", "loop-variable"
         used = set(_names(n))
         if used and used <= set(voc.sizes) and not _has_call(n):  # a size expression: the true size instead
             for v in voc.sizes:
@@ -176,6 +180,14 @@ def _variants(n: ast.AST, voc: Vocabulary, in_mask: bool) -> Iterator[tuple[ast.
             m = copy.copy(n)
             m.slice = ast.Tuple([b, a], ast.Load())
             yield m, "the indices swapped (transposed operand)", "transpose"
+
+
+def _rename(n: ast.AST, old: str, new: str) -> ast.AST:
+    m = copy.deepcopy(n)
+    for x in ast.walk(m):
+        if isinstance(x, ast.Name) and x.id == old:
+            x.id = new
+    return m
 
 
 def _with_kw(n: ast.Call, i: int, value: ast.AST) -> ast.Call:

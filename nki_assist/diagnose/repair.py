@@ -20,7 +20,7 @@ import numpy as np
 
 from .mutate import Edit
 
-BATCH = 24  # candidates per child call (the child stops at its deadline and says which it ran)
+BATCH = (8, 32)  # candidates in the first child call, then in each later one (the child stops at its deadline)
 _CACHE: dict[str, dict[str, Any]] = {}  # sha of (source, sizes) -> the child's verdict
 
 
@@ -63,6 +63,7 @@ def child_try(runner: str, name: str, kernel: str | None, sources: list[str], jo
               options: dict[str, Any], rtol: float, atol: float, seconds: float) -> list[dict[str, Any] | None]:
     """Executed in the child: each source runs size by size until one fails; one verdict per source (None for
     the sources left when `seconds` ran out)."""
+    # deferred: this runs in the sandboxed child, which imports only what the runs need
     import importlib
 
     from ..api.hardware import get_target
@@ -86,6 +87,10 @@ def child_try(runner: str, name: str, kernel: str | None, sources: list[str], jo
                 res = run_kernel(path, kernel, job["args"], None, **opts)
                 status = res.status
                 ok = status == "ok" and _matches(res.outputs, job["ref"], rtol, atol)
+                # an edit that passes by a violation the simulator tolerates (an out-of-bounds access) is no repair
+                new = sorted({f.rule for f in res.findings if f.severity.value == "error"} - set(job["allowed"]))
+                if ok and new:
+                    ok, status = False, f"new simulator error {', '.join(new)}"
             except Exception as exc:  # a candidate that breaks the runner fails, nothing more
                 status, ok = f"error: {type(exc).__name__}", False
             if not ok:
@@ -137,7 +142,8 @@ def prove(source: str, kernel_file: str, kernel: str | None, edits: list[Edit], 
         if left <= 0:
             proof.exhausted = True
             break
-        batch, pending = pending[:BATCH], pending[BATCH:]
+        size = BATCH[0] if not proof.trials else BATCH[1]
+        batch, pending = pending[:size], pending[size:]
         sources = [apply(source, e) for e in batch]
         keys = [_key(s, jobs) for s in sources]
         todo = [i for i, k in enumerate(keys) if k not in _CACHE]
@@ -147,8 +153,8 @@ def prove(source: str, kernel_file: str, kernel: str | None, edits: list[Edit], 
             got = run_in_child("nki_assist.diagnose.repair:child_try",
                                {"runner": runner, "name": name, "kernel": kernel,
                                 "sources": [sources[i] for i in todo], "jobs": jobs, "options": options,
-                                "rtol": rtol, "atol": atol, "seconds": 0.8 * left},
-                               timeout_s=left + 1.0, memory_mb=memory_mb, env=blas_env(),
+                                "rtol": rtol, "atol": atol, "seconds": 0.7 * left},
+                               timeout_s=left + 2.0, memory_mb=memory_mb, env=blas_env(),
                                preload=(runner.split(":")[0],))
             if got.status == "ok" and isinstance(got.value, list) and len(got.value) == len(todo):
                 for i, v in zip(todo, got.value):

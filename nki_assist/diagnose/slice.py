@@ -260,6 +260,20 @@ WEIGHTS: dict[str, dict[str, float]] = {
 }
 
 
+def _derived(k: Kernel, names: set[str]) -> set[str]:
+    """`names` and every kernel name assigned from them (Cp = (C + 127) // 128 * 128 derives from C)."""
+    out = set(names)
+    for _ in range(4):
+        more = {n for n, lines in k.defs.items() for ln in lines
+                if isinstance(k.stmt_at.get(ln), ast.Assign) and not any(
+                    isinstance(x, ast.Call) for x in ast.walk(k.stmt_at[ln].value))
+                and reads(k.stmt_at[ln], k.modules) & out and n not in out}
+        if not more:
+            break
+        out |= more
+    return out
+
+
 def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: Contrast,
          fault_lines: list[int], wrong_masks: list[np.ndarray], symbols: dict[str, str],
          error_line: int | None = None, only_failing: set[int] = frozenset()) -> list[Suspect]:
@@ -289,7 +303,8 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
     loops = loop_contrast(wrong_iters, right_iters)
     rel = Counter(a.relation for a in anatomies).most_common(1)[0][0] if anatomies else "mixed"
     weights = WEIGHTS.get(rel or "mixed", WEIGHTS["mixed"])
-    dims = {name for name, sym in symbols.items() if sym in contrast.names} | contrast.names
+    dims = _derived(k, {name for name, sym in symbols.items() if sym in contrast.names} | contrast.names)
+    pair = any("differ (equal in the passing sizes)" in text for text, _ in contrast.items)
     out = []
     for line, depth in wrong_slice.items():
         st = k.stmt_at[line]
@@ -315,6 +330,9 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         if hit:
             score *= 1.5
             reasons.append(f"reads {', '.join(hit)}, a dimension the passing sizes differ in")
+        if pair and ".shape" in k.text(line):
+            score *= 2.0
+            reasons.append("binds a dimension, and two dimensions equal at the passing sizes differ here")
         if line in only_failing:
             score *= 3.0
             reasons.append("runs only at the failing size(s) (the trace of every passing size lacks it)")
