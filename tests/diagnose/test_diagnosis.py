@@ -123,4 +123,4 @@ def test_issue_case_store_offset_is_proven_on_its_line(corpus_rows):
 def test_faithful_port_keeps_zero_warnings():
     from benchmarks.diagnosis_eval import CORPUS, faithful
 
-    assert faithful(CORPUS / "gqa_head_mod_legacy", 4.0)["warnings"] == []
+    assert faithful(CORPUS / "bias_add_rmod_count_legacy", 4.0)["warnings"] == []
