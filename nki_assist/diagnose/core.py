@@ -23,7 +23,7 @@ from .slice import Suspect, parse_kernel, rank
 
 DEFAULT_BUDGET_S = 4.0  # per failing size
 TOP_LINES = 8  # suspects whose edits are tried
-FIRST_PASS = 8  # edits per line in the first pass over the top lines
+FIRST_PASS = 12  # edits per line in the first pass over the top lines
 PROVEN = "proven by re-running all sizes"
 
 # what a proven edit's kind says about the cause (taxonomy categories)
@@ -161,7 +161,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
             faults += [f.line for f in prov.faults if f.line is not None]
     worst = failing[0]
     con = contrast(worst.bindings, [s.bindings for s in passing])
-    suspects = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line,
+    suspects, loops = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line,
                     _lines(failing) - _lines(passing) if passing else set())
     diag = Diagnosis(display, [s.size for s in failing], [s.size for s in passing], None, "", "output-mismatch",
                      anats, con, suspects)
@@ -169,7 +169,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
     diag.budget_s = budget
     if budget > 0 and suspects:
         voc = Vocabulary(k, _cuda_constants(spec))
-        edits = _candidates(k, suspects, voc, anats)
+        edits = _candidates(k, suspects, voc, anats, loops)
         jobs = _jobs(spec, res, failing)
         if jobs:
             from ..toolchain.builtin import DEFAULT_RUNNER  # deferred: the child's runner, as the review's runs
@@ -215,15 +215,17 @@ _KIND_ORDER = {"permutation": ("constant", "index", "loop-variable", "tile-start
                "precision": ("dtype",)}
 
 
-def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputAnatomy]) -> list[Edit]:
-    """Edits of the top suspect lines, best line first; within a line the kinds that fit the error's shape."""
+def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputAnatomy],
+                loops: set[str] = frozenset()) -> list[Edit]:
+    """Edits of the top suspect lines, best line first; within a line, edits of expressions that read a loop
+    variable whose values tell wrong stores from right ones first, then the kinds that fit the error's shape."""
     rel = anats[0].relation if anats else None
-    order = _KIND_ORDER.get(rel or "", ())
+    order = _KIND_ORDER.get(rel or "", _KIND_ORDER["permutation"])
     first: list[Edit] = []
     later: list[Edit] = []
     for s in suspects[:TOP_LINES]:
         es = edits_for_line(k, s.line, voc)
-        es.sort(key=lambda e: order.index(e.kind) if e.kind in order else len(order))
+        es.sort(key=lambda e: (not (e.context & loops), order.index(e.kind) if e.kind in order else len(order)))
         first += es[:FIRST_PASS]  # every top line gets its likeliest edits before any line gets all of its
         later += es[FIRST_PASS:]
     return first + later

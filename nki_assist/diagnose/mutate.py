@@ -29,6 +29,7 @@ class Edit:
     new: str
     what: str  # the edit in words: "`t * 64` -> `t * 128`"
     kind: str  # index | constant | loop-variable | size | tile-start | rounding | axis | dtype | transpose | branch
+    context: frozenset[str] = frozenset()  # names of the innermost expression around the edited one
 
 
 def _seg(lines: list[str], n: ast.AST) -> str:
@@ -218,6 +219,7 @@ def edits_for_line(k: Kernel, line: int, voc: Vocabulary) -> list[Edit]:
     nodes = [n for n in ast.walk(st if not isinstance(st, (ast.For, ast.If, ast.While)) else
                                  (st.iter if isinstance(st, ast.For) else st.test))]
     in_mask = _mask_nodes(st)
+    around = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     out: list[Edit] = []
     seen: set[str] = set()
     for n in nodes:
@@ -225,6 +227,8 @@ def edits_for_line(k: Kernel, line: int, voc: Vocabulary) -> list[Edit]:
             continue
         old = lines[n.lineno - 1]
         seg = _seg(lines, n)
+        parent = around.get(id(n))
+        ctx = frozenset(_names(n) + (_names(parent) if isinstance(parent, (ast.BinOp, ast.Compare)) else []))
         for rep, why, kind in _variants(n, voc, id(n) in in_mask):
             text = _wrap(rep) if not isinstance(rep, (ast.Name, ast.Constant)) else ast.unparse(rep)
             if text == seg:
@@ -233,11 +237,12 @@ def edits_for_line(k: Kernel, line: int, voc: Vocabulary) -> list[Edit]:
             if new in seen or not _parses(lines, n.lineno, new):
                 continue
             seen.add(new)
-            out.append(Edit(n.lineno, old, new, f"`{seg}` -> `{text}` ({why})", kind))
+            out.append(Edit(n.lineno, old, new, f"`{seg}` -> `{text}` ({why})", kind, ctx))
             if old.count(seg) > 1 and (every := old.replace(seg, text)) not in seen and \
                     _parses(lines, n.lineno, every):  # the same expression written twice (a slice's start and stop)
                 seen.add(every)
-                out.append(Edit(n.lineno, old, every, f"`{seg}` -> `{text}` everywhere on the line ({why})", kind))
+                out.append(Edit(n.lineno, old, every, f"`{seg}` -> `{text}` everywhere on the line ({why})", kind,
+                                ctx))
     out += _branch_twin(k, st, seen)
     return out[:MAX_PER_LINE]
 

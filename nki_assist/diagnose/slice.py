@@ -276,8 +276,9 @@ def _derived(k: Kernel, names: set[str]) -> set[str]:
 
 def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: Contrast,
          fault_lines: list[int], wrong_masks: list[np.ndarray], symbols: dict[str, str],
-         error_line: int | None = None, only_failing: set[int] = frozenset()) -> list[Suspect]:
-    """Slice lines ranked by how well each explains the anatomy (best first)."""
+         error_line: int | None = None, only_failing: set[int] = frozenset()) -> tuple[list[Suspect], set[str]]:
+    """Slice lines ranked by how well each explains the anatomy (best first), and the loop variables whose
+    values at wrong stores and at right stores do not overlap."""
     wrong_lines: Counter = Counter()
     right_lines: Counter = Counter()
     wrong_iters: list[tuple] = []
@@ -297,7 +298,7 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         seeds += sorted(written_by)
     seeds += fault_lines + ([error_line] if error_line else [])
     if not seeds:
-        return []
+        return [], set()
     wrong_slice = backward(k, seeds)
     right_slice = backward(k, [ln for ln in right_lines if ln is not None and ln not in wrong_lines])
     loops = loop_contrast(wrong_iters, right_iters)
@@ -326,12 +327,12 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
             score *= w
             reasons.append(f"a {'/'.join(sorted(kd for kd in kinds if weights.get(kd, 1) == w))} line, "
                            f"which fits the error's shape ({rel})")
-        hit = sorted(used & dims)
+        hit = sorted((used | set(writes(st))) & dims)
         if hit:
             score *= 1.5
-            reasons.append(f"reads {', '.join(hit)}, a dimension the passing sizes differ in")
+            reasons.append(f"reads or binds {', '.join(hit)}, a dimension the passing sizes differ in")
         if pair and ".shape" in k.text(line):
-            score *= 2.0
+            score *= 3.0
             reasons.append("binds a dimension, and two dimensions equal at the passing sizes differ here")
         if line in only_failing:
             score *= 3.0
@@ -344,4 +345,4 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
             reasons.append("the kernel raised here")
         out.append(Suspect(line, score, k.text(line), reasons, depth))
     out.sort(key=lambda s: (-s.score, s.depth, s.line))
-    return out
+    return out, set(loops)
