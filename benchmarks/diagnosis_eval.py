@@ -32,7 +32,7 @@ NEAR = 2
 # ports whose faithful version is shape-safe as written (ceil trip counts, masks or min() clamps, or shapes the
 # spec fixes): their review must keep 0 error/warning findings
 FAITHFUL = ("bias_add_rmod_count_legacy", "center_padded_mean_new", "softmax_last_tile_rmod_new",
-            "relu_floor_trips_legacy", "scale_else_branch_new", "colmax_mask_no_tile_start_legacy")
+            "relu_floor_trips_legacy", "scale_else_branch_new")
 
 
 def ports(only: list[str] | None = None) -> list[Path]:

@@ -54,6 +54,7 @@ class Kernel:
     parents: dict[int, list[int]] = field(default_factory=dict)  # line -> enclosing for/if header lines
     loop_vars: dict[int, str] = field(default_factory=dict)  # for header line -> its variable
     modules: set[str] = field(default_factory=lambda: set(MODULES))
+    aranges: set[str] = field(default_factory=set)  # names assigned from nl.arange / nl.mgrid
 
     def text(self, line: int) -> str:
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
@@ -71,6 +72,9 @@ def parse_kernel(source: str, name: str | None) -> Kernel | None:
         return None
     k = Kernel(tree, func, source.splitlines())
     k.modules = set(MODULES) | aliases(tree)
+    for n in ast.walk(func):
+        if isinstance(n, ast.Assign) and any(w in ast.unparse(n.value) for w in ("arange", "mgrid")):
+            k.aranges |= {t.id for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
     for a in func.args.args:
         k.defs.setdefault(a.arg, []).append(func.lineno)
     _index(k, func.body, [])
@@ -215,8 +219,11 @@ def _set_text(s: set[int]) -> str:
     return f"{{{v[0]}}}" if len(v) == 1 else f"{{{v[0]}..{v[-1]}}}" if v == list(range(v[0], v[-1] + 1)) else str(v[:6])
 
 
-def _kind(st: ast.stmt) -> set[str]:
+def _kind(st: ast.stmt, k: Kernel) -> set[str]:
+    """What a statement is, for the anatomy's weights. Arithmetic is an `index` when it reads a loop variable or
+    an `nl.arange`/`mgrid` index, else `size` arithmetic (a trip count, a padded size)."""
     kinds: set[str] = set()
+    indexy = set(k.loop_vars.values()) | k.aranges
     if isinstance(st, (ast.For, ast.While)):
         kinds.add("trip")
     if isinstance(st, ast.If):
@@ -224,10 +231,11 @@ def _kind(st: ast.stmt) -> set[str]:
     for n in ast.walk(st if not isinstance(st, (ast.For, ast.If, ast.While)) else
                       (st.iter if isinstance(st, ast.For) else st.test)):
         if isinstance(n, ast.BinOp):
+            arith = "index" if {x.id for x in ast.walk(n) if isinstance(x, ast.Name)} & indexy else "size"
             if isinstance(n.op, (ast.Mod, ast.FloorDiv)):
-                kinds |= {"index", "divide"}
+                kinds |= {arith, "divide"}
             elif isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
-                kinds.add("index")
+                kinds.add(arith)
             elif isinstance(n.op, (ast.Div, ast.Pow)):
                 kinds |= {"scale", "divide"}
         elif isinstance(n, ast.keyword) and n.arg == "mask":
@@ -248,11 +256,11 @@ def _kind(st: ast.stmt) -> set[str]:
 
 
 WEIGHTS: dict[str, dict[str, float]] = {
-    "permutation": {"index": 3.0, "axis": 2.0, "subscript": 1.5, "trip": 1.2},
-    "mixed": {"index": 2.0, "axis": 2.0, "subscript": 1.5, "mask": 1.5, "scale": 1.5, "divide": 1.5, "dtype": 1.2,
-              "trip": 1.2},
-    "unwritten": {"trip": 3.0, "mask": 3.0, "divide": 2.5, "index": 2.0, "branch": 1.5},
-    "ratio": {"scale": 3.0, "divide": 2.0, "branch": 1.5},
+    "permutation": {"index": 3.0, "axis": 2.0, "subscript": 1.2, "trip": 1.2},
+    "mixed": {"index": 2.0, "axis": 2.0, "subscript": 1.2, "mask": 1.5, "scale": 1.5, "divide": 1.5, "dtype": 1.2,
+              "trip": 1.2, "size": 1.2},
+    "unwritten": {"trip": 3.0, "mask": 3.0, "divide": 2.5, "index": 2.0, "size": 2.0, "branch": 1.5},
+    "ratio": {"scale": 3.0, "divide": 2.0, "branch": 1.5, "size": 1.2},
     "offset": {"scale": 2.0, "index": 1.5, "branch": 1.5},
     "sign": {"scale": 2.0, "index": 1.5},
     "precision": {"dtype": 5.0},
@@ -321,7 +329,7 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
             if v in used and not isinstance(st, ast.For):
                 score *= 2.0
                 reasons.append(f"reads the loop variable {why}")
-        kinds = _kind(st)
+        kinds = _kind(st, k)
         w = max([weights.get(kd, 1.0) for kd in kinds] or [1.0])
         if w > 1.0:
             score *= w
