@@ -73,7 +73,9 @@ def score(port: Path, budget: float) -> dict:
            "hit": near(diag.line if diag else None),
            "proven": bool(diag and diag.rule == "DIAG101" and near(diag.line)),
            "wrong": bool(diag and diag.rule == "DIAG101" and not near(diag.line)),
-           "edit": (diag.evidence.get("repair") or {}).get("edit") if diag else None}
+           "edit": (diag.evidence.get("repair") or {}).get("edit") if diag else None,
+           "fix": diag.fix if diag else None, "message": diag.message if diag else None,
+           "budget_note": next((n for n in review.notes if n.startswith("diagnosis of")), None)}
     return row
 
 

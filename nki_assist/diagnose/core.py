@@ -77,7 +77,8 @@ class Diagnosis:
                 "anatomy": [a.to_json() for a in self.anatomy], "contrast": self.contrast.text(),
                 "suspects": [s.to_json() for s in self.suspects[:5]],
                 "repair": self.repair.to_json() if self.repair else None, "tried": self.tried,
-                "seconds": round(self.seconds, 2), "budget_s": self.budget_s, "exhausted": self.exhausted}
+                "seconds": round(self.seconds, 2), "budget_s": self.budget_s, "exhausted": self.exhausted,
+                "notes": self.notes}
 
 
 def _fails(sr) -> bool:
@@ -136,7 +137,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
     if k is None:
         return None
     tol = spec.tolerance
-    anats, provs, masks, faults = [], [], [], []
+    anats, provs, masks, faults, origins = [], [], [], [], []
     error_line = None
     for sr in failing:
         trn = sr.runs[TRAINIUM.name]
@@ -159,6 +160,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
             masks.append(_wrong_mask(a, e, tol))
         if prov is not None:
             faults += [f.line for f in prov.faults if f.line is not None]
+            origins += [f.describe() for f in prov.faults[:2]]
     worst = failing[0]
     con = contrast(worst.bindings, [s.bindings for s in passing])
     suspects, loops = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line,
@@ -167,6 +169,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
                      anats, con, suspects)
     budget = round(budget_s_per_size * len(failing), 2)
     diag.budget_s = budget
+    diag.notes += [f"NaN/Inf origin: {o}" for o in dict.fromkeys(origins)]
     if budget > 0 and suspects:
         voc = Vocabulary(k, _cuda_constants(spec))
         edits = _candidates(k, suspects, voc, anats, loops)
@@ -215,6 +218,9 @@ _KIND_ORDER = {"permutation": ("constant", "index", "loop-variable", "tile-start
                "precision": ("dtype",)}
 
 
+_PROMOTE = {"precision": "dtype", "nonfinite": "dtype", "unwritten": "rounding"}
+
+
 def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputAnatomy],
                 loops: set[str] = frozenset()) -> list[Edit]:
     """Edits of the top suspect lines, best line first; within a line, edits of expressions that read a loop
@@ -228,7 +234,9 @@ def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputA
         es.sort(key=lambda e: (not (e.context & loops), order.index(e.kind) if e.kind in order else len(order)))
         first += es[:FIRST_PASS]  # every top line gets its likeliest edits before any line gets all of its
         later += es[FIRST_PASS:]
-    return first + later
+    promote = _PROMOTE.get(rel or "")
+    lead = [e for e in first if e.kind == promote]  # the one edit kind the error's shape asks for, first
+    return lead + [e for e in first if e.kind != promote] + later
 
 
 def _jobs(spec, res, failing) -> list[dict]:
@@ -261,6 +269,8 @@ def _take(diag: Diagnosis, proof: Proof, source: str, display: str, sizes: list[
 
 def _words(diag: Diagnosis, k) -> None:
     shape = "; ".join(a.summary for a in diag.anatomy[:2]) or "the kernel run fails at this size"
+    if diag.notes:
+        shape += "; " + "; ".join(diag.notes[:2])
     differs = f" What differs from the passing sizes: {diag.contrast.text()}." if diag.contrast.items else ""
     if diag.repair is not None:
         e = diag.repair.edit
@@ -274,7 +284,9 @@ def _words(diag: Diagnosis, k) -> None:
         diag.line = top.line
         ranked = "; ".join(f"line {s.line} `{s.text}` ({', '.join(s.reasons[:2]) or 'in the slice'})"
                            for s in diag.suspects[:3])
-        diag.cause = (f"no candidate edit made every size pass ({diag.budget_text()}). Error shape: {shape}."
+        tried = (f"no candidate edit made every size pass ({diag.budget_text()})" if diag.budget_s > 0 else
+                 "candidate edits were not tried (repair budget 0)")
+        diag.cause = (f"{tried}. Error shape: {shape}."
                       f"{differs} Lines that fed the wrong elements, ranked: {ranked}.")
     else:
         diag.cause = f"no store or fault names a line. Error shape: {shape}.{differs}"

@@ -55,6 +55,7 @@ class Kernel:
     loop_vars: dict[int, str] = field(default_factory=dict)  # for header line -> its variable
     modules: set[str] = field(default_factory=lambda: set(MODULES))
     aranges: set[str] = field(default_factory=set)  # names assigned from nl.arange / nl.mgrid
+    indexy: set[str] = field(default_factory=set)  # loop variables, aranges and names computed from them (r0 = t * P)
 
     def text(self, line: int) -> str:
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
@@ -78,6 +79,7 @@ def parse_kernel(source: str, name: str | None) -> Kernel | None:
     for a in func.args.args:
         k.defs.setdefault(a.arg, []).append(func.lineno)
     _index(k, func.body, [])
+    k.indexy = _closure(k, set(k.loop_vars.values()) | k.aranges)
     return k
 
 
@@ -223,7 +225,7 @@ def _kind(st: ast.stmt, k: Kernel) -> set[str]:
     """What a statement is, for the anatomy's weights. Arithmetic is an `index` when it reads a loop variable or
     an `nl.arange`/`mgrid` index, else `size` arithmetic (a trip count, a padded size)."""
     kinds: set[str] = set()
-    indexy = set(k.loop_vars.values()) | k.aranges
+    indexy = k.indexy
     if isinstance(st, (ast.For, ast.While)):
         kinds.add("trip")
     if isinstance(st, ast.If):
@@ -261,25 +263,32 @@ WEIGHTS: dict[str, dict[str, float]] = {
               "trip": 1.2, "size": 1.2},
     "unwritten": {"trip": 3.0, "mask": 3.0, "divide": 2.5, "index": 2.0, "size": 2.0, "branch": 1.5},
     "ratio": {"scale": 3.0, "divide": 2.0, "branch": 1.5, "size": 1.2},
-    "offset": {"scale": 2.0, "index": 1.5, "branch": 1.5},
+    "offset": {"scale": 2.0, "divide": 2.0, "index": 1.5, "branch": 1.5},
     "sign": {"scale": 2.0, "index": 1.5},
     "precision": {"dtype": 5.0},
     "nonfinite": {"dtype": 3.0, "scale": 2.0, "mask": 2.0},
 }
 
 
-def _derived(k: Kernel, names: set[str]) -> set[str]:
-    """`names` and every kernel name assigned from them (Cp = (C + 127) // 128 * 128 derives from C)."""
+def _closure(k: Kernel, names: set[str], exclude: set[str] = frozenset()) -> set[str]:
+    """`names` and every kernel name assigned by call-free arithmetic from them (and from none of `exclude`)."""
     out = set(names)
-    for _ in range(4):
+    for _ in range(6):
         more = {n for n, lines in k.defs.items() for ln in lines
                 if isinstance(k.stmt_at.get(ln), ast.Assign) and not any(
                     isinstance(x, ast.Call) for x in ast.walk(k.stmt_at[ln].value))
-                and reads(k.stmt_at[ln], k.modules) & out and n not in out}
+                and reads(k.stmt_at[ln], k.modules) & out and not reads(k.stmt_at[ln], k.modules) & exclude
+                and n not in out}
         if not more:
             break
         out |= more
     return out
+
+
+def _derived(k: Kernel, names: set[str]) -> set[str]:
+    """`names` and the sizes computed from them alone (Cp = (C + 127) // 128 * 128 derives from C; a tile's row
+    count, which also reads the loop variable, does not)."""
+    return _closure(k, names, k.indexy)
 
 
 def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: Contrast,

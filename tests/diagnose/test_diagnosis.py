@@ -117,7 +117,30 @@ def test_corpus_subset_meets_the_floors(corpus_rows):
 def test_issue_case_store_offset_is_proven_on_its_line(corpus_rows):
     r = corpus_rows[0]
     assert r["rule"] == "DIAG101" and r["line"] == r["gold_line"]
-    assert "`64` -> `128`" in r["edit"] or "t * 128" in r["edit"]
+    assert "`64` -> `128`" in r["edit"]
+    assert r["fix"].startswith("proven by re-running all sizes:\n--- a/kernel.py\n+++ b/kernel.py")
+    assert "+        nl.store(y[t * 128 + i_p, i_f], value=yt)" in r["fix"]
+    assert "rows 64" in r["message"] or "axis 0 (size 512): wrong 64..511" in r["message"]
+    assert "repair budget 4 s per failing size" in r["budget_note"] and "proven fix at line 18" in r["budget_note"]
+
+
+def test_issue_case_last_tile_count_is_named_not_the_allocation(corpus_rows):
+    r = corpus_rows[1]
+    assert r["rule"] == "DIAG101" and r["line"] == r["gold_line"] == 17
+    assert "R % P" in r["fix"] and "+        rows = P if t < nt - 1 else " in r["fix"]
+
+
+def test_zero_budget_gives_the_anatomy_and_ranked_lines_without_accusing():
+    from benchmarks.diagnosis_eval import CORPUS, _review
+
+    review = _review(CORPUS / "relu_floor_trips_legacy" / "port.toml", 0.0)
+    diag = [f for f in review.findings if f.rule.startswith("DIAG")]
+    assert [f.rule for f in diag] == ["DIAG102"]
+    f = diag[0]
+    assert f.severity.value == "info" and f.confidence == "low"
+    assert "candidate edits were not tried (repair budget 0)" in f.message
+    assert "wrong 256..299" in f.message and "R % 128 = 44 (0 in the passing sizes)" in f.message
+    assert f.evidence["suspects"] and f.evidence["repair"] is None
 
 
 def test_faithful_port_keeps_zero_warnings():
