@@ -6,15 +6,17 @@
 from __future__ import annotations
 
 import ast
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..numerics.inputs import make_inputs
 from ..numerics.guard import budget_bytes
+from ..numerics.inputs import make_inputs
 from ..numerics.registry import TRAINIUM, TRAINIUM_FP32
 from .anatomy import Contrast, OutputAnatomy, anatomy, contrast
 from .mutate import Edit, Vocabulary, edits_for_line
@@ -113,8 +115,6 @@ def _symbols(k, spec) -> dict[str, str]:
 def _cuda_constants(spec) -> set[int]:
     if spec.cuda_path is None:
         return set()
-    import re
-
     try:
         text = Path(spec.cuda_path).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -163,7 +163,8 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
             origins += [f.describe() for f in prov.faults[:2]]
     worst = failing[0]
     con = contrast(worst.bindings, [s.bindings for s in passing])
-    suspects, loops = rank(k, anats, provs, con, faults, masks, _symbols(k, spec), error_line,
+    symbols = _symbols(k, spec)
+    suspects, loops = rank(k, anats, provs, con, faults, masks, symbols, error_line,
                     _lines(failing) - _lines(passing) if passing else set())
     diag = Diagnosis(display, [s.size for s in failing], [s.size for s in passing], None, "", "output-mismatch",
                      anats, con, suspects)
@@ -172,7 +173,7 @@ def diagnose(spec, res, *, display: str, target: str, budget_s_per_size: float =
     diag.notes += [f"NaN/Inf origin: {o}" for o in dict.fromkeys(origins)]
     if budget > 0 and suspects:
         voc = Vocabulary(k, _cuda_constants(spec))
-        edits = _candidates(k, suspects, voc, anats, loops)
+        edits = _candidates(k, suspects, voc, anats, loops, _pairs(con, symbols))
         jobs = _jobs(spec, res, failing)
         if jobs:
             from ..toolchain.builtin import DEFAULT_RUNNER  # deferred: the child's runner, as the review's runs
@@ -221,8 +222,22 @@ _KIND_ORDER = {"permutation": ("constant", "index", "loop-variable", "tile-start
 _PROMOTE = {"precision": "dtype", "nonfinite": "dtype", "unwritten": "rounding"}
 
 
+def _pairs(con: Contrast, symbols: dict[str, str]) -> list[tuple[set[str], set[str]]]:
+    """Kernel names of each two dimensions that are equal at every passing size and differ at the failing one."""
+    def names(sym: str) -> set[str]:
+        return {sym} | {n for n, s in symbols.items() if s == sym}
+
+    return [(names(a), names(b)) for text, syms in con.items if "differ (equal" in text for a, b in [syms]]
+
+
+def _swaps(e: Edit, pairs) -> bool:
+    """The edit replaces one name of such a pair by the other (`C` -> `S` where C = S at every passing size)."""
+    m = re.match(r"`(\w+)` -> `(\w+)`", e.what)
+    return bool(m) and any(m[1] in a and m[2] in b or m[1] in b and m[2] in a for a, b in pairs)
+
+
 def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputAnatomy],
-                loops: set[str] = frozenset()) -> list[Edit]:
+                loops: set[str] = frozenset(), pairs=()) -> list[Edit]:
     """Edits of the top suspect lines, best line first; within a line, edits of expressions that read a loop
     variable whose values tell wrong stores from right ones first, then the kinds that fit the error's shape."""
     rel = anats[0].relation if anats else None
@@ -235,8 +250,10 @@ def _candidates(k, suspects: list[Suspect], voc: Vocabulary, anats: list[OutputA
         first += es[:FIRST_PASS]  # every top line gets its likeliest edits before any line gets all of its
         later += es[FIRST_PASS:]
     promote = _PROMOTE.get(rel or "")
-    lead = [e for e in first if e.kind == promote]  # the one edit kind the error's shape asks for, first
-    return lead + [e for e in first if e.kind != promote] + later
+    # first the edits the evidence asks for: the other of two dims that stopped being equal, the edit kind the
+    # error's shape names
+    lead = [e for e in first + later if _swaps(e, pairs)] + [e for e in first if e.kind == promote]
+    return list(dict.fromkeys(lead + first + later))
 
 
 def _jobs(spec, res, failing) -> list[dict]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from .slice import LOW_DTYPES, Kernel, writes
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -351,8 +352,8 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         if pair and ".shape" in k.text(line):
             score *= 3.0
             reasons.append("binds a dimension, and two dimensions equal at the passing sizes differ here")
-        if line in only_failing:
-            score *= 3.0
+        if line in only_failing:  # an edit there cannot change what a passing size computes
+            score *= 5.0
             reasons.append("runs only at the failing size(s) (the trace of every passing size lacks it)")
         if line in fault_lines:
             score *= 5.0
