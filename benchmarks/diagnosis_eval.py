@@ -5,7 +5,8 @@
     python -m benchmarks.diagnosis_eval --json OUT.json --budget 3 --faithful 4
 
 Each port's kernel passes at one size and fails at another; its gold.toml names the root-cause line and the
-faithful text of that line. Per port the full review runs (static, migration, numerics, diagnosis):
+faithful text of that line. Ports marked `heldout = true` were written after the diagnosis was tuned on the
+others and are summarised apart. Per port the full review runs (static, migration, numerics, diagnosis):
 
 - before: the review's first finding other than the diagnosis (what `review` said before issue 39) - does it
   sit within 2 lines of the gold line, and is it a confidently wrong cause (an error/warning elsewhere)?
@@ -64,6 +65,7 @@ def score(port: Path, budget: float) -> dict:
         return line is not None and abs(line - g["line"]) <= NEAR
 
     row = {"port": port.name, "family": g["family"], "dialect": g["dialect"], "gold_line": g["line"],
+           "heldout": bool(g.get("heldout")),
            "seconds": round(secs, 2),
            "before_line": before.line if before else None, "before_rule": before.rule if before else None,
            "before_hit": near(before.line if before else None),
@@ -94,6 +96,15 @@ def faithful(port: Path, budget: float) -> dict:
 
 
 def summary(rows: list[dict], faith: list[dict]) -> dict:
+    out = _summary(rows, faith)
+    held = [r for r in rows if r.get("heldout")]
+    if held and len(held) < len(rows):
+        out["development"] = _summary([r for r in rows if not r.get("heldout")], [])
+        out["heldout"] = _summary(held, [])
+    return out
+
+
+def _summary(rows: list[dict], faith: list[dict]) -> dict:
     n = len(rows) or 1
     return {"ports": len(rows), "families": len({r["family"] for r in rows}),
             "dialects": sorted({r["dialect"] for r in rows}),
