@@ -273,7 +273,10 @@ def _jobs(spec, res, failing) -> list[dict]:
             return []  # inputs that cannot be remade: nothing can be proven
         trn = sr.runs.get(TRAINIUM.name)
         allowed = sorted({f.rule for f in (trn.findings if trn is not None else []) if f.severity.value == "error"})
-        jobs.append({"size": sr.size, "args": args, "ref": sr.reference.outputs, "allowed": allowed})
+        # a candidate may take a few times the original run (a simulator run is slower with its trace on)
+        limit = max(0.5, 3.0 * (trn.elapsed_s if trn is not None else 1.0))
+        jobs.append({"size": sr.size, "args": args, "ref": sr.reference.outputs, "allowed": allowed,
+                     "limit_s": limit})
     return jobs
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import signal
 import time
+from contextlib import contextmanager
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,13 +87,16 @@ def child_try(runner: str, name: str, kernel: str | None, sources: list[str], jo
         verdict: dict[str, Any] = {"passed": True, "sizes": []}
         for job in jobs:
             try:
-                res = run_kernel(path, kernel, job["args"], None, **opts)
+                with _time_limit(min(job.get("limit_s", 5.0), max(end - time.perf_counter(), 0.05))):
+                    res = run_kernel(path, kernel, job["args"], None, **opts)
                 status = res.status
                 ok = status == "ok" and _matches(res.outputs, job["ref"], rtol, atol)
                 # an edit that passes by a violation the simulator tolerates (an out-of-bounds access) is no repair
                 new = sorted({f.rule for f in res.findings if f.severity.value == "error"} - set(job["allowed"]))
                 if ok and new:
                     ok, status = False, f"new simulator error {', '.join(new)}"
+            except _Slow:
+                status, ok = "too slow", False
             except Exception as exc:  # a candidate that breaks the runner fails, nothing more
                 status, ok = f"error: {type(exc).__name__}", False
             if not ok:
@@ -100,6 +105,25 @@ def child_try(runner: str, name: str, kernel: str | None, sources: list[str], jo
             verdict["sizes"].append(job["size"])
         out.append(verdict)
     return out
+
+
+class _Slow(Exception):
+    """A candidate run past its time limit (an edit that multiplied a trip count)."""
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Interrupt the run after `seconds` (SIGALRM; the child is single-threaded and the simulator is Python)."""
+    def stop(signum, frame):
+        raise _Slow(f"over {seconds:.2f} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _matches(outputs: list, refs: list, rtol: float, atol: float) -> bool:
