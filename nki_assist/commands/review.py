@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a PORT.toml or --nki FILE")
     if args.spec and args.nki:
         raise UsageError("give either PORT.toml or --nki/--cuda, not both")
+    if not 0 <= args.repair_budget < float("inf"):
+        raise UsageError(f"--repair-budget {args.repair_budget:g}: give seconds >= 0 (0: no repair re-runs)")
     for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
         if f and not Path(f).is_file():
             raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))

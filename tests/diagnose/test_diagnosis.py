@@ -147,3 +147,13 @@ def test_faithful_port_keeps_zero_warnings():
     from benchmarks.diagnosis_eval import CORPUS, faithful
 
     assert faithful(CORPUS / "bias_add_rmod_count_legacy", 4.0)["warnings"] == []
+
+
+def test_negative_repair_budget_is_a_usage_error(capsys):
+    from pathlib import Path
+
+    from nki_assist.cli import main
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "gemm_bias_relu" / "port.toml"
+    assert main(["review", str(spec), "--repair-budget", "-1"]) == 2
+    assert "--repair-budget -1: give seconds >= 0" in capsys.readouterr().err
