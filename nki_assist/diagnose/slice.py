@@ -343,8 +343,8 @@ def rank(k: Kernel, anatomies: list[OutputAnatomy], provs: list[Any], contrast: 
         w = max([weights.get(kd, 1.0) for kd in kinds] or [1.0])
         if w > 1.0:
             score *= w
-            reasons.append(f"a {'/'.join(sorted(kd for kd in kinds if weights.get(kd, 1) == w))} line, "
-                           f"which fits the error's shape ({rel})")
+            what = "/".join(sorted(kd for kd in kinds if weights.get(kd, 1) == w))
+            reasons.append(f"{'an' if what[0] in 'aeiou' else 'a'} {what} line, which fits the error's shape ({rel})")
         hit = sorted((used | set(writes(st))) & dims)
         if hit:
             score *= 1.5
