@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sim",),
     ("toolchain",),
     ("numerics", "perf"),
+    ("diagnose",),
     ("check",),
     ("feedback",),
     ("review",),

@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add a size with pairwise distinct dimensions, none a multiple of another: auto (default, "
                         "or the spec's [review] distinct_dims) when the sizes let two dimensions or tile constants "
                         "coincide, always, or off")
+    p.add_argument("--repair-budget", type=float, default=4.0, metavar="S",
+                   help="diagnosis of a failing size: seconds of candidate-edit re-runs per failing size (default 4; "
+                        "0 diagnoses without trying repairs); printed in the review's notes")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="how the kernel runs (default: builtin simulator)")
     p.add_argument("--no-run", action="store_true", help="do not execute the kernel (static and migration only)")
@@ -83,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a PORT.toml or --nki FILE")
     if args.spec and args.nki:
         raise UsageError("give either PORT.toml or --nki/--cuda, not both")
+    if not 0 <= args.repair_budget < float("inf"):
+        raise UsageError(f"--repair-budget {args.repair_budget:g}: give seconds >= 0 (0: no repair re-runs)")
     for f in [args.spec, args.nki, args.cuda, args.profile, args.rubric]:
         if f and not Path(f).is_file():
             raise UsageError(f"{f}: " + ("not a regular file" if Path(f).exists() else "no such file"))
@@ -131,7 +136,8 @@ def _review(args: argparse.Namespace) -> int:
                          stochastic=args.stochastic_rounding, profile=args.profile, llm=args.llm,
                          model=args.model, base_url=args.base_url, rubric=args.rubric, cache_dir=_cache_dir(args),
                          llm_mode=args.llm_mode, llm_timeout_s=args.llm_timeout,
-                         plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims)
+                         plots=plots, nki_version=nki_version_arg(args), distinct_dims=args.distinct_dims,
+                         repair_budget_s=args.repair_budget)
     progress = None if args.quiet else _progress()
     try:
         if args.spec:

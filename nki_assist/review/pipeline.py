@@ -57,6 +57,7 @@ class ReviewOptions:
     plots: bool = True
     nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
     distinct_dims: str | None = None  # auto | always | off; None: the spec's [review] distinct_dims (auto)
+    repair_budget_s: float = 4.0  # diagnosis: seconds of candidate re-runs per failing size (0: no repairs)
 
 
 @dataclass
@@ -277,6 +278,9 @@ def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, 
         ran, res = _run_stages(spec, opts, target, review, plots, findings, nki_disp, base, say, cancel, early,
                                distinct)
         findings += ran if distinct is None else _report_distinct(review, distinct, ran)
+        from .diagnosis_stage import diagnosis_findings  # deferred: only a review that ran the kernel needs it
+
+        findings += diagnosis_findings(spec, res, opts, target, review, nki_disp, say)
         review.notes.extend(n for n in (distinct.notes if distinct is not None else []) if n not in planned)
     elif not opts.run:
         notes.append("kernel not executed (--no-run): numerics and performance are null")

@@ -26,6 +26,7 @@ FAMILY_TABLES = {
     "PERF": "docs/performance.md",
     "PROF": "docs/performance.md",
     "NA": "docs/check.md",
+    "DIAG": "docs/diagnosis.md",
 }
 COMMAND = "nki-assist rules --write-docs"
 

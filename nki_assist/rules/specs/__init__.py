@@ -6,6 +6,7 @@ Families and id ranges (ids are stable, never reused):
   NUM1xx         numerical attributions                          specs/numerics.py
   PERF1xx        cost-model findings, PROF1xx profile findings   specs/perf.py
   TC1xx          toolchain and sandbox                           specs/toolchain.py
+  DIAG1xx        diagnoses of failing sizes (nki_assist/diagnose) specs/diagnosis.py
 The static families list their specs beside their checks: NKI0xx-NKI5xx in rules/nki/, CUDA1xx in
 rules/cuda/, MIG1xx in rules/migration/.
 """

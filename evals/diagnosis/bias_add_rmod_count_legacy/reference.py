@@ -1,0 +1,7 @@
+"""NumPy reference of bias_add_rmod_count_legacy."""
+
+import numpy as np
+
+
+def ref(x, b):
+    return x + b

@@ -1,0 +1,23 @@
+"""A Diagnosis as a review finding: DIAG101 (proven, on the edited line, the diff as its fix) or DIAG102 (info:
+the anatomy and the ranked lines, never an accusation)."""
+
+from __future__ import annotations
+
+from ..findings import Finding, RelatedLocation
+from ..rules.registry import get
+from .core import PROVEN, Diagnosis
+
+
+def to_finding(d: Diagnosis) -> Finding:
+    evidence = {**d.to_json(), "sizes": d.failing}
+    related = [RelatedLocation(file=d.file, line=s.line, message=f"suspect: {', '.join(s.reasons[:2])}")
+               for s in d.suspects[1:4] if s.line != d.line]
+    if d.repair is not None:
+        evidence["root_cause_lead"] = True
+        return get("DIAG101").finding(
+            f"Root cause of the failing size(s) {', '.join(d.failing)}: {d.cause}", file=d.file, line=d.line,
+            category=d.category, confidence="high", fix=f"{PROVEN}:\n{d.repair.diff}", evidence=evidence,
+            related=related)
+    return get("DIAG102").finding(
+        f"Size(s) {', '.join(d.failing)} fail and pass elsewhere; {d.cause}", file=d.file, line=d.line,
+        confidence="low", evidence=evidence, related=related)
