@@ -61,6 +61,7 @@ def fake_front_ends(monkeypatch):
 
     fake = dict(sorted({s.id: s for s in [*GENERAL, *FAKE_SPECS]}.items()))
     monkeypatch.setattr(registry, "_all", lambda: fake)
+    monkeypatch.setattr(registry, "_family", lambda package: {})  # lookups go to the fake table only
     nki = types.ModuleType("nki_assist.parse.nki")
     nki.is_nki_source = lambda text: "import nki" in text or "neuronxcc" in text
     nki.parse_nki = _parse

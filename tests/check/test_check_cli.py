@@ -33,7 +33,9 @@ def test_text_output_and_exit_codes(tree, capsys):
     code, out, err = run(capsys, "k.py")
     assert code == 1  # an error-level finding at the default --fail-on error
     assert out == "k.py:2:7: NKI990 [error] BADPSUM seen on target trn2\nk.py:3:5: NKI991 [warning] SLOWDMA seen on target trn2\n"
-    assert err == ""
+    # stderr says once which NKI version was assumed (nothing pins one here), and nothing else
+    assert err.count("\n") == 1 and err.startswith("nki-assist: no NKI version found") and "assuming NKI" in err
+    assert run(capsys, "k.py", "--nki-version", "0.3")[2] == ""  # a stated version: nothing to say
     assert run(capsys, "k.py", "--ignore", "NKI990")[0] == 0
     assert run(capsys, "k.py", "--ignore", "NKI990", "--fail-on", "warning")[0] == 1
     assert run(capsys, "k.py", "--fail-on", "never")[0] == 0
