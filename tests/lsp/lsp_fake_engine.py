@@ -1,6 +1,6 @@
 """A small, deterministic stand-in for the nki-assist engine, for language-server tests.
 
-`install()` puts fake `nki_assist.check` entry points, `nki_assist.parse.nki`, `nki_assist.review.pipeline` and
+`install()` puts a fake `nki_assist.check` package (its two entry points), `nki_assist.parse.nki`, `nki_assist.review.pipeline` and
 `nki_assist.report.markdown` modules into sys.modules, so the server's behaviour (positions, fixes,
 hover numbers, progress) is tested independently of the real rules. Fake findings:
 - every `BAD` token -> NA100 at that token (column in characters, so emoji before it matter);
@@ -136,8 +136,13 @@ def render_markdown(review):
 def install(review: bool = True) -> None:
     import nki_assist
 
-    import nki_assist.check as check  # the package's public names, set before anything loads the real ones
+    from nki_assist.check.autofix import apply_fixes, selected_fixes  # the real fixes: they only edit text
+
+    check = pytypes.ModuleType("nki_assist.check")  # the whole package: only the fake entry points exist
     check.CheckOptions, check.check_source = CheckOptions, check_source
+    check.apply_fixes, check.selected_fixes = apply_fixes, selected_fixes
+    sys.modules["nki_assist.check"] = check
+    nki_assist.check = check
     nki = pytypes.ModuleType("nki_assist.parse.nki")
     nki.parse_nki, nki.kernel_resources = parse_nki, kernel_resources
     sys.modules["nki_assist.parse.nki"] = nki
