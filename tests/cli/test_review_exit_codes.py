@@ -21,5 +21,16 @@ NITS = FIXTURES / "fixes" / "loop_aliases.py"  # only NKI502 info: approve-with-
     (NITS, ["--fail-on", "info"], 1, "approve-with-nits"),
 ])
 def test_exit_code_follows_fail_on(capsys, path, argv, code, verdict):
-    assert main(["review", "--nki", str(path), "--format", "json", "-q", *argv]) == code
+    # the version stated: on a guessed one the removed-API errors are warnings (issue 41)
+    assert main(["review", "--nki", str(path), "--format", "json", "-q", "--nki-version", "0.6", *argv]) == code
     assert json.loads(capsys.readouterr().out)["assessment"]["verdict"] == verdict
+
+
+def test_a_guessed_version_does_not_block(capsys, tmp_path):
+    kernel = tmp_path / "k.py"
+    kernel.write_text(ERRORS.read_text())
+    (tmp_path / ".git").mkdir()
+    assert main(["review", "--nki", str(kernel), "--format", "json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assessment"]["verdict"] != "block"
+    assert all(f["severity"] != "error" for f in out["findings"] if f["rule"] == "NKI501")
