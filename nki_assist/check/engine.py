@@ -58,12 +58,14 @@ def _settle_versions(raw: list[Finding], path: str, language: str, target, parse
     warnings on a guessed version; on a range pin, checked at its newest admitted version too."""
     if language != "nki":
         return raw
+    # deferred: only NKI files settle versions (CUDA checks never load the API table)
     from .versioned import choice_for, settle
 
     choice = choice_for(path, options.nki_version)
     tree = parsed.project.module.tree if getattr(parsed, "project", None) is not None else None
 
     def at(version: str) -> list[Finding]:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from ..rules.nki.run import run_nki_rules
 
         if tree is not None:
@@ -186,6 +188,7 @@ def _post_process(path: str, text: str, language: str, raw: list[Finding],
     findings.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule))
     findings = attach_fixes(findings, text)
     if language == "nki" and any(f.autofix is not None for f in findings):
+        # deferred: only a file with fixes reads what version each fix needs
         from .autofix.versions import version_safety
         from .versioned import choice_for
 

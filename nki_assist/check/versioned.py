@@ -87,7 +87,7 @@ def settle(findings: list[Finding], choice: VersionChoice,
 def record_versions(report, explicit: str | None) -> None:
     """The NKI versions the run's checked NKI files were held to, one entry per distinct choice, on
     `report.nki_versions` (json `nki_version`, SARIF run property, the text run's one stderr line)."""
-    from ..api.version import describe
+    from ..api.version import describe  # deferred: only a run's summary describes the choices
 
     seen: dict[str, dict] = {}
     for r in report.files:
