@@ -9,7 +9,10 @@ parameters (name, kind, default as source text), the return convention (`dst` wh
 `dst` parameter, else `value`), the engines a docstring's first paragraph states ("using Vector or GpSimd
 Engine"), `.. deprecated:: X` markers, and from the release notes: which NKI version each SDK release ships
 and the APIs/keywords they list as new, deprecated or removed. `tools/nki_api_curated.toml` adds facts the
-stubs cannot show (the legacy neuronxcc.nki dialect and the 0.1 -> 0.2 migration), each with its source.
+stubs cannot show (the legacy neuronxcc.nki dialect and the 0.1 -> 0.2 migration), each with its source,
+which modules' names and signatures are known complete per version (`[coverage]`), and the released code
+taken as evidence (`[[evidence]]`: AWS's corpora at the version they target, scanned by
+tools/nki_api_evidence.py; what they use is present there, with its source).
 
 Usage: python tools/gen_nki_api_table.py [SNAPSHOT_ROOT] [-o OUT]  (defaults: ../shared/corpora/..., the
 package's table). `--check` exits 1 when the written table would differ (CI/tests use it).

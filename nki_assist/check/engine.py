@@ -63,12 +63,14 @@ def _settle_versions(raw: list[Finding], path: str, language: str, target, parse
     warnings on a guessed version; on a range pin, checked at its newest admitted version too."""
     if language != "nki":
         return raw
+    # deferred: only NKI files settle versions (CUDA checks never load the API table)
     from .versioned import choice_for, settle
 
     choice = choice_for(path, options.nki_version)
     tree = parsed.project.module.tree if getattr(parsed, "project", None) is not None else None
 
     def at(version: str) -> list[Finding]:
+        # deferred: a language's grammar and rules load only when a file of it is checked (start-up time)
         from ..rules.nki.run import run_nki_rules
 
         if tree is not None:

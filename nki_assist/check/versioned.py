@@ -31,6 +31,15 @@ def version_dependent(f: Finding) -> bool:
     return isinstance(f.evidence, dict) and "nki_version" in f.evidence
 
 
+def holds_from(f: Finding, oldest: str) -> bool:
+    """The finding holds at every version from `oldest` on: what it reports was removed at or before it
+    (`mask=`, removed in 0.2, is an error whatever the newer version)."""
+    from ..api.table import vkey  # local: the table loads only where findings are settled
+
+    removed = f.evidence.get("removed_in") if isinstance(f.evidence, dict) else None
+    return isinstance(removed, str) and bool(removed) and vkey(removed) <= vkey(oldest)
+
+
 def _key(f: Finding) -> Key:
     return (f.rule, f.line, f.column, f.end_line, f.end_column)
 
@@ -52,8 +61,9 @@ def settle(findings: list[Finding], choice: VersionChoice,
     if choice.guessed:
         suffix = (f"[NKI {choice.version} assumed: no version was given; set --nki-version, "
                   "`[tool.nki-assist] nki-version` or pin `nki`]")
-        return [_at_most_warning(f, suffix, nki_version_assumed=True) if version_dependent(f) else f
-                for f in findings]
+        oldest = choice.oldest_admitted()
+        return [_at_most_warning(f, suffix, nki_version_assumed=True)
+                if version_dependent(f) and not holds_from(f, oldest) else f for f in findings]
     other = choice.other_end()
     if other is None or at_other_end is None:
         return findings
@@ -77,7 +87,7 @@ def settle(findings: list[Finding], choice: VersionChoice,
 def record_versions(report, explicit: str | None) -> None:
     """The NKI versions the run's checked NKI files were held to, one entry per distinct choice, on
     `report.nki_versions` (json `nki_version`, SARIF run property, the text run's one stderr line)."""
-    from ..api.version import describe
+    from ..api.version import describe  # deferred: only a run's summary describes the choices
 
     seen: dict[str, dict] = {}
     for r in report.files:

@@ -20,7 +20,8 @@ def add_nki_version(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nki-version", default=None, metavar="VERSION",
                    help="target NKI version (0.3) or Neuron SDK release (2.29) whose API facts apply "
                         "(default: config nki-version, else the project's nki pin, the installed nki, else "
-                        "the newest the API table covers)")
+                        "the newest the API table covers, assumed: then version-dependent findings are warnings "
+                        "at most and --fix keeps fixes that need a newer NKI unsafe)")
 
 
 def add_format(p: argparse.ArgumentParser, choices: list[str], default: str) -> None:

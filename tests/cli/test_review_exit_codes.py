@@ -21,5 +21,20 @@ NITS = FIXTURES / "fixes" / "loop_aliases.py"  # only NKI502 info: approve-with-
     (NITS, ["--fail-on", "info"], 1, "approve-with-nits"),
 ])
 def test_exit_code_follows_fail_on(capsys, path, argv, code, verdict):
-    assert main(["review", "--nki", str(path), "--format", "json", "-q", *argv]) == code
+    # the version stated: on a guessed one the removed-API errors are warnings (issue 41)
+    assert main(["review", "--nki", str(path), "--format", "json", "-q", "--nki-version", "0.6", *argv]) == code
     assert json.loads(capsys.readouterr().out)["assessment"]["verdict"] == verdict
+
+
+def test_a_guessed_version_does_not_block(capsys, tmp_path):
+    """value_copy_kernel binds nisa.tensor_copy's result: errors at a stated 0.6, warnings on a guessed
+    version (issue 41). NKI501's removed-in-0.2 APIs stay errors either way (true at every version)."""
+    kernel = tmp_path / "k.py"
+    kernel.write_text((FIXTURES / "api" / "value_copy_kernel.py").read_text())
+    (tmp_path / ".git").mkdir()
+    assert main(["review", "--nki", str(kernel), "--format", "json", "-q", "--nki-version", "0.6"]) == 1
+    capsys.readouterr()
+    assert main(["review", "--nki", str(kernel), "--format", "json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["assessment"]["verdict"] != "block"
+    assert {f["rule"] for f in out["findings"] if f["severity"] == "warning"} >= {"NKI512", "NKI513"}

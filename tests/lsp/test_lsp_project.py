@@ -142,7 +142,9 @@ library = _session(lambda factory: NKI_LIBRARY if NKI_LIBRARY.is_dir() else None
 async def test_nki_library_files_get_no_false_errors_the_project_removes(library, relative, false_errors):
     path = NKI_LIBRARY / relative
     text = path.read_text(encoding="utf-8")
-    alone = {(f.rule, f.line) for f in check_source(str(path), text, CheckOptions()) if f.severity.value == "error"}
+    # at a stated version: on a guessed one (no pin) NKI110 is at most a warning (issue 41)
+    alone = {(f.rule, f.line) for f in check_source(str(path), text, CheckOptions(nki_version="0.6"))
+             if f.severity.value == "error"}
     assert false_errors <= alone  # what a one-file check accuses
     expected = _cli(NKI_LIBRARY, path)
     assert not false_errors & expected

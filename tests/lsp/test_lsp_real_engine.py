@@ -121,8 +121,9 @@ async def test_fix_all_applies_every_safe_fix_and_only_when_asked(client):
     (fix_all,) = await actions(only=[types.CodeActionKind.SourceFixAll])
     assert fix_all.kind == "source.fixAll.nki-assist"
     fixed = apply(text, fix_all.edit.changes[uri])
-    # the safe fixes: psum_fmax renamed, three loop aliases -> range; the unsafe sbuf rename is left
-    assert "nl.tile_size.psum_bank_fmax" in fixed and "total_available_sbuf_size" in fixed
+    # the safe fixes: three loop aliases -> range; the unsafe sbuf rename is left, and so is psum_fmax: the
+    # workspace names no NKI version, and psum_bank_fmax is new in 0.4 (issue 41: unsafe, with the reason)
+    assert "nl.tile_size.psum_fmax" in fixed and "psum_bank_fmax" not in fixed and "total_available_sbuf_size" in fixed
     assert "affine_range" not in fixed and "sequential_range(" not in fixed and "in static_range" not in fixed
     assert await actions(only=[types.CodeActionKind.QuickFix]) == []  # no diagnostics given, no fix-all
 
@@ -130,14 +131,15 @@ async def test_fix_all_applies_every_safe_fix_and_only_when_asked(client):
     quick = await actions(only=[types.CodeActionKind.QuickFix], diagnostics=[unsafe])
     assert [a.title for a in quick] == [
         "Rename to `nl.tile_size.sbuf_fmax_bytes` (unsafe fix: review the change)", "Disable NKI501 for this line",
-        "Fix all safe nki-assist problems in this file (4)"]
+        "Fix all safe nki-assist problems in this file (3)"]
 
     replace_all(client, uri, fixed, version=2)
     diags = await wait_diagnostics(client, uri, lambda d: not any(x.code == "NKI502" for x in d))
-    assert [d.code for d in diags] == ["NKI501"]
+    assert [d.code for d in diags] == ["NKI501", "NKI501"]  # psum_fmax (a guessed version keeps it) and sbuf
     edited = fixed.replace("nl.tile_size.total_available_sbuf_size", "nl.tile_size.total_available_sbuf_size // 2")
     replace_all(client, uri, edited.replace("budget =", "budget  ="), version=3)
-    await wait_diagnostics(client, uri, lambda d: d and d[0].range.start.character == unsafe.range.start.character + 1)
+    await wait_diagnostics(client, uri, lambda d: any("sbuf" in x.message and x.range.start.character
+                                                      == unsafe.range.start.character + 1 for x in d))
     stale = await actions(only=[types.CodeActionKind.QuickFix], diagnostics=[unsafe])  # v1's diagnostic
     assert [a.title for a in stale] == ["Disable NKI501 for this line"]  # the rename no longer matches the text
 
