@@ -201,3 +201,21 @@ def test_a_numerics_finding_anchored_on_an_untested_tail_claim_moves_to_the_conf
     assert m.evidence["reconciled"]["status"] == "untested" and m.severity is Severity.WARNING
     assert n.evidence["reconciled"]["status"] == "confirmed" and n.severity is Severity.ERROR
     assert u.line == 27 and u.fix == n_loop.fix and u.evidence["root_cause"] == n.evidence["root_cause"]
+
+
+def test_missing_scale_claim_refuted_by_any_passing_size():
+    f = get("MIG102").finding("the CUDA kernel scales by 0.125, the port does not", file=NKI, line=27,
+                              evidence={"claim": {"kind": "output-wrong", "what": "scale 0.125 missing"}})
+    mixed = result(size("aligned", {"R": 256, "D": 512}), size("ragged", {"R": 300, "D": 512}, out=BAD, fp32=BAD))
+    (g,) = run([f], mixed)
+    assert g.severity is Severity.INFO and g.evidence["reconciled"]["sizes"] == ["aligned"]
+    assert "size `aligned` (R=256, D=512) passes with 0 of 32 elements out of tolerance" in g.message
+    assert "a missing constant scale would fail every size" in g.message and "Do not add the scale" in g.fix
+    every = result(size("aligned", {"R": 256, "D": 512}, out=BAD, fp32=BAD),
+                   size("ragged", {"R": 300, "D": 512}, out=BAD, fp32=BAD))
+    (g,) = run([f], every)  # every size fails: the claim stands
+    assert g.severity is f.severity and "reconciled" not in g.evidence
+    tile = get("MIG110").finding("tile", file=NKI, line=27,
+                                 evidence={"claim": {"kind": "output-wrong", "what": "output-tile-not-selected"}})
+    (g,) = run([tile], mixed)  # an indexing claim may fail only some sizes: one passing size does not refute it
+    assert g.severity is tile.severity
