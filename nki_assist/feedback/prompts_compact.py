@@ -12,6 +12,7 @@ prompt: it checks the reply against the whole review, not against what the promp
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,25 @@ _WINDOW = [
     re.compile(r"n_ctx(?:_slot)?\D{0,4}(\d+)", re.IGNORECASE),  # llama.cpp llama-server
 ]
 _OVERFLOW = re.compile(r"context|too many tokens|too long|n_ctx", re.IGNORECASE)
+
+
+_windows: dict[str, int] = {}  # base URL -> the context window its model reported (for the process)
+_lock = threading.Lock()
+
+
+def remember_window(base_url: str, window: int) -> None:
+    with _lock:
+        _windows[base_url] = window
+
+
+def known_window(base_url: str) -> int | None:
+    with _lock:
+        return _windows.get(base_url)
+
+
+def overflows(messages: list[dict[str, str]], window: int) -> bool:
+    """Would the full prompt (and a reply) overflow a known window? Then the compact one is sent at once."""
+    return estimate_tokens(messages) + window * REPLY_SHARE > window
 
 
 def context_window_of(status: int | None, message: str | None) -> int | None:
