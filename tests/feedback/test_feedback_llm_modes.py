@@ -212,3 +212,21 @@ def test_a_probe_turned_down_is_not_retried_but_a_transient_failure_is():
     with FakeOpenAI(["rate_limit", "valid"], dialect="openai") as fake:
         a = run(fake, max_retries=2)
     assert a.drafter == "llm" and a.llm.mode == "json_schema" and fake.calls == 2 and a.llm.mode_rejections == []
+
+
+def test_compact_prompt_keeps_every_error_and_shrinks_the_example_first():
+    from nki_assist.feedback import load_rubric
+    from nki_assist.feedback.prompts_compact import build_compact_messages
+    from nki_assist.hardware import get_target
+
+    r, rubric, t = review(), load_rubric(None), get_target("trn1")
+    errors = {f.id for f in r.findings if f.severity.value == "error"}
+    roomy, _ = build_compact_messages(r, rubric, t, sources(), 16384)
+    tight, budget = build_compact_messages(r, rubric, t, sources(), 2400)
+    assert "# Example of a valid reply" in roomy[1]["content"]
+    example = json.loads(roomy[1]["content"].split("```json\n")[1].split("\n```")[0])
+    assert example["verdict"] == "block" and 1 <= len(example["items"]) <= 3 and example["rubric"]
+    assert "# Example of a valid reply" not in tight[1]["content"] and budget == 600
+    for messages in (roomy, tight):
+        shown = json.loads(messages[1]["content"].split("```findings-json\n")[1].split("\n```")[0])
+        assert errors <= {f["id"] for f in shown}
