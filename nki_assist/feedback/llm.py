@@ -160,6 +160,7 @@ class Session:
                 try:
                     reply = AssessmentReply.model_validate_json(hit["content"])
                     self.say("LLM reply served from cache")
+                    self.mode = self.mode or hit.get("mode")  # how it was asked, when it was
                     res = CallResult(reply=reply, raw=hit["content"], cached=True,
                                      prompt_tokens=hit.get("prompt_tokens"),
                                      completion_tokens=hit.get("completion_tokens"))

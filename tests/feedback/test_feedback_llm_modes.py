@@ -95,6 +95,9 @@ def test_what_worked_is_remembered_in_the_cache_folder(tmp_path):
                              cache_dir=str(tmp_path), timeout_s=5.0, max_retries=0)
     assert a.drafter == "llm" and a.llm.mode == "guided_json" and a.llm.mode_rejections == []
     assert fake.rejected == 2 and fake.calls == 4
+    hit = draft_assessment(review(), llm="openai", model="other", base_url=fake.base_url, sources=sources(),
+                           cache_dir=str(tmp_path), timeout_s=5.0, max_retries=0)
+    assert hit.llm.cached and hit.llm.mode == "guided_json" and fake.calls == 4
     assert len(list(tmp_path.rglob("*.json"))) == 2  # the two replies; the mode lives in its own file
 
 
