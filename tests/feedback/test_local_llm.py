@@ -19,8 +19,8 @@ from local_llm_server import LocalLLM, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gemm_bias_relu" / "port.toml"
-# an error case, a warnings-only case and a clean one: each verdict path of the grounding check
-EVAL_CASES = ["gemm_bias_dropped_new", "rmsnorm_half_partitions_new", "clean_softmax_new"]
+# an error case and a clean one (a CPU-only model takes minutes per request: each case costs CI time)
+EVAL_CASES = ["clean_softmax_new", "gemm_bias_dropped_new"]
 LLM_TIMEOUT = "600"  # a CPU-only 135M model: the compact prompt and a 2k-token reply take ~1-3 minutes
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
