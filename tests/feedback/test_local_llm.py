@@ -97,10 +97,12 @@ def test_eval_cases_with_a_real_model(llm, tmp_path):
     # the process negotiated once: only its first review saw the json_schema probe turned down, and only its
     # first full prompt overflowed (the window is remembered: later reviews send the compact prompt at once)
     assert sum(len(r["llm"]["mode_rejections"]) for r in records) == 1
-    assert all(r["llm"]["compact_prompt"] for r in records)
     statuses = llm.statuses()[before:]
-    assert statuses.count(500) == 1 and statuses.count(400) == 1, statuses
-    assert statuses.count(200) == sum(r["llm"]["attempts"] for r in records) - 1, statuses
+    assert statuses.count(500) == 1 and statuses.count(400) <= 1, statuses
+    assert statuses.count(200) == sum(r["llm"]["attempts"] for r in records) - statuses.count(400), statuses
+    if statuses.count(400):  # the window overflowed once, then every later prompt was the compact one
+        overflowed = next(i for i, r in enumerate(records) if r["llm"]["compact_prompt"])
+        assert all(r["llm"]["compact_prompt"] for r in records[overflowed:])
     # whatever the model wrote, the scored assessments cite only real findings
     assert all(c["hallucinations"] == 0 or not any("unknown finding" in n for n in c["hallucination_notes"])
                for c in summary["per_case"])
