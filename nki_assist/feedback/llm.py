@@ -2,9 +2,10 @@
 
 Any OpenAI-compatible server works through `base_url` (vLLM, Ollama, llama.cpp): the structured-output
 dialect the server takes is negotiated (llm_modes.py), and a prompt that overflows the model's context
-window is sent again in its compact form (prompts_compact.py). One repair round with the violations listed; on any remaining failure the deterministic draft is returned with
-drafter="fallback" and the reason. The API key never leaves the HTTP Authorization header: it is not
-part of the cache key, cache entries, logs, metadata or messages (`redact` scrubs server echoes).
+window is sent again in its compact form (prompts_compact.py). One repair round with the violations
+listed; on any remaining failure the deterministic draft is returned with drafter="fallback" and the reason.
+The API key never leaves the HTTP Authorization header: it is not part of the cache key, cache entries,
+logs, metadata or messages (`redact` scrubs server echoes).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .cache import ReplyCache, cache_key
 from .drafter import draft
 from .grounding import Context, check
 from .prompts import build_messages, build_repair, prompt_version
-from .prompts_compact import build_compact_messages, context_window_of
+from .prompts_compact import (build_compact_messages, context_window_of, known_window, overflows,
+                              remember_window)
 from .reply import REPLY_SCHEMA_VERSION, AssessmentReply, to_assessment
 from .rubric import Rubric
 
@@ -89,6 +91,7 @@ class CallResult:
     completion_tokens: int | None = None
     cached: bool = False
     rejected: bool = False  # the server does not take this structured-output dialect
+    retry_after: float | None = None  # a transient failure (the SDK would retry it): seconds to wait
     context_window: int | None = None  # the prompt overflowed a window of this many tokens
 
 
@@ -161,6 +164,7 @@ class Session:
                 try:
                     reply = AssessmentReply.model_validate_json(hit["content"])
                     self.say("LLM reply served from cache")
+                    self.mode = self.mode or hit.get("mode")  # how it was asked, when it was
                     res = CallResult(reply=reply, raw=hit["content"], cached=True,
                                      prompt_tokens=hit.get("prompt_tokens"),
                                      completion_tokens=hit.get("completion_tokens"))
@@ -193,7 +197,13 @@ class Session:
         for mode in llm_modes.negotiation_order(known):
             if mode in tried:
                 continue
-            res = self._call(messages, mode)
+            if mode == known:
+                res = self._call(messages, mode)
+            else:  # a probe: a rejection is not retried, a transient failure is, with the retries left
+                res = self._call(messages, mode, retries=0)
+                if res.retry_after is not None and self.max_retries > 0:
+                    time.sleep(res.retry_after)
+                    res = self._call(messages, mode, retries=self.max_retries - 1)
             if not res.rejected:
                 if mode != known:
                     llm_modes.remember(self.base_url, mode, self.cache_dir)
@@ -207,7 +217,7 @@ class Session:
         return CallResult(problem="the server rejected every structured-output mode ("
                           + "; ".join(self.mode_rejections) + ")", fatal=True)
 
-    def _call(self, messages: list[dict[str, str]], mode: str) -> CallResult:
+    def _call(self, messages: list[dict[str, str]], mode: str, retries: int | None = None) -> CallResult:
         import openai
 
         from .llm_limits import limit_problem  # deferred: with openai, only when a call is made
@@ -216,15 +226,16 @@ class Session:
                  f"{self.max_retries} retries)")
         res = CallResult()
         extra = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
+        client = self.client() if retries is None else self.client().with_options(max_retries=retries)
         try:
             if mode == "json_schema":
-                raw = self.client().chat.completions.with_raw_response.parse(
+                raw = client.chat.completions.with_raw_response.parse(
                     model=self.model, messages=messages, response_format=AssessmentReply, temperature=0, **extra,
                 )
             else:
                 schema = llm_modes.plain_schema(AssessmentReply)
                 asked = llm_modes.with_schema_in_prompt(messages, schema) if mode == "json_prompt" else messages
-                raw = self.client().chat.completions.with_raw_response.create(
+                raw = client.chat.completions.with_raw_response.create(
                     model=self.model, messages=asked, temperature=0, **extra,
                     **llm_modes.request_options(mode, schema),
                 )
@@ -242,17 +253,19 @@ class Session:
         except openai.APITimeoutError as exc:
             res.problem = limit_problem(exc) or \
                 f"the LLM request timed out after {self.timeout_s:g}s ({self.max_retries} retries)"
-            res.fatal = True
+            res.fatal, res.retry_after = True, 0.5
             return res
         except openai.APIConnectionError as exc:
             res.problem = limit_problem(exc) or f"could not connect to {self.base_url} ({self.max_retries} retries)"
-            res.fatal = True
+            res.fatal, res.retry_after = True, 0.5
             return res
         except openai.APIStatusError as exc:
             detail = _status_detail(exc)
             res.problem, res.fatal = f"the LLM server answered HTTP {exc.status_code}{detail}", True
             res.rejected = llm_modes.is_dialect_rejection(exc.status_code, detail)
             res.context_window = context_window_of(exc.status_code, detail)
+            if not res.rejected and (exc.status_code in (408, 409, 429) or exc.status_code >= 500):
+                res.retry_after = _retry_after(exc)
             return res
         except (ValidationError, ValueError) as exc:
             res.problem = f"the reply is not valid JSON for the assessment schema ({_short(exc)})"
@@ -278,6 +291,17 @@ class Session:
         except ValidationError as exc:
             res.problem = f"the reply does not match the assessment schema ({_short(exc)})"
         return res
+
+
+def _retry_after(exc: Any) -> float:
+    """Seconds the server asks to wait (retry-after-ms / retry-after, as the SDK reads them), else 0.5."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            return min(max(float(headers.get(name)) * scale, 0.0), 60.0)
+        except (TypeError, ValueError):
+            continue
+    return 0.5
 
 
 def _checked(completion: Any, res: CallResult) -> CallResult:
@@ -406,9 +430,14 @@ def _converse(s: Session, review: Review, rubric: Rubric, target: Target, source
               finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
     ctx = Context(review, target, sources, rubric)
     messages = build_messages(review, rubric, target, sources)
+    window = known_window(s.base_url)
+    if window and overflows(messages, window):  # this server's model said so before: no request to learn it again
+        messages, s.max_tokens = build_compact_messages(review, rubric, target, sources, window)
+        s.say(f"the compact prompt, for the model's {window}-token context window")
     first = s.ask(messages)
     if first.fatal and first.context_window:
         # A small model: the same findings in the compact prompt, with room left for the reply.
+        remember_window(s.base_url, first.context_window)
         messages, s.max_tokens = build_compact_messages(review, rubric, target, sources, first.context_window)
         s.say(f"the prompt overflows the model's {first.context_window}-token context window; "
               f"asking again with the compact prompt (reply budget {s.max_tokens} tokens)")

@@ -5,25 +5,31 @@ judged rubric and source excerpts: about 10k tokens for the example port, more t
 model's window (SmolLM2: 8192). The compact one keeps what an item must cite (ids, rules, severities,
 criteria, lines, messages, fixes), trimmed until it fits `PROMPT_SHARE` of the window, and leaves
 `REPLY_SHARE` for the reply. Error findings are never dropped (every one must be covered); info and
-then warning findings are, the prompt saying how many. The grounding check is the same as for the full
-prompt: it checks the reply against the whole review, not against what the prompt showed.
+then warning findings are, the prompt saying how many. A worked example goes along when it fits: the
+deterministic drafter's own reply for these findings (its first items and its rubric scores), which a
+small model otherwise gets wrong in form (unknown ids, missing rubric, a verdict against the rule).
+The grounding check is the same as for the full prompt: it checks the reply against the whole review,
+not against what the prompt showed.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 from .. import taxonomy
 from ..api.hardware import Target
 from ..schema import Review
-from .drafter import score_cap
+from .drafter import draft, score_cap
 from .prompts import environment
+from .reply import from_assessment
 from .rubric import Rubric
 
 PROMPT_SHARE = 0.45  # of the window, for the system and user messages
 REPLY_SHARE = 0.25  # of the window, for the reply (the repair round needs the rest)
+FEW_SHOT = True  # the drafter's reply as a worked example (docs/evals.md "A real model": before/after)
 CHARS_PER_TOKEN = 3.0  # conservative for JSON and code-like text (SmolLM2, Llama, Qwen tokenizers: 3-4)
 
 # (message chars, fix chars, severities kept) from the fullest to the shortest form
@@ -37,6 +43,25 @@ _WINDOW = [
     re.compile(r"n_ctx(?:_slot)?\D{0,4}(\d+)", re.IGNORECASE),  # llama.cpp llama-server
 ]
 _OVERFLOW = re.compile(r"context|too many tokens|too long|n_ctx", re.IGNORECASE)
+
+
+_windows: dict[str, int] = {}  # base URL -> the context window its model reported (for the process)
+_lock = threading.Lock()
+
+
+def remember_window(base_url: str, window: int) -> None:
+    with _lock:
+        _windows[base_url] = window
+
+
+def known_window(base_url: str) -> int | None:
+    with _lock:
+        return _windows.get(base_url)
+
+
+def overflows(messages: list[dict[str, str]], window: int) -> bool:
+    """Would the full prompt (and a reply) overflow a known window? Then the compact one is sent at once."""
+    return estimate_tokens(messages) + window * REPLY_SHARE > window
 
 
 def context_window_of(status: int | None, message: str | None) -> int | None:
@@ -75,6 +100,15 @@ def _findings(review: Review, msg_chars: int, fix_chars: int, keep: tuple[str, .
     return out
 
 
+def example_reply(review: Review, rubric: Rubric, target: Target, items: int) -> str | None:
+    """The deterministic drafter's reply for these findings, its first `items` items, as compact JSON."""
+    if items <= 0:
+        return None
+    reply = from_assessment(draft(review, rubric, target), {f.id: f.severity.value for f in review.findings})
+    reply.items = reply.items[:items]
+    return reply.model_dump_json()
+
+
 def build_compact_messages(review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
                            window: int) -> tuple[list[dict[str, str]], int]:
     """(messages, max_tokens for the reply) for a model with a `window`-token context."""
@@ -84,12 +118,14 @@ def build_compact_messages(review: Review, rubric: Rubric, target: Target, sourc
     template = env.get_template("llm/user_compact.md.j2")
     budget = int(window * PROMPT_SHARE)
     messages: list[dict[str, str]] = []
-    for msg_chars, fix_chars, keep in LEVELS:
+    scored = [{"criterion": c.id, "max_score": score_cap(review, c.id)} for c in rubric.scored()]
+    # the example shrinks first (3 items, 1, none), then the findings do
+    tries = [(level, n) for level in LEVELS[:1] for n in (3, 1)] + [(level, 0) for level in LEVELS]
+    for (msg_chars, fix_chars, keep), n in tries:
         findings = _findings(review, msg_chars, fix_chars, keep)
         user = template.render(port=review.port, target=target, findings=findings,
-                               left_out=len(review.findings) - len(findings),
-                               rubric_scored=[{"criterion": c.id, "max_score": score_cap(review, c.id)}
-                                              for c in rubric.scored()])
+                               left_out=len(review.findings) - len(findings), rubric_scored=scored,
+                               example=example_reply(review, rubric, target, n) if FEW_SHOT else None)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         if estimate_tokens(messages) <= budget:
             break

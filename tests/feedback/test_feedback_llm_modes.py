@@ -9,14 +9,17 @@ from feedback_builders import review, sources
 
 from nki_assist.commands.common import LLM_MODES
 from nki_assist.feedback import draft_assessment, llm_modes
+from nki_assist.feedback import prompts_compact
 from nki_assist.feedback.prompts_compact import context_window_of, estimate_tokens
 
 
 @pytest.fixture(autouse=True)
 def _forget_modes():
     llm_modes._known.clear()
+    prompts_compact._windows.clear()
     yield
     llm_modes._known.clear()
+    prompts_compact._windows.clear()
 
 
 def run(fake, **kw):
@@ -92,6 +95,9 @@ def test_what_worked_is_remembered_in_the_cache_folder(tmp_path):
                              cache_dir=str(tmp_path), timeout_s=5.0, max_retries=0)
     assert a.drafter == "llm" and a.llm.mode == "guided_json" and a.llm.mode_rejections == []
     assert fake.rejected == 2 and fake.calls == 4
+    hit = draft_assessment(review(), llm="openai", model="other", base_url=fake.base_url, sources=sources(),
+                           cache_dir=str(tmp_path), timeout_s=5.0, max_retries=0)
+    assert hit.llm.cached and hit.llm.mode == "guided_json" and fake.calls == 4
     assert len(list(tmp_path.rglob("*.json"))) == 2  # the two replies; the mode lives in its own file
 
 
@@ -180,14 +186,18 @@ def test_what_counts_as_a_dialect_rejection(status, message, expected):
 
 
 def test_small_context_window_gets_the_compact_prompt():
-    with FakeOpenAI(["valid"], dialect="llama_cpp_python", context_window=3200) as fake:
+    with FakeOpenAI(["valid", "valid"], dialect="llama_cpp_python", context_window=3200) as fake:
         a = run(fake)
+        calls = fake.calls
+        # the window is remembered for the server: the next review sends the compact prompt at once
+        again = run(fake)
+    assert again.drafter == "llm" and again.llm.compact_prompt and fake.calls == calls + 1
     assert a.drafter == "llm", a.llm.fallback_reason
     assert a.llm.compact_prompt and a.llm.mode == "json_object"
-    compact = fake.requests[-1]["body"]
+    compact = fake.requests[-2]["body"]
     assert compact["max_tokens"] == 800  # a quarter of the window for the reply
     assert estimate_tokens(compact["messages"]) <= 3200 * 0.45
-    full = fake.requests[-2]["body"]  # the first ask, turned down for length
+    full = fake.requests[-3]["body"]  # the first ask, turned down for length
     assert sum(len(m["content"]) for m in full["messages"]) > 3 * sum(len(m["content"]) for m in compact["messages"])
 
 
@@ -196,3 +206,30 @@ def test_context_window_is_read_from_each_servers_error():
     assert context_window_of(400, "the request exceeds the available context size, n_ctx 4096") == 4096
     assert context_window_of(500, "The server had an error") is None
     assert context_window_of(401, "maximum context length is 8192") is None
+
+
+def test_a_probe_turned_down_is_not_retried_but_a_transient_failure_is():
+    with FakeOpenAI(["valid"], dialect="llama_cpp_python") as fake:
+        a = run(fake, max_retries=2)
+    assert a.drafter == "llm" and fake.rejected == 1 and fake.calls == 2  # the SDK would have sent the 500 thrice
+    with FakeOpenAI(["rate_limit", "valid"], dialect="openai") as fake:
+        a = run(fake, max_retries=2)
+    assert a.drafter == "llm" and a.llm.mode == "json_schema" and fake.calls == 2 and a.llm.mode_rejections == []
+
+
+def test_compact_prompt_keeps_every_error_and_shrinks_the_example_first():
+    from nki_assist.feedback import load_rubric
+    from nki_assist.feedback.prompts_compact import build_compact_messages
+    from nki_assist.api.hardware import get_target
+
+    r, rubric, t = review(), load_rubric(None), get_target("trn1")
+    errors = {f.id for f in r.findings if f.severity.value == "error"}
+    roomy, _ = build_compact_messages(r, rubric, t, sources(), 16384)
+    tight, budget = build_compact_messages(r, rubric, t, sources(), 2400)
+    assert "# Example of a valid reply" in roomy[1]["content"]
+    example = json.loads(roomy[1]["content"].split("```json\n")[1].split("\n```")[0])
+    assert example["verdict"] == "block" and 1 <= len(example["items"]) <= 3 and example["rubric"]
+    assert "# Example of a valid reply" not in tight[1]["content"] and budget == 600
+    for messages in (roomy, tight):
+        shown = json.loads(messages[1]["content"].split("```findings-json\n")[1].split("\n```")[0])
+        assert errors <= {f["id"] for f in shown}
