@@ -44,8 +44,8 @@ def is_batch(args: argparse.Namespace) -> bool:
         p = Path(specs[0])
         if p.is_dir() or (p.is_file() and is_manifest(p)):
             return True
-    out = args.output
-    return bool(out) and (Path(out).is_dir() or out.endswith(("/", os.sep)))
+    out = args.output  # `-o DIR/` (a trailing slash) makes one port a batch; `-o DIR` stays a usage error
+    return bool(out) and out.endswith(("/", os.sep))
 
 
 def _config(args: argparse.Namespace, cache_dir: str | None):
