@@ -31,7 +31,7 @@ def report(fake_front_ends, tmp_path, monkeypatch):
 
 
 def test_text_lines_and_statistics(report):
-    out = render_check(report, "text", statistics_table=True)
+    out = render_check(report, "text", statistics_table=True, snippets=False)  # concise: one line per finding
     lines = out.splitlines()
     assert lines[:3] == [
         "kern/k.cu:2:10: CUDA990 [warning] RACE seen on target trn2",
@@ -39,8 +39,9 @@ def test_text_lines_and_statistics(report):
         "kern/k.py:5:8: NA100 [warning] [*] Unused suppression: NKI990 did not fire on this line.",  # [*]: fixable
     ]
     assert "\x1b" not in out
-    stats = [ln.split() for ln in lines[4:]]
+    stats = [ln.split() for ln in lines[4:7]]
     assert [(s[0], s[1]) for s in stats] == [("1", "CUDA990"), ("1", "NA100"), ("1", "NKI990")]
+    assert lines[7:] == ["", "Found 3 findings (1 fixable)."]
 
 
 def test_text_summary_line(report):

@@ -59,7 +59,7 @@ def test_fix_removes_bare_only_with_unsafe_fixes():
 def test_cli_shows_them(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("k.py").write_text((HERE / "pos_bare_noqa.py").read_text(encoding="utf-8"), encoding="utf-8")
-    code = main(["check", "k.py"])
+    code = main(["check", "k.py", "--output-format", "concise"])
     out = capsys.readouterr().out.splitlines()
     assert code == 0  # a warning and an info: below the default --fail-on error
     assert out[0].startswith("k.py:8:35: NA101 [info] Unused bare `# noqa`")

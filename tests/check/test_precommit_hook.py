@@ -53,7 +53,7 @@ def test_hook_fails_on_errors_and_passes_clean_or_other_python(tmp_path):
     bad = _run_hook([], [tmp_path / "renamed_apis_new.py", tmp_path / "setup.py"], tmp_path)
     assert bad.returncode == 1 and "NKI501 [error]" in bad.stdout
     good = _run_hook([], [tmp_path / "loop_aliases.fixed.py", tmp_path / "setup.py"], tmp_path)
-    assert good.returncode == 0 and good.stdout == ""
+    assert good.returncode == 0 and good.stdout == "All checks passed!\n"
 
 
 def test_hook_with_fix_rewrites_the_file(tmp_path):
