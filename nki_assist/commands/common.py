@@ -48,6 +48,14 @@ def add_llm_mode(p: argparse.ArgumentParser) -> None:
                         "may need more)")
 
 
+def add_limits(p: argparse.ArgumentParser, *, timeout_s: float, timeout_what: str, memory_what: str) -> None:
+    """`--timeout` and `--memory-mb`: the sandbox's wall-time and address-space limits."""
+    p.add_argument("--timeout", type=float, default=timeout_s, metavar="S",
+                   help=f"wall-time limit {timeout_what} in seconds (default: {timeout_s:g})")
+    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
+                   help=f"address-space limit of {memory_what} (default: 4096)")
+
+
 def exit_code(findings, fail_on: str) -> int:
     # deferred: a command imports the engine only when it runs (CLI start-up time)
     from ..severity import Severity

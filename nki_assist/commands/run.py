@@ -11,7 +11,7 @@ import sys
 import tempfile
 import threading
 
-from .common import add_format, add_sandbox, add_target, apply_sandbox, check_output, exit_code
+from .common import add_fail_on, add_format, add_limits, add_sandbox, add_target, apply_sandbox, check_output, exit_code
 from .exits import EXIT_FINDINGS, UsageError
 
 DESCRIPTION = (
@@ -29,14 +29,10 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, ["text", "json", "sarif", "github"], "text")
-    p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="error",
-                   help="exit 1 when a finding at or above this severity is reported (default: error)")
+    add_fail_on(p)
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="builtin simulator (default), or neuron: keep the real Neuron SDK (it must be importable)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
-                   help="wall-time limit for the whole program in seconds (default: 600)")
-    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
-                   help="address-space limit of each process of the program (default: 4096)")
+    add_limits(p, timeout_s=600.0, timeout_what="for the whole program", memory_what="each process of the program")
     p.add_argument("--fp32", action="store_true", help="keep all simulator storage in fp32")
     p.add_argument("--save-spec", metavar="DIR",
                    help="write a port spec per kernel and shape family observed into DIR (for `review`)")

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import add_fail_on, add_format, add_sandbox, add_target, apply_sandbox, exit_code
+from .common import add_fail_on, add_format, add_limits, add_sandbox, add_target, apply_sandbox, exit_code
 from .exits import UsageError
 
 DESCRIPTION = ("Generate the port's inputs for each size, run the NKI kernel in a simulator (child process "
@@ -22,10 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, ["text", "json"], "text")
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="builtin simulator (default) or the real Neuron toolchain when installed")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="wall-time limit per kernel or reference run in seconds (default: 60)")
-    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
-                   help="address-space limit of the simulation process (default: 4096)")
+    add_limits(p, timeout_s=60.0, timeout_what="per kernel or reference run", memory_what="the simulation process")
     p.add_argument("--fp32", action="store_true",
                    help="keep all storage in fp32 (separates algorithm bugs from rounding)")
     p.add_argument("--stochastic-rounding", action="store_true", help="round stores stochastically")
