@@ -78,8 +78,7 @@ class Diagnosis:
                 "failing_sizes": self.failing, "passing_sizes": self.passing, "proven": self.proven,
                 "anatomy": [a.to_json() for a in self.anatomy], "contrast": self.contrast.text(),
                 "suspects": [s.to_json() for s in self.suspects[:5]],
-                "repair": self.repair.to_json() if self.repair else None, "tried": self.tried,
-                "seconds": round(self.seconds, 2), "budget_s": self.budget_s, "exhausted": self.exhausted,
+                "repair": self.repair.to_json() if self.repair else None, "budget_s": self.budget_s,
                 "notes": self.notes}
 
 
@@ -304,8 +303,9 @@ def _words(diag: Diagnosis, k) -> None:
         diag.line = top.line
         ranked = "; ".join(f"line {s.line} `{s.text}` ({', '.join(s.reasons[:2]) or 'in the slice'})"
                            for s in diag.suspects[:3])
-        tried = (f"no candidate edit made every size pass ({diag.budget_text()})" if diag.budget_s > 0 else
-                 "candidate edits were not tried (repair budget 0)")
+        # no counts or times in the text: they vary with the machine's load (the notes carry them)
+        tried = (f"no candidate edit made every size pass within the repair budget ({diag.budget_s:g} s)"
+                 if diag.budget_s > 0 else "candidate edits were not tried (repair budget 0)")
         diag.cause = (f"{tried}. Error shape: {shape}."
                       f"{differs} Lines that fed the wrong elements, ranked: {ranked}.")
     else:
