@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
@@ -134,32 +135,36 @@ def dedupe(findings: Iterable[Finding]) -> list[Finding]:
 _MAX_LINES_IN_MESSAGE = 8
 
 
+_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
+
+
 def function_scopes(text: str) -> Callable[[int], str | None] | None:
-    """line -> qualified name of the innermost function around it ("<module>" outside every function);
-    None when the text does not parse as Python (then nothing is grouped by function)."""
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    """line -> qualified name of the innermost function around it ("<module>" outside every function); None
+    for an empty text. A scan of `def`/`class` lines and indentation (lines inside triple-quoted strings are
+    skipped), not `ast`: it runs beside the review's threads, where concurrent `ast` use has failed in CPython."""
+    if not text:
         return None
-    spans: list[tuple[int, int, str]] = []
-
-    def walk(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef):
-                    spans.append((child.lineno, child.end_lineno or child.lineno, name))
-                walk(child, name + ".")
-            else:
-                walk(child, prefix)
-
-    walk(tree, "")
+    owner: list[str] = ["<module>"]  # index = line number
+    stack: list[tuple[int, str, bool]] = []  # (indent, qualified name, is a function)
+    in_string: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if in_string is None and stripped and not stripped.startswith("#"):
+            indent = len(line) - len(line.lstrip())
+            while stack and indent <= stack[-1][0]:
+                stack.pop()
+            m = _DEF.match(line)
+            if m:
+                prefix = stack[-1][1] + "." if stack else ""
+                stack.append((indent, prefix + m.group(3), m.group(2) == "def"))
+        funcs = [name for _, name, is_fn in stack if is_fn]
+        owner.append(funcs[-1] if funcs else "<module>")
+        for quote in ('"""', "'''"):
+            if (in_string in (None, quote)) and line.count(quote) % 2 == 1:
+                in_string = None if in_string == quote else quote
 
     def scope(line: int) -> str:
-        inner = [s for s in spans if s[0] <= line <= s[1]]
-        return max(inner, key=lambda s: s[0])[2] if inner else "<module>"
+        return owner[line] if 0 < line < len(owner) else "<module>"
 
     return scope
 

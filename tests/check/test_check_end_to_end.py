@@ -56,8 +56,10 @@ def expected(text: str, rule: str) -> list[int]:
 
 
 def lines_of(findings, rule, upto: int | None = None):
-    """Distinct lines where `rule` fired (a rule may report two things on one line, as the harness allows)."""
-    return sorted({f.line for f in findings if f.rule == rule and (upto is None or f.line <= upto)})
+    """Distinct lines where `rule` fired (a rule may report two things on one line, as the harness allows); a
+    grouped finding (one finding per cause) fired on every line it lists in evidence["lines"]."""
+    return sorted({ln for f in findings if f.rule == rule for ln in (f.evidence.get("lines") or [f.line])
+                   if upto is None or ln <= upto})
 
 
 def test_fixtures_exist():
@@ -124,7 +126,8 @@ def test_cli_json_over_all_fixtures_matches_expect_markers():
         data = json.loads(proc.stdout)
         assert data["schema"] == "nki-assist/check@1"
         for rule, path in items:
-            got = sorted({f["line"] for f in data["findings"] if f["rule"] == rule and f["file"] == str(path)})
+            got = sorted({ln for f in data["findings"] if f["rule"] == rule and f["file"] == str(path)
+                          for ln in (f["evidence"].get("lines") or [f["line"]])})
             assert got == expected(path.read_text(encoding="utf-8"), rule), f"{rule} {path.name}"
         cuda = [str(p) for _, p in items if p.suffix in (".cu", ".cuh")]
         assert sorted(data["cuda"]) == sorted(cuda)

@@ -100,13 +100,14 @@ def test_sarif_fingerprints_follow_line_text_not_line_number(fake_front_ends, tm
     from nki_assist.report.sarif import to_dict
 
     monkeypatch.chdir(tmp_path)
-    path = Path("k.py")
-    path.write_text("import nki\nacc = BADPSUM\nacc = BADPSUM\n", encoding="utf-8")
+    # a CUDA file: in a Python file the same finding twice in one scope is one finding (one finding per cause)
+    path = Path("k.cu")
+    path.write_text("__global__ void k() {\nRACE;\nRACE;\n}\n", encoding="utf-8")
     first = [r["partialFingerprints"]["primaryLocationLineHash"]
-             for r in to_dict(check_paths(["k.py"], CheckOptions()))["runs"][0]["results"]]
-    path.write_text("import nki\n\n\n# moved down\nacc = BADPSUM\nacc = BADPSUM\n", encoding="utf-8")
+             for r in to_dict(check_paths(["k.cu"], CheckOptions()))["runs"][0]["results"]]
+    path.write_text("__global__ void k() {\n\n\n// moved down\nRACE;\nRACE;\n}\n", encoding="utf-8")
     moved = [r["partialFingerprints"]["primaryLocationLineHash"]
-             for r in to_dict(check_paths(["k.py"], CheckOptions()))["runs"][0]["results"]]
+             for r in to_dict(check_paths(["k.cu"], CheckOptions()))["runs"][0]["results"]]
     assert first == moved and len(set(first)) == 2  # same text, told apart by occurrence
 
 

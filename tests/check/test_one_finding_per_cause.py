@@ -110,7 +110,7 @@ def test_the_review_finalize_groups_with_the_same_function(tmp_path):
     assert [(g.line, g.evidence.get("occurrences")) for g in grouped] == [(a, 2), (c, None)]
 
 
-def test_findings_with_fixes_stay_apart_and_unparsable_text_groups_nothing():
+def test_findings_with_fixes_stay_apart_and_unknown_scopes_group_nothing():
     def f(line, **kw):
         return Finding(rule="NKI002", name="undefined-name", category="unsupported-construct",
                        severity=Severity.ERROR, file="x.py", line=line, message="same", **kw)
@@ -119,6 +119,6 @@ def test_findings_with_fixes_stay_apart_and_unparsable_text_groups_nothing():
 
     fix = Fix(message="m", applicability="safe", edits=[Edit(line=1, column=1, end_line=1, end_column=2, content="")])
     assert len(group_repeats([f(1, autofix=fix), f(2, autofix=fix)], lambda x: "k")) == 2
-    assert function_scopes("def (:\n") is None
+    assert function_scopes("") is None and function_scopes("def f():\n    x = 1\ny = 2\n")(2) == "f"
     assert len(group_repeats([f(1), f(2)], lambda x: None)) == 2
     assert len(group_repeats([f(1), f(2)], lambda x: "k")) == 1
