@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,37 +23,19 @@ from pygls.workspace import TextDocument
 from . import __version__, engine
 from .actions import KINDS as ACTION_KINDS
 from .actions import code_actions, wants_kind
-from .proven_fix import proven_findings, proven_fix_actions
 from .diagnostics import note_diagnostic, to_diagnostic
 from .documents import use_editor_documents
-from .hover import diagnostic_text, item_hover, word_at
+from .hover import diagnostic_text, item_hover
 from .lens import REVIEW_COMMAND, code_lenses
 from .memory import freeze_survivors, release_closed, release_memory, trim
-from .navigation import (
-    Place,
-    dotted_at,
-    function_key,
-    function_place,
-    function_references,
-    kernel_def_place,
-    kernel_named,
-    name_places,
-    resolve,
-    tile_definitions,
-    tile_references,
-)
-from .positions import from_lsp_position, to_lsp_range
+from .navigation import Place, name_places
+from .navigation_handlers import _kernel_view, definition, references
+from .positions import from_lsp_position
 from .project_sync import ProjectSync
 from .protocol import AnsweringProtocol
+from .proven_fix import proven_fix_actions
+from .review_handlers import review_port_command
 from .run_command import RUN_COMMAND, run_command
-from .review import (
-    ReviewCancelled,
-    ReviewRefused,
-    ReviewUnavailable,
-    find_port_spec,
-    refresh_open_documents,
-    run_review,
-)
 from .scheduler import Scheduler
 from .settings import SECTION, Settings, parse_settings
 from .store import DiagnosticsStore
@@ -63,11 +44,23 @@ from .transport import serve_stdio
 from .workspace_check import WorkspaceChecker, report_items
 
 log = logging.getLogger("nki_assist.lsp")
+
+
 FIRST_RESULT_WAIT_SECONDS = 5.0  # a request for a document never checked yet waits this long for it
+
+
 PULL_FRESH_WAIT_MIN, PULL_FRESH_WAIT_MAX = 0.3, 0.5  # a pull for a newer version than the last result
+
+
 RELEASE_AFTER_CHECKS = 50  # checks between two page trims when edits settle
+
+
 FULL_COLLECT_AFTER_CHECKS = 1000  # checks between two full collections when edits settle (memory.py)
+
+
 CHECK_WORKERS = 2  # a hung check keeps one worker; the other takes over (scheduler.py)
+
+
 RELEASE_DELAY_SECONDS = 1.0  # after the last didClose of a burst
 
 
@@ -424,16 +417,6 @@ def code_action(ls: NkiAssistServer, params: types.CodeActionParams) -> list[typ
     return actions or None
 
 
-async def _kernel_view(ls: NkiAssistServer, uri: str):
-    """(document, its last good analysis) when that analysis parsed NKI kernels, else (None, None): what the
-    lens, inlay hint, symbol and navigation requests read."""
-    analysis = await ls.editor_analysis(uri)
-    doc = ls.document(uri)
-    if doc is None or analysis is None or analysis.nki_file is None:
-        return None, None
-    return doc, analysis
-
-
 async def code_lens(ls: NkiAssistServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     uri = params.text_document.uri
     doc, analysis = await _kernel_view(ls, uri)
@@ -462,139 +445,6 @@ async def document_symbol(ls: NkiAssistServer, params: types.DocumentSymbolParam
     return document_symbols(analysis.nki_file, doc.lines, doc.position_codec)
 
 
-def _location(doc: TextDocument, place: Place) -> types.Location:
-    return types.Location(uri=doc.uri, range=to_lsp_range(doc.lines, place.line, place.col, place.line,
-                                                          place.end_col, doc.position_codec))
-
-
-async def _navigation_target(ls: NkiAssistServer, params):
-    uri, pos = params.text_document.uri, params.position
-    doc, analysis = await _kernel_view(ls, uri)
-    if doc is None:  # no kernels here: only the project model may resolve the name (a caller of one elsewhere)
-        return ls.document(uri), None, None
-    lines = doc.lines
-    line, col = from_lsp_position(lines, pos, doc.position_codec)
-    if not 1 <= line <= len(lines):
-        return None, None, None
-    others = {k.name for d, a in ls.nki_documents() if d.uri != uri for k in (a.nki_file.kernels or [])}
-    places = ls.places(doc)
-    target = resolve(analysis.nki_file, places, line, col, lines[line - 1], others)
-    return doc, analysis, target
-
-
-def _kernel_definitions(ls: NkiAssistServer, name: str) -> list[types.Location]:
-    out = []
-    for doc, analysis in ls.nki_documents():
-        kernel = kernel_named(analysis.nki_file, name)
-        if kernel is not None:
-            out.append(_location(doc, kernel_def_place(kernel, doc.lines)))
-    return out
-
-
-def _project_function(ls: NkiAssistServer, doc: TextDocument, position: types.Position):
-    """(project, key) of the workspace function the name at `position` resolves to, through the project model
-    (imports, aliases, re-exports); None when the model is not ready, does not hold the file, or the name is
-    no function of the workspace."""
-    path = ls.path_of(doc)
-    model = ls.project.model
-    if not path or not model.contains(path):
-        return None
-    lines = doc.lines
-    line, col = from_lsp_position(lines, position, doc.position_codec)
-    if not 1 <= line <= len(lines):
-        return None
-    word = word_at(lines[line - 1], col)
-    place = next((p for p in ls.places(doc).get(word or "", []) if p.line == line and p.col <= col <= p.end_col), None)
-    if place is None:
-        return None  # a string or a comment
-    with model.lock:
-        project = model.project_of(path)
-        key = function_key(project, path, line, dotted_at(lines[line - 1], place)) if project is not None else None
-    return (project, key) if key else None
-
-
-def _text_of(ls: NkiAssistServer):
-    """path -> text: the open document's (it wins over the disk), else the file on disk."""
-    opened = {ls.path_of(d): d for d in (ls.document(u) for u in list(ls.workspace.text_documents)) if d is not None}
-
-    def text_of(path: str) -> str | None:
-        doc = opened.get(path)
-        if doc is not None:
-            return doc.source
-        try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-
-    return opened, text_of
-
-
-def _path_location(ls: NkiAssistServer, opened: dict, text_of, path: str, place: Place) -> types.Location:
-    doc = opened.get(path)
-    if doc is not None:
-        return _location(doc, place)
-    lines = (text_of(path) or "").splitlines()
-    return types.Location(uri=uris.from_fs_path(path) or Path(path).as_uri(),
-                          range=to_lsp_range(lines, place.line, place.col, place.line, place.end_col,
-                                             ls.workspace.position_codec))
-
-
-async def definition(ls: NkiAssistServer, params: types.DefinitionParams) -> list[types.Location] | None:
-    doc, _analysis, target = await _navigation_target(ls, params)
-    if doc is None:
-        return None
-    if target is not None and target.kind == "tile":
-        return [_location(doc, p) for p in tile_definitions(target.kernel, target.name,
-                                                           ls.places(doc).get(target.name, []))] or None
-    if target is not None and target.kernel is not None:  # a kernel of this document (its current text)
-        return [_location(doc, kernel_def_place(target.kernel, doc.lines))]
-    found = _project_function(ls, doc, params.position)
-    if found is not None:
-        opened, text_of = _text_of(ls)
-        with ls.project.model.lock:
-            where = function_place(found[0], found[1], text_of)
-        if where is not None:
-            return [_path_location(ls, opened, text_of, *where)]
-    if target is None:
-        return None
-    return _kernel_definitions(ls, target.name) or None
-
-
-async def references(ls: NkiAssistServer, params: types.ReferenceParams) -> list[types.Location] | None:
-    doc, _analysis, target = await _navigation_target(ls, params)
-    if doc is None:
-        return None
-    include = params.context.include_declaration
-    if target is not None and target.kind == "tile":
-        places = ls.places(doc)
-        found = tile_references(target, places)
-        if not include:
-            defs = set(tile_definitions(target.kernel, target.name, places.get(target.name, [])))
-            found = [p for p in found if p not in defs]
-        return [_location(doc, p) for p in found] or None
-    out = []
-    in_model: set[str] = set()
-    project_function = _project_function(ls, doc, params.position)
-    if project_function is not None:  # the uses the project resolves to that function, in every workspace module
-        opened, text_of = _text_of(ls)
-        model = ls.project.model
-        with model.lock:
-            found = function_references(*project_function, text_of, include)
-            in_model = {p for p in opened if p and model.contains(p)}
-        out.extend(_path_location(ls, opened, text_of, path, p) for path, p in found)
-    elif target is None:
-        return None
-    name = target.name if target is not None else project_function[0].functions[project_function[1]].name
-    for other, other_analysis in ls.nki_documents():  # open documents outside the model: by name, as before
-        if name not in other.source or ls.path_of(other) in in_model:
-            continue
-        places = ls.places(other).get(name, [])
-        kernel = kernel_named(other_analysis.nki_file, name)
-        declaration = kernel_def_place(kernel, other.lines) if kernel is not None else None
-        out.extend(_location(other, p) for p in places if include or p != declaration)
-    return out or None
-
-
 async def workspace_diagnostic(ls: NkiAssistServer, params: types.WorkspaceDiagnosticParams):
     """Open documents from the store; the other NKI/CUDA files of the workspace folders, checked on disk."""
     previous = {p.uri: p.value for p in params.previous_result_ids or []}
@@ -616,108 +466,6 @@ async def workspace_diagnostic(ls: NkiAssistServer, params: types.WorkspaceDiagn
         disk = []
     entries.extend((uri, None, result.result_id, result.diagnostics) for uri, result in disk)
     return types.WorkspaceDiagnosticReport(items=report_items(entries, previous))
-
-
-async def review_port_command(ls: NkiAssistServer, *args: Any) -> dict:
-    """Review the port of the given (or only open) kernel; opens the markdown assessment."""
-    uri = args[0] if args and isinstance(args[0], str) else None
-    if uri is None and len(ls.workspace.text_documents) == 1:
-        uri = next(iter(ls.workspace.text_documents))
-    doc_path = uris.to_fs_path(uri) if uri else None
-    spec = find_port_spec(doc_path, ls.settings.port_spec, ls.roots())
-    if spec is None:
-        where = f"`{ls.settings.port_spec}`" if ls.settings.port_spec else "beside this file or in a parent folder"
-        return _fail(ls, f"nki-assist: no port spec found ({where}). Create a port.toml or set "
-                         "`nki-assist.review.portSpec`.")
-    if ls.review_lock.locked():
-        return _fail(ls, "nki-assist: a port review is already running.")
-    async with ls.review_lock:
-        return await _run_review(ls, spec, uri)
-
-
-def _fail(ls: NkiAssistServer, message: str, kind: types.MessageType = types.MessageType.Warning) -> dict:
-    ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
-    return {"ok": False, "message": message}
-
-
-async def _run_review(ls: NkiAssistServer, spec: Path, uri: str | None) -> dict:
-    loop = asyncio.get_running_loop()
-    cancel = threading.Event()
-    token: str | None = None
-    window = ls.client_capabilities.window
-    if window and window.work_done_progress:
-        token = f"nki-assist-review-{next(ls._tokens)}"
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title="nki-assist: port review", message=spec.name, percentage=0, cancellable=True))
-            ls.work_done_progress.tokens[token].add_done_callback(lambda _f: cancel.set())
-        except Exception as exc:
-            log.warning("work done progress unavailable: %s", exc)
-            token = None
-
-    def progress(message: str, percent: float | None = None) -> None:  # called from the worker
-        if token is not None and not cancel.is_set():
-            pct = None if percent is None else max(0, min(100, int(percent)))
-            loop.call_soon_threadsafe(ls.work_done_progress.report, token,
-                                      types.WorkDoneProgressReport(message=message, percentage=pct))
-
-    def end(message: str) -> None:
-        if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-            ls.work_done_progress.tokens.pop(token, None)
-
-    entry = ls.store.get(uri) if uri else None
-    target = getattr(entry.analysis, "target", None) if entry and entry.analysis else None
-
-    def review():
-        return run_review(spec, ls.settings, target=target or ls.settings.target, progress=progress, cancel=cancel)
-
-    future = loop.run_in_executor(ls.review_executor, review)
-    try:
-        outcome = await asyncio.shield(future)
-    except asyncio.CancelledError:  # $/cancelRequest for the command itself
-        cancel.set()
-        end("cancelled")
-        raise
-    except ReviewCancelled:
-        end("cancelled")
-        return {"ok": False, "cancelled": True, "message": "review cancelled"}
-    except (ReviewUnavailable, ReviewRefused) as exc:
-        end(str(exc))
-        return _fail(ls, f"nki-assist: {exc}")
-    except Exception as exc:
-        end("failed")
-        return _fail(ls, f"nki-assist: port review failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
-    if cancel.is_set():
-        end("cancelled")
-        return {"ok": False, "cancelled": True, "message": "review cancelled"}
-    end("done")
-    _remember_performance(ls, outcome)
-    nki = outcome.nki_path()
-    if nki is not None:
-        ls.proven.pop(nki.name, None)  # this review's answer replaces the last one for its kernel
-    ls.proven.update(proven_findings(outcome.review))
-    summary = outcome.summary()
-    window_caps = ls.client_capabilities.window
-    if window_caps and window_caps.show_document and window_caps.show_document.support:
-        try:
-            await ls.window_show_document_async(types.ShowDocumentParams(uri=summary["uri"], take_focus=True))
-        except Exception as exc:
-            log.warning("window/showDocument failed: %s", exc)
-    await refresh_open_documents(ls)
-    return {"ok": True, **summary}
-
-
-def _remember_performance(ls: NkiAssistServer, outcome) -> None:
-    nki = outcome.nki_path()
-    perf = outcome.performance()
-    if nki is None or not perf:
-        return
-    kernel = getattr(getattr(outcome.review, "port", None), "nki_kernel", None) or "*"
-    ls.perf.setdefault(str(nki), {})[kernel] = perf
-    if ls._lens_refresh:
-        ls.workspace_code_lens_refresh(None)
 
 
 def shutdown(ls: NkiAssistServer, params: Any) -> None:

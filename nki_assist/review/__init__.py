@@ -2,6 +2,8 @@
 evidence reconciliation, the drafted assessment.
 
 Parts:
+  options      what a review is asked to do and answers (`ReviewOptions`, `ReviewResult`)
+  static_stage, performance_stage   the static/migration checks and the cost-model stage of the pipeline
   pipeline     the entry points (`review_port` for a port spec, `review_files` without one) and the stages
                in order: static, migration, runs, numerics scenarios, performance, assessment
   reconcile    evidence reconciliation: each static/migration claim about run time checked against the run
@@ -18,6 +20,7 @@ from __future__ import annotations
 from ..infra.lazy import lazy_exports
 
 _PUBLIC = {
-    "pipeline": ("ReviewOptions", "ReviewResult", "review_port", "review_files", "one_line_error"),
+    "options": ("ReviewOptions", "ReviewResult"),
+    "pipeline": ("review_port", "review_files", "one_line_error"),
 }
 __all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -11,137 +11,23 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..findings import Finding, Severity, dedupe, file_scopes, group_repeats, prioritize
 from ..api.hardware import Target, get_target
-from ..schema import Numerics, Performance, PortInfo, Review
-
-from ..parse.cuda import parse_cuda
-from ..numerics.spec import load_spec
+from ..findings import Finding, Severity, dedupe, file_scopes, group_repeats, prioritize
 from ..numerics.distinct_size import DistinctPlan, plan
 from ..numerics.guard import budget_bytes
+from ..numerics.registry import TRAINIUM
 from ..numerics.scenarios import Started, matrix_rows, run_scenarios
+from ..numerics.spec import load_spec
+from ..schema import Numerics, PortInfo, Review
 from ..toolchain.registry import get_backend
 from ..toolchain.sandbox import warm_sandbox
-from ..numerics.registry import TRAINIUM
-
-# The static checks, attribution, cost model and drafter are imported where they are used: a review starts its
-# kernel runs first (`_start_runs`), and these imports then run while the sandbox child works.
-
-Progress = Callable[[str, float], None]
-
-
-@dataclass
-class ReviewOptions:
-    target: str | None = None  # overrides the spec's target
-    sizes: list[str] | None = None
-    backend: str = "builtin"
-    run: bool = True  # execute the kernel (simulation, numerics, cost model)
-    timeout_s: float = 60.0  # per kernel run
-    memory_mb: int = 4096
-    llm_timeout_s: float = 60.0
-    gpu_precision: str | None = None  # None: from the CUDA kernel's accumulators (fp32 default)
-    stochastic: bool = False
-    profile: str | None = None  # neuron-profile summary JSON
-    llm: str = "none"
-    llm_mode: str = "auto"  # structured-output dialect (feedback/llm_modes.py); auto: negotiated
-    model: str | None = None
-    base_url: str | None = None
-    rubric: str | None = None
-    cache_dir: str | None = None
-    select: list[str] | None = None
-    ignore: list[str] = field(default_factory=list)
-    plots: bool = True
-    nki_version: str | None = None  # target NKI version; None: inferred from the kernel's project pins
-    distinct_dims: str | None = None  # auto | always | off; None: the spec's [review] distinct_dims (auto)
-    repair_budget_s: float = 4.0  # diagnosis: seconds of candidate re-runs per failing size (0: no repairs)
-
-
-@dataclass
-class ReviewResult:
-    review: Review
-    plots: dict[str, bytes] = field(default_factory=dict)  # name -> PNG
-    seconds: float = 0.0
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def _static(path: Path, display: str, opts: ReviewOptions, target: Target, notes: list[str],
-            unchecked: list[str]) -> list[Finding]:
-
-    text = _read(path)
-    if text is None:
-        notes.append(f"{display}: cannot be read; no static checks")
-        unchecked.append(f"{display}: cannot be read, no static checks")
-        return []
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from ..api.version import resolve_nki_version
-    from ..check import CheckOptions, check_text
-
-    # the NKI version from the kernel's own location (its project's pins), not the display path's
-    choice = resolve_nki_version(None, path)
-    # a guessed version stays a guess (check/versioned.py: its findings are at most warnings)
-    version = opts.nki_version or (None if choice.guessed else choice.version)
-    res = check_text(display, text, CheckOptions(target=target.name, select=opts.select, ignore=list(opts.ignore),
-                                                  nki_version=version))
-    notes.extend(res.notes)
-    if res.status != "checked":
-        notes.append(f"{display}: static checks {res.status}: {res.reason}")
-        unchecked.append(f"{display}: static checks {res.status} ({res.reason})")
-    return res.findings
-
-
-def _migration(nki_path: Path, nki_display: str, cuda_path: Path | None, cuda_display: str | None,
-               nki_kernel: str | None, cuda_kernel: str | None, target: Target, notes: list[str]) -> list[Finding]:
-    if cuda_path is None:
-        notes.append("no CUDA file: migration checks skipped")
-        return []
-
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from ..parse.nki import parse_nki
-    from ..rules.migration.checks import run_migration_rules
-
-    nki_text, cuda_text = _read(nki_path), _read(cuda_path)
-    if nki_text is None or cuda_text is None:
-        notes.append("migration checks skipped: a source file cannot be read")
-        return []
-    try:
-        return run_migration_rules(parse_cuda(cuda_text, cuda_display), parse_nki(nki_text, nki_display), target,
-                                   cuda_kernel=cuda_kernel, nki_kernel=nki_kernel, nki_source=nki_text)
-    except Exception as exc:  # a migration-rule bug must not lose the rest of the review
-        notes.append(f"migration checks failed internally ({type(exc).__name__}: {exc})")
-        return []
-
-
-def _cuda_accumulation(cuda_path: Path | None, cuda_kernel: str | None) -> str:
-    """Accumulation precision of the CUDA kernel for the gpu-model scenario (fp32 unless it says otherwise)."""
-    if cuda_path is None:
-        return "float32"
-
-    text = _read(cuda_path) or ""
-    cf = parse_cuda(text, str(cuda_path))
-    kernels = [k for k in cf.kernels if k.qualifier == "global" and (cuda_kernel is None or k.name == cuda_kernel)]
-    dtypes = {str(getattr(a, "dtype", "") or "") for k in kernels for a in getattr(k, "accumulators", [])}
-    if any(d in ("half", "__half", "float16", "__nv_bfloat16", "bfloat16") for d in dtypes) and "float" not in dtypes:
-        return "float16"
-    if any(d == "double" for d in dtypes):
-        return "float64"
-    return "float32"
-
-
-def _kernel_line(path: Path, name: str | None) -> int | None:
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from ..toolchain.base import kernel_def_line
-
-    return kernel_def_line(str(path), name)
+from .options import Progress, ReviewOptions, ReviewResult, _rebase, _rel_display
+from .performance_stage import _peaks, _performance, _with_retile_plan
+from .static_stage import _cuda_accumulation, _kernel_line, _migration, _read, _static
 
 
 def review_port(spec_path: str, options: ReviewOptions | None = None, *, progress: Progress | None = None,
@@ -374,11 +260,10 @@ def _prepare_later_stages() -> None:
     """What the stages after the kernel runs import and build, done while the sandbox child still works (this
     thread would otherwise wait for it): the cost model, reconciliation, the drafter, the result validators."""
     # deferred: these imports are the point of the function (they run here instead of after the child)
-    from .. import perf
-    from . import reconcile, stage_links  # noqa: F401
     from ..feedback import draft_assessment  # noqa: F401
     from ..numerics import portrun  # noqa: F401
     from ..toolchain import wire
+    from . import reconcile, stage_links  # noqa: F401
 
     wire.prepare()
 
@@ -478,97 +363,6 @@ def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
             continue
         out.append(f"size {name!r} not compared ({why})")
     return out
-
-
-def _rel_display(p: Path | None, base: Path) -> str | None:
-    return None if p is None else str(p.relative_to(base)) if p.is_relative_to(base) else str(p)
-
-
-def _rebase(f: Finding, path: Path, display: str) -> Finding:
-    """Simulator findings name the kernel file by its absolute path; reports use the spec-relative one."""
-    if f.file and Path(f.file).resolve() == path.resolve():
-        return f.model_copy(update={"file": display})
-    return f
-
-
-def _peaks(run, target: Target) -> dict[str, Any] | None:
-    if run is None:
-        return None
-
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from ..numerics.portrun import peaks_summary
-
-    peaks = peaks_summary(run.peaks, target)
-    peaks["sbuf_percent"] = round(peaks["sbuf_percent"], 1)
-    peaks["psum_percent"] = round(peaks["psum_percent"], 1)
-    return {"status": run.status, **peaks, "instructions": len(run.trace)}
-
-
-def _with_retile_plan(findings: list[Finding], res, target: Target) -> list[Finding]:
-    """SIM104 (SBUF over budget) gets a concrete banding plan computed from the run that overflowed."""
-    over = [s for s in res.sizes if (r := s.runs.get(TRAINIUM.name)) is not None and r.trace
-            and any(f.rule == "SIM104" for f in r.findings)]
-    if not over or not any(f.rule == "SIM104" for f in findings):
-        return findings
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from .. import perf
-    sr = over[-1]  # the largest size that overflowed: a band that fits it fits the smaller ones
-    plan = perf.plan_sbuf_retile(sr.runs[TRAINIUM.name], target)
-    if plan is None:
-        return findings
-    text = perf.plan_text(plan)
-    evidence = {"retile_plan": {**plan.to_json(), "size": sr.size}}
-    return [f.model_copy(update={"fix": text, "evidence": {**f.evidence, **evidence}}) if f.rule == "SIM104" else f
-            for f in findings]
-
-
-# Simulator errors that mean the kernel does not fit or compile as written (no meaningful time estimate).
-_CANNOT_RUN = frozenset({"SIM101", "SIM102", "SIM104", "SIM105", "SIM106", "SIM119"})
-_ESTIMATES = ("bounds", "estimated_mfu_percent", "hfu_estimated_percent", "mbu_estimated_percent", "roofline", "comparison")
-
-
-def _performance(spec, res, opts: ReviewOptions, target: Target, review: Review, plots: dict[str, bytes],
-                 nki_disp: str) -> list[Finding]:
-
-    # deferred: imported while the kernel runs ahead (review start-up)
-    from .. import perf
-
-    # the spec's own sizes: a size the review added is there to tell roles apart, not to be costed
-    ran = [s for s in res.user_sizes() if (r := s.runs.get(TRAINIUM.name)) is not None and r.status == "ok" and r.trace]
-    if not ran:
-        review.notes.append("performance: no size ran to completion with a trace; no estimate")
-        return []
-    sr = max(ran, key=lambda s: spec.input_bytes(spec.size(s.size)))
-    run = sr.runs[TRAINIUM.name]
-    out_bytes = sum(o.nbytes for o in run.outputs)
-    est = perf.estimate(run, target, min_input_bytes=spec.input_bytes(spec.size(sr.size)), min_output_bytes=out_bytes)
-    findings = perf.perf_findings(est, run, target, file=nki_disp)
-    if opts.profile:
-        try:
-            prof = perf.load_profile(opts.profile)
-            est = perf.merge_profile(est, prof, kernel_name=spec.kernel_name)
-            findings += perf.profile_findings(prof, file=nki_disp)
-        except Exception as exc:
-            review.notes.append(f"profile {opts.profile}: {exc}")
-    performance = perf.to_performance(est)
-    extra = dict(performance.model_extra or {})
-    extra["size"] = sr.size
-    fields = performance.model_dump(exclude=set(extra))
-    blocker = next((f for f in run.findings if f.rule in _CANNOT_RUN and f.severity.value == "error"), None)
-    if blocker is not None:  # a time for code that cannot allocate or compile would only mislead
-        why = f"not estimated: the kernel cannot run as written ({blocker.rule} at line {blocker.line})"
-        fields.update(estimated_time_us=None, mfu_estimated_percent=None)
-        for key in _ESTIMATES:
-            extra.pop(key, None)
-        extra["label"], extra["not_estimated"] = why, blocker.rule
-        review.notes.append(f"performance: {why}; engine busy times are shown for the code as written")
-    review.performance = Performance(**{**fields, **extra})
-    if opts.plots:
-        try:
-            plots.update(perf.render_plots(est))
-        except Exception as exc:
-            review.notes.append(f"performance plots failed: {exc}")
-    return [_rebase(f, spec.nki_path, nki_disp) for f in findings]
 
 
 def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):

@@ -145,7 +145,7 @@ def test_review_kwargs_never_run_the_simulator_unless_enabled():
 
 
 def test_review_kwargs_with_the_real_review_options():
-    review = pytest.importorskip("nki_assist.review.pipeline")
+    review = pytest.importorskip("nki_assist.review")
     if not hasattr(review, "ReviewOptions"):
         pytest.skip("review_port takes flat keywords here")
     off = review_kwargs(review.review_port, Settings(), "trn3", None, None)
