@@ -4,8 +4,8 @@ and the language server offers its diff as a code action.
 
 A finding is the diagnosis when its evidence carries `diagnosis` (a dict: `cause`, `pattern`, `diff`,
 `proven`), or when its rule is in DIAGNOSIS_RULES (the diagnosis stage's own rule ids are added here, in this
-one place). Its proven fix is `evidence["diagnosis"]["diff"]`, `evidence["proven_fix"]`, or the finding's
-`fix` when that is a unified diff.
+one place). Its proven fix is `evidence["diagnosis"]["diff"]`, `evidence["proven_fix"]`,
+`evidence["repair"]["diff"]` (DIAG101), or the finding's `fix` when that is a unified diff.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-DIAGNOSIS_RULES: frozenset[str] = frozenset()
+DIAGNOSIS_RULES: frozenset[str] = frozenset({"DIAG101"})  # a root cause whose fix a re-run of every size proved
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
 
@@ -38,7 +38,8 @@ def proven_diff(f: Any) -> str | None:
     """The unified diff a re-run proved for this finding, if any."""
     ev = getattr(f, "evidence", None) or {}
     d = ev.get("diagnosis") if isinstance(ev.get("diagnosis"), dict) else {}
-    for text in (d.get("diff"), ev.get("proven_fix"), getattr(f, "fix", None)):
+    repair = ev.get("repair") if isinstance(ev.get("repair"), dict) else {}  # the diagnosis stage's (DIAG101)
+    for text in (d.get("diff"), ev.get("proven_fix"), repair.get("diff"), getattr(f, "fix", None)):
         if isinstance(text, str) and is_unified_diff(text):
             return text
     return None

@@ -18,6 +18,7 @@ per-run sweep by token finds both. The `strong` mode (namespaces) keeps one fres
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -78,6 +79,7 @@ class Zygote:
                                      bufsize=0)  # unbuffered: `select` must see every reply line
         procs.own(self.proc.pid)
         self.broken = False
+        _live.add(self)
 
     def spawn(self, job: Path, work: Path, env: dict[str, str]) -> ZygoteRun:
         request = {"job": str(job), "work": str(work), "env": env}
@@ -126,11 +128,24 @@ class Zygote:
         self.proc.wait()
         procs.disown(self.proc.pid)
         shutil.rmtree(self.home, ignore_errors=True)  # empty unless something of a run wrote there
+        _live.discard(self)
 
 
 _lock = threading.Lock()
 _scopes = 0  # open warm_sandbox() blocks, all threads together
 _idle: list[Zygote] = []
+_live: set[Zygote] = set()  # every zygote not closed yet, idle or running a job
+
+
+@atexit.register
+def _close_live() -> None:
+    """A run ended by a signal leaves the zygote a worker thread had checked out unclosed (the thread dies with
+    the interpreter, its `finally` never runs): kill it and remove its folder on the way out."""
+    for z in list(_live):
+        try:
+            z.close()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
 
 
 def active() -> bool:
