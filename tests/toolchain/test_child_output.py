@@ -17,9 +17,10 @@ from nki_assist.toolchain.sandbox import run_in_child, warm_sandbox
 t0 = time.monotonic()
 with warm_sandbox({warm}):
     out = run_in_child({call!r}, {kwargs!r}, timeout_s={timeout}, memory_mb=1024)
+# VmHWM: this process's own peak (ru_maxrss keeps the peak of the process it was forked from, across exec)
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
 print(json.dumps({{"status": out.status, "value": out.value, "error": out.error, "traceback": out.traceback,
-                  "stderr": len(out.stderr), "seconds": time.monotonic() - t0,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "stderr": len(out.stderr), "seconds": time.monotonic() - t0, "rss_mb": hwm}}))
 """
 
 
