@@ -68,7 +68,8 @@ def test_dma_advice_on_a_line_agrees_with_the_run(k32):
     assert "moves 32 of 128 partitions and 256 B per partition" in lhs.message  # bf16 [32, 128]: the run's bytes
     assert "can grow to whole rows (1,024 B per partition, 4x what it moves) but no further" in lhs.message
     assert lhs.fix == "Load all 128 partitions per DMA. Load whole `lhsT` rows (1,024 B) per partition."
-    assert store.fix == "Store whole `out` rows (1,024 B) per partition." and store.severity.value == "warning"
+    # info: the cost model does not call this store the bound (severity policy, issue 41)
+    assert store.fix == "Store whole `out` rows (1,024 B) per partition." and store.severity.value == "info"
     assert "wider strip" not in " ".join(f.message for f in loads.values())
 
 
