@@ -146,8 +146,8 @@ class Session:
                 pass
 
     def _count(self, res: CallResult) -> None:
-        if res.cached:
-            return
+        if res.cached or res.context_window or res.rejected:
+            return  # served from the cache, or refused before any generation (nothing was spent)
         if res.prompt_tokens is None or res.completion_tokens is None:
             self.tokens_known = False
         else:

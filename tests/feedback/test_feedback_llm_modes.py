@@ -194,6 +194,7 @@ def test_small_context_window_gets_the_compact_prompt():
     assert again.drafter == "llm" and again.llm.compact_prompt and fake.calls == calls + 1
     assert a.drafter == "llm", a.llm.fallback_reason
     assert a.llm.compact_prompt and a.llm.mode == "json_object"
+    assert a.llm.prompt_tokens > 0 and a.llm.completion_tokens > 0  # the refused ask does not blank the counts
     compact = fake.requests[-2]["body"]
     assert compact["max_tokens"] == 800  # a quarter of the window for the reply
     assert estimate_tokens(compact["messages"]) <= 3200 * 0.45
