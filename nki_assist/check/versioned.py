@@ -54,6 +54,16 @@ def _at_most_warning(f: Finding, suffix: str, **evidence) -> Finding:
     return f.model_copy(update={"severity": sev, "message": f"{msg} {suffix}", "evidence": ev})
 
 
+def _deprecation_note(f: Finding) -> Finding:
+    """A deprecation (the API still works, `deprecated_in` a release) judged at a guessed version: the code may
+    target a release before it, so it is a note about upgrading, not a defect a reviewer would ask to change."""
+    from ..findings import Severity  # local: pydantic model module
+
+    if isinstance(f.evidence, dict) and f.evidence.get("deprecated_in") and f.severity == Severity.WARNING:
+        return f.model_copy(update={"severity": Severity.INFO})
+    return f
+
+
 def settle(findings: list[Finding], choice: VersionChoice,
            at_other_end: Callable[[str], list[Finding]] | None = None) -> list[Finding]:
     """The findings with version-dependent ones tempered by what is known about the version (module doc).
@@ -62,7 +72,7 @@ def settle(findings: list[Finding], choice: VersionChoice,
         suffix = (f"[NKI {choice.version} assumed: no version was given; set --nki-version, "
                   "`[tool.nki-assist] nki-version` or pin `nki`]")
         oldest = choice.oldest_admitted()
-        return [_at_most_warning(f, suffix, nki_version_assumed=True)
+        return [_deprecation_note(_at_most_warning(f, suffix, nki_version_assumed=True))
                 if version_dependent(f) and not holds_from(f, oldest) else f for f in findings]
     other = choice.other_end()
     if other is None or at_other_end is None:

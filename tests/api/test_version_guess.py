@@ -71,3 +71,17 @@ def test_range_pin_is_checked_at_both_ends(project):
     exact, _ = _check(project)
     assert [(f["rule"], f["severity"]) for f in exact["findings"]
             if f["file"].endswith("versioned_kernel.py") and f["line"] == FORI_LINE] == [("NKI510", "error")]
+
+
+def test_a_deprecation_at_a_guessed_version_is_a_note(project):
+    """A deprecated API still works: when the version is only assumed, the code may target a release before the
+    deprecation, so NKI501 is an info naming the assumption; at a stated version it is a warning."""
+    (project / "deprecated_kernel.py").write_text(
+        "import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
+        "    n = nl.tile_size.psum_fmax\n    return a\n", encoding="utf-8")
+    guessed, _ = _check(project)
+    (dep,) = [f for f in guessed["findings"] if f["rule"] == "NKI501" and f["file"].endswith("deprecated_kernel.py")]
+    assert dep["severity"] == "info" and dep["evidence"]["deprecated_in"] and "assumed" in dep["message"]
+    stated, _ = _check(project, "--nki-version", "0.6")
+    (dep,) = [f for f in stated["findings"] if f["rule"] == "NKI501" and f["file"].endswith("deprecated_kernel.py")]
+    assert dep["severity"] == "warning"
