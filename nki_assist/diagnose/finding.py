@@ -3,21 +3,35 @@ the anatomy and the ranked lines, never an accusation)."""
 
 from __future__ import annotations
 
+import re
+
 from ..findings import Finding, RelatedLocation
+from ..infra.redact import neutralise
 from ..rules.registry import get
 from .core import PROVEN, Diagnosis
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what could open markup; `i_p < rem` stays as written
+_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data)\s*:")
+
+
+def _quoted(text: str) -> str:
+    """Kernel text quoted in a message (inside code spans, which reports keep as they are): control characters
+    shown, never acted on, and nothing a renderer that ignores code spans could take for a tag or a link."""
+    return _SCHEME.sub(lambda m: m.group(1) + "&#58;", _TAG.sub("&lt;", neutralise(text)))
+
+
 def to_finding(d: Diagnosis) -> Finding:
+    cause = _quoted(d.cause)
     evidence = {**d.to_json(), "sizes": d.failing}
     related = [RelatedLocation(file=d.file, line=s.line, message=f"suspect: {', '.join(s.reasons[:2])}")
                for s in d.suspects[1:4] if s.line != d.line]
     if d.repair is not None:
         evidence["root_cause_lead"] = True
         return get("DIAG101").finding(
-            f"Root cause of the failing size(s) {', '.join(d.failing)}: {d.cause}", file=d.file, line=d.line,
+            f"Root cause of the failing size(s) {', '.join(d.failing)}: {cause}", file=d.file, line=d.line,
             category=d.category, confidence="high", fix=f"{PROVEN}:\n{d.repair.diff}", evidence=evidence,
             related=related)
     return get("DIAG102").finding(
-        f"Size(s) {', '.join(d.failing)} fail and pass elsewhere; {d.cause}", file=d.file, line=d.line,
+        f"Size(s) {', '.join(d.failing)} fail and pass elsewhere; {cause}", file=d.file, line=d.line,
         confidence="low", evidence=evidence, related=related)

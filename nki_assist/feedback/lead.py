@@ -14,7 +14,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-DIAGNOSIS_RULES: frozenset[str] = frozenset({"DIAG101"})  # a root cause whose fix a re-run of every size proved
+DIAGNOSIS_RULES: frozenset[str] = frozenset()  # DIAG101 not yet: its diff in a drafted fix trips the fix-text and markup checks
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
 

@@ -21,12 +21,12 @@ PORTS = Path(__file__).resolve().parents[1] / "fixtures" / "ports"
 
 @pytest.fixture(scope="module")
 def offset():
-    return review_port(str(PORTS / "claims_store_offset_exp" / "port.toml"), ReviewOptions(plots=False)).review
+    return review_port(str(PORTS / "claims_store_offset_exp" / "port.toml"), ReviewOptions(plots=False, repair_budget_s=-1)).review  # the claims alone: no diagnosis stage (tests/diagnose)
 
 
 @pytest.fixture(scope="module")
 def rmodp():
-    return review_port(str(PORTS / "claims_softmax_rmodp" / "port.toml"), ReviewOptions(plots=False)).review
+    return review_port(str(PORTS / "claims_softmax_rmodp" / "port.toml"), ReviewOptions(plots=False, repair_budget_s=-1)).review  # the claims alone: no diagnosis stage (tests/diagnose)
 
 
 def _line_of(path: Path, text: str) -> int:
