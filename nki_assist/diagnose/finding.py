@@ -6,19 +6,18 @@ from __future__ import annotations
 import re
 
 from ..findings import Finding, RelatedLocation
-from ..infra.redact import neutralise
+from ..infra.redact import defuse_schemes, neutralise
 from ..rules.registry import get
 from .core import PROVEN, Diagnosis
 
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what could open markup; `i_p < rem` stays as written
-_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data)\s*:")
 
 
 def _quoted(text: str) -> str:
     """Kernel text quoted in a message (inside code spans, which reports keep as they are): control characters
     shown, never acted on, and nothing a renderer that ignores code spans could take for a tag or a link."""
-    return _SCHEME.sub(lambda m: m.group(1) + "&#58;", _TAG.sub("&lt;", neutralise(text)))
+    return defuse_schemes(_TAG.sub("&lt;", neutralise(text)))
 
 
 def to_finding(d: Diagnosis) -> Finding:

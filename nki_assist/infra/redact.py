@@ -110,3 +110,11 @@ def neutralise(text: str) -> str:
     """`text` with every terminal control character shown as an escape (`\\x1b`), never acted on.
     For text from user code (kernel exceptions, stderr) on its way to a terminal or a report."""
     return _CONTROLS.sub(_visible, text)
+
+
+_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data)\s*:")
+
+
+def defuse_schemes(text: str) -> str:
+    """`javascript:`/`vbscript:`/`data:` with the colon as `&#58;`: no renderer takes what follows for a link."""
+    return _SCHEME.sub(lambda m: m.group(1) + "&#58;", text)

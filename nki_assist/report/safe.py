@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import re
 
-from ..infra.redact import neutralise
+from ..infra.redact import defuse_schemes, neutralise
 
 _TICKS = re.compile(r"`+")
-_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data)\s*:")
 
 
 def _escape(text: str) -> str:
     text = text.replace("<", "&lt;").replace("[", "\\[").replace("]", "\\]")
-    return _SCHEME.sub(lambda m: m.group(1) + "&#58;", text)
+    return defuse_schemes(text)
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:
