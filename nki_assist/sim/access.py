@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..findings import Severity
-from . import block_life, context, provenance
+from . import block_life, context, liveness, provenance
 from .dtypes import sentinel
 from .indexing import Mask, mask_for
 from .tensor import _WHOLE_KEYS, SimShapeError, Storage, Tensor
@@ -62,6 +62,8 @@ def read(t: Tensor, m: np.ndarray | None, line, *, exempt_affine: bool = False) 
     ctx = st.ctx
     if st.blk is not None:
         block_life.touch(st, t)
+    if st.ivx >= 0 or st.alias is not None:
+        liveness.used(st)
     h, key, inner, ok = locate(t)  # h: st, or the block of a block-dimension tile that holds the view
     if t.fancy is not None:
         valid = inner
@@ -150,6 +152,8 @@ def write(t: Tensor, value, m: np.ndarray | None, line, *, accumulate: bool = Fa
     ctx = st.ctx
     if st.blk is not None:
         block_life.touch(st, t)
+    if st.ivx >= 0 or st.alias is not None:
+        liveness.used(st)
     shape = t.shape
     value = np.asarray(value)
     if value.shape != shape:

@@ -186,6 +186,7 @@ def _materialise(st, b: Blocks, key: tuple):
     part.pax = 0
     part.counted = False
     part.bytes_pp = part.banks = 0
+    part.ivx = -1
     part.alias = part.acc_line = part.skipped = part.log = part.blk = part.parts = part.wtag = None
     part.holes = False
     part.data = np.full(b.inner, b.fill, dtype=st.dt.store)

@@ -90,6 +90,7 @@ class SimContext:
         self.sbuf_live = 0
         self.psum_live = 0
         self.psum_banks_live = 0
+        self.sbuf_intervals = None  # liveness.Intervals: each SBUF tile from allocation to last use
         self.peaks = ResourcePeaks()
         self.pending: list = []  # op results not yet counted (see commit_pending)
         # Set to a list while an elementwise op reads its operands: never-written positions are collected

@@ -19,7 +19,7 @@ from ..contracts import callargs
 from ..contracts.runs import RunResult
 from ..parse.pyast import dotted_name as _decorator_name
 from ..rules.registry import get
-from . import access_pattern, block_life, context, coverage, packages, provenance, value_ranges  # noqa: F401 (access_pattern: Tensor.ap)
+from . import access_pattern, block_life, context, coverage, liveness, packages, provenance, value_ranges  # noqa: F401 (access_pattern: Tensor.ap)
 from .access import box
 from .blas import one_blas_thread
 from .context import SimContext, StrictStop, UnsupportedAPI, gc_frozen
@@ -281,6 +281,7 @@ def run_kernel(path: str, kernel: str | None, args: list, kwargs: dict | None = 
                                 exception=type(e).__name__, frames=[f"{os.path.basename(f.filename)}:{f.lineno}"
                                                                     for f in frames[-4:]])
             stubbed = inst.stubbed
+        liveness.settle(ctx, ctx.report_safe)  # first: block_life adds its extra blocks to this peak
         block_life.settle(ctx, ctx.report_safe)
         outputs = []
         if status == "ok":

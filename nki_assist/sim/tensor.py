@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import block_life, block_store, context, provenance
+from . import block_life, block_store, context, liveness, provenance
 from .dtypes import DType, exposed, sentinel
 from .indexing import DynSlice, Idx, Mask
 from .views import locate, resolve  # noqa: F401 (resolve: dma_geometry imports it from here)
@@ -32,7 +32,7 @@ class SimShapeError(ValueError):
 class Storage:
     __slots__ = ("data", "written", "all_written", "dt", "buffer", "shape", "pax", "name", "line", "seq",
                  "wtag", "counted", "bytes_pp", "banks", "role", "ctx", "alias", "acc_line", "holes", "skipped",
-                 "log", "nf", "blk", "parts",
+                 "log", "nf", "blk", "parts", "ivx",
                  "__weakref__")
 
     def __del__(self):
@@ -85,6 +85,7 @@ def allocate(shape, dt: DType, buffer: str, *, line: int | None, name: str | Non
     st.log = None if buffer in ON_CHIP else provenance.WriteLog()  # HBM: store log
     st.blk = None
     st.parts = None
+    st.ivx = -1  # no last-use interval (liveness.py) until counted in SBUF
     if buffer in ON_CHIP:  # checks and ledger first: a tile too large to simulate is still reported
         release_site(ctx)
         _check_tile(st, ctx, line, quiet)
@@ -161,12 +162,14 @@ def commit(st: Storage, line) -> None:
         if ctx.sbuf_live > pk.sbuf_bytes_per_partition:
             pk.sbuf_bytes_per_partition = ctx.sbuf_live
             pk.sbuf_line = st.line
+        liveness.opened(st)
+        # over budget while Python holds the tiles is only a suspicion (liveness.settle decides by last use);
+        # one tile larger than the budget fits under no allocation
         budget = tgt.sbuf_usable_bytes_per_partition
-        if ctx.sbuf_live > budget:
+        if st.bytes_pp > budget:
             ctx.report("SIM104", st.line,
-                       f"live SBUF reaches {ctx.sbuf_live} B per partition with this allocation "
-                       f"({st.bytes_pp} B for {list(st.shape)} {st.dt.name}); {tgt.name} has {budget} B usable "
-                       f"of {tgt.sbuf_bytes_per_partition} B.",
+                       f"this tile alone needs {st.bytes_pp} B per partition ({list(st.shape)} {st.dt.name}); "
+                       f"{tgt.name} has {budget} B usable of {tgt.sbuf_bytes_per_partition} B.",
                        live_bytes_per_partition=ctx.sbuf_live, tile_bytes_per_partition=st.bytes_pp,
                        budget_bytes_per_partition=budget, shape=list(st.shape))
     else:
@@ -393,6 +396,7 @@ class Tensor:
         al.nf = st.nf
         al.blk = None
         al.parts = None
+        al.ivx = -1  # its uses extend the original's interval (liveness.used follows alias)
         al.alias = st  # keeps the original alive (and counted) while the alias lives
         return Tensor(al)
 

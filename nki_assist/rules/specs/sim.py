@@ -89,8 +89,9 @@ allocating the next, or block the loop so that at most 8 (better 2-4, for double
              doc="""\
 ## What it finds
 The live SBUF tiles, in bytes per partition, exceed the usable SBUF of the target (trn2: 224 KiB minus
-about 16.6 KiB the compiler reserves). The finding names the allocation that crossed the budget and
-the live total at that point. A legacy block-dimension tile (`nl.ndarray((32, 7, nl.par_dim(128), 1024))`)
+about 16.6 KiB the compiler reserves). A tile is live from its allocation to its last read or write, as
+the compilers allocate (a variable that still holds a tile after its last use does not keep it live), and
+the finding names the allocation that reached the peak and the live total there. A legacy block-dimension tile (`nl.ndarray((32, 7, nl.par_dim(128), 1024))`)
 counts only the blocks in use at the same time (each block lives from its first to its last use); when
 those overlap past the budget the finding is a warning, since the legacy compiler allocates such tiles
 itself and can fuse the loops that use them or spill.
