@@ -72,6 +72,7 @@ def score(port: Path, budget: float) -> dict:
            "before_wrong": bool(before and before.severity.value in ("error", "warning") and not near(before.line)
                                 and before.category != "output-mismatch"),
            "line": diag.line if diag else None, "rule": diag.rule if diag else None,
+           "category": diag.category if diag else None,
            "hit": near(diag.line if diag else None),
            "proven": bool(diag and diag.rule == "DIAG101" and near(diag.line)),
            "wrong": bool(diag and diag.rule == "DIAG101" and not near(diag.line)),

@@ -295,6 +295,8 @@ def _words(diag: Diagnosis, k) -> None:
         e = diag.repair.edit
         diag.line = e.line
         diag.category = FAMILY.get(e.kind, "output-mismatch")
+        if e.kind == "dtype" and any(a.relation == "nonfinite" for a in diag.anatomy):
+            diag.category = "overflow-risk"  # Inf/NaN where the reference is finite: the dtype's range, not rounding
         diag.cause = (f"line {e.line} `{e.old.strip()}`: {e.what} makes every size pass ({PROVEN}: "
                       f"{', '.join(diag.repair.sizes)}). Error shape: {shape}.{differs}")
         return

@@ -14,7 +14,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-DIAGNOSIS_RULES: frozenset[str] = frozenset()  # DIAG101 not yet: its diff in a drafted fix trips the fix-text and markup checks
+DIAGNOSIS_RULES: frozenset[str] = frozenset({"DIAG101"})  # the diagnosis stage (nki_assist/diagnose) proved a repair
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
 

@@ -130,6 +130,16 @@ def test_issue_case_last_tile_count_is_named_not_the_allocation(corpus_rows):
     assert "R % P" in r["fix"] and "+        rows = P if t < nt - 1 else " in r["fix"]
 
 
+def test_a_proven_dtype_repair_is_named_by_the_shape_of_the_error(corpus_rows):
+    from benchmarks.diagnosis_eval import CORPUS, score
+
+    acc = corpus_rows[3]  # a bf16 running sum: finite values, rounded
+    assert acc["rule"] == "DIAG101" and acc["category"] == "low-precision-accumulation"
+    over = score(CORPUS / "sumsq_fp16_overflow_new", 4.0)  # an fp16 sum of squares: Inf where the reference is finite
+    assert over["rule"] == "DIAG101" and over["line"] == over["gold_line"] and over["category"] == "overflow-risk"
+    assert "NaN/Inf" in over["message"]
+
+
 def test_zero_budget_gives_the_anatomy_and_ranked_lines_without_accusing():
     from benchmarks.diagnosis_eval import CORPUS, _review
 

@@ -61,8 +61,19 @@ def allowed(findings) -> set[str]:
     return {w for f in findings for key in (f.rule, f.category) for w in RECOMMENDS.get(key, ())}
 
 
+FENCED = re.compile(r"^```diff\n(.*?)^```$", re.M | re.S)
+
+
 def problems_of(fix: str, sources: str, nki: str, recommends: set[str] = frozenset()) -> list[str]:
     out = []
+    # a proven repair's diff (fenced): its changed lines are kernel code, so each name in them is the kernel's
+    for diff in FENCED.findall(fix):
+        for ln in diff.splitlines():
+            if ln.startswith(("+", "-")) and not ln.startswith(("+++", "---")):
+                for ident in re.findall(r"[A-Za-z_]\w*", ln[1:]):
+                    if ident not in VOCAB and not re.search(rf"\b{re.escape(ident)}\b", sources):
+                        out.append(f"its diff names `{ident}`, which is not in the kernel")
+    fix = FENCED.sub("", fix)
     low = fix.lower()
     for word, present in OPS.items():
         if word in recommends:
@@ -108,5 +119,8 @@ def test_the_checker_catches_boilerplate():
     assert problems_of("check operand layout (lhsT vs lhs) and epilogue ops", softmax_free, softmax_free)
     assert problems_of("Loop `n` over ceil(L / 512) tiles", softmax_free, softmax_free)
     assert not problems_of("Loop `t` over ceil(L / 512) tiles", softmax_free, softmax_free)
+    diff = "Proven by re-running all sizes:\n```diff\n--- a/k.py\n+++ b/k.py\n@@ -3 +3 @@\n-        y = x * 2\n{}\n```"
+    assert not problems_of(diff.format("+        y = x * 3"), softmax_free, softmax_free)
+    assert problems_of(diff.format("+        y = z * 3"), softmax_free, softmax_free)
     assert REMOVES.search("Read `scale` or remove it.")
     assert not REMOVES.search("drop it from the signature only if the computation truly does not need it")

@@ -68,3 +68,17 @@ def test_diagnosis_rules_and_diff_detection(monkeypatch):
     assert lead.diagnosis_of(f) == {} and lead.proven_diff(f) == DIFF
     assert lead.proven_diff(get("NKI203").finding("x", file="k.py", line=3, fix="Use t * 128.")) is None
     assert not lead.is_unified_diff("--- just a dash line\nno hunk")
+
+
+def test_the_diagnosis_stages_proven_root_cause_leads_with_its_repair_diff():
+    """DIAG101 (nki_assist/diagnose) is a diagnosis by its rule id; its diff rides in evidence["repair"]."""
+    exp = get("NKI402").finding("exp without max", file="k_nki.py", line=22, severity=Severity.ERROR)
+    diag = get("DIAG101").finding("the store offset advances 64 rows per 128-row tile", file="k_nki.py", line=25,
+                                  fix="proven by re-running all sizes:\n" + DIFF,
+                                  evidence={"repair": {"line": 25, "diff": DIFF}, "root_cause_lead": True})
+    review = Review(port=PortInfo(name="k", target="trn2", nki="k_nki.py"), findings=prioritize([exp, diag]))
+    assert lead.proven_diff(diag) == DIFF and lead.diagnosis_of(diag) == {}
+    a = _draft(review)
+    assert a.items[0].title.endswith("(k_nki.py:25)")
+    assert "+        nl.store(y[t * 128 + i_p, i_f], value=out)" in a.items[0].fix
+    assert a.summary.startswith("Diagnosis: k_nki.py:25, the store offset advances 64 rows per 128-row tile")
