@@ -128,9 +128,23 @@ def interleaved(limit: int | None, parts: int) -> dict:
                 totals[jobs] += times[jobs]
             slices.append({"n": len(chunk), "jobs1_s": round(times[1], 1), "jobs2_s": round(times[2], 1),
                            "loadavg_1min": round(os.getloadavg()[0], 2)})
-        same = all(_table(tmp / f"out1-{i}") == _table(tmp / f"out2-{i}") for i in range(parts))
+        diffs = [d for i in range(parts) for d in table_diff(tmp / f"out1-{i}", tmp / f"out2-{i}")]
     return {"submissions": len(entries), "jobs1_s": round(totals[1], 1), "jobs2_s": round(totals[2], 1),
-            "speedup": round(totals[1] / totals[2], 3), "same_tables": same, "slices": slices}
+            "speedup": round(totals[1] / totals[2], 3), "same_tables": not diffs, "differences": diffs[:20],
+            "slices": slices}
+
+
+def table_diff(a: Path, b: Path) -> list[dict]:
+    """Rows of two results tables that differ (timings aside): the id and each differing field's two values."""
+    rows_a, rows_b = _table(a), _table(b)
+    if [r.get("id") for r in rows_a] != [r.get("id") for r in rows_b]:
+        return [{"id": None, "rows": [[r.get("id") for r in rows_a], [r.get("id") for r in rows_b]]}]
+    out = []
+    for x, y in zip(rows_a, rows_b):
+        keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+        if keys:
+            out.append({"id": x.get("id"), **{k: [x.get(k), y.get(k)] for k in keys}})
+    return out
 
 
 def run(limit: int | None, ray: bool) -> dict:

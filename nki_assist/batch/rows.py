@@ -49,6 +49,7 @@ def row_from_review(ident: str, review: dict, *, wall_s: float, review_path: str
         "wall_s": round(wall_s, 3), "review": review_path, "message": None, "spec": spec, "key": key,
         "rules": sorted({f"{f.get('rule')}:{f.get('name')}" for f in findings if f.get("rule")}),
         **rubric, **numerics,
+        **{f"est_us.{k}": v for k, v in (perf.get("per_size_us") or {}).items()},
     }
     row["correct"] = bool(numerics) and all(v == "pass" for v in numerics.values()) and row["errors"] == 0
     return row
@@ -83,9 +84,11 @@ def columns(rows: list[dict]) -> list[str]:
     dynamic: list[str] = []
     for row in rows:
         for k in row:
-            if k.startswith(("rubric.", "numerics.")) and k not in dynamic:
+            if k.startswith(("rubric.", "numerics.", "est_us.")) and k not in dynamic:
                 dynamic.append(k)
     rubric = [k for k in dynamic if k.startswith("rubric.")]
     numerics = [k for k in dynamic if k.startswith("numerics.")]
+    per_size = [k for k in dynamic if k.startswith("est_us.")]
     head = FIXED[: FIXED.index("score_total") + 1]
-    return head + rubric + FIXED[len(head): FIXED.index("est_time_us")] + numerics + FIXED[FIXED.index("est_time_us"):]
+    at = FIXED.index("est_size") + 1
+    return head + rubric + FIXED[len(head): FIXED.index("est_time_us")] + numerics + FIXED[FIXED.index("est_time_us"):at] + per_size + FIXED[at:]

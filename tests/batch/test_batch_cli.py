@@ -30,12 +30,19 @@ def test_batch_table_matches_each_review_and_resumes(tmp_path):
             assert row[f"rubric.{r['criterion']}"] == r["score"]
         assert {k for k in row if k.startswith("numerics.")} == {f"numerics.{s['name']}"
                                                                   for s in review["numerics"]["sizes"]}
+        # a time per size that ran; the headline estimate is the largest size's
+        per = review["performance"].get("per_size_us") or {}
+        assert {k: v for k, v in row.items() if k.startswith("est_us.")} == {f"est_us.{k}": v for k, v in per.items()}
+        if row["est_time_us"] is not None:
+            assert per[row["est_size"]] == row["est_time_us"] == max(per.values())
+            assert set(per) <= {s["name"] for s in review["numerics"]["sizes"]}
     assert sorted(r["rank"] for r in table) == [1, 2, 3, 4]
     with open(out / "results.csv", newline="") as fh:
         csv_rows = list(csv.DictReader(fh))
     assert [r["id"] for r in csv_rows] == [r["id"] for r in table]
     assert [r["verdict"] for r in csv_rows] == [r["verdict"] for r in table]
     assert "rubric.memory-hierarchy" in csv_rows[0] and "est_time_us" in csv_rows[0]
+    assert any(k.startswith("est_us.") for k in csv_rows[0])
     assert (out / "report.html").is_file()
 
     before = mtimes(out)

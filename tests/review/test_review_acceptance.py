@@ -99,3 +99,13 @@ def test_error_growth_slopes_separate_bf16_from_fp32_accumulation(reviews):
     assert f.evidence["slope"] == round(bf16["slope"], 3)
     assert f"slope {bf16['slope']:.2f}" in f.message and "65536" in f.message
     assert not any(f.rule == "NUM105" for f in reviews["rev_rowsum_fp32"].review.findings)
+
+
+def test_every_size_that_ran_gets_its_own_time_estimate(reviews):
+    p = reviews["rev_rowsum_fp32"].review.performance
+    per = p.model_extra["per_size_us"]
+    assert list(per) == ["L512", "L2048", "L8192", "L65536"] and p.model_extra["size"] == "L65536"
+    assert per["L65536"] == p.estimated_time_us
+    # a row sum streams its input: the time grows with L (128x more data from L512 to L65536)
+    times = list(per.values())
+    assert times == sorted(times) and times[-1] > 8 * times[0]
