@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         failed, note = _program_note(outcome, cmd)
         from ..launch.report import build_report, render_run  # deferred: check's report and renderers
 
-        result = build_report(record, cwd, target, note, stopped=outcome.status != "ok")
+        result = build_report(record, cwd, target, note, stopped=outcome.status != "ok", backend=args.backend)
     text = render_run(result, args.format)
     if args.output:
         from .common import write_atomic  # deferred: only with --output

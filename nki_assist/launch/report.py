@@ -41,7 +41,16 @@ def _unfinished(starts: list[dict], launches: list[Launch]) -> list[dict]:
     return left
 
 
-def build_report(record_path: str, cwd: str, target: str, program_note: str, stopped: bool = False) -> RunReport:
+def build_report(record_path: str, cwd: str, target: str, program_note: str, stopped: bool = False,
+                 backend: str = "builtin") -> RunReport:
+    if backend != "builtin":  # the real SDK ran the kernels: nothing of ours was installed to record them
+        report = CheckReport(findings=[], target=target)
+        report.notes = [program_note, "--backend neuron: the kernels ran on the Neuron SDK, which nki-assist does not "
+                        "instrument; no launches are recorded (the program's own output and exit status are the "
+                        "result)"]
+        report.finish()
+        return RunReport(report=report, launches=[], comparisons=[], table=table_text([]), program=program_note,
+                         unfinished=[])
     launches, others, bad = read(record_path)
     starts = [o for o in others if o.get("type") == "start"]
     comparisons = [o for o in others if o.get("type") == "comparison"]

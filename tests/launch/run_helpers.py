@@ -14,9 +14,10 @@ FIXTURES = REPO / "tests" / "fixtures" / "run"
 CORPORA = REPO.parent / "shared" / "corpora"
 
 
-def run_cli(*args: str, cwd: Path = FIXTURES, timeout: float = 300) -> tuple[int, dict | str, str]:
-    """(exit code, the parsed JSON report when --format json else stdout, stderr)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+def run_cli(*args: str, cwd: Path = FIXTURES, timeout: float = 300,
+            env: dict[str, str] | None = None) -> tuple[int, dict | str, str]:
+    """(exit code, the parsed JSON report when --format json else stdout, stderr); `env` is added to ours."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     proc = subprocess.run([sys.executable, "-m", "nki_assist", "run", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env=env, check=False)
     out: dict | str = proc.stdout

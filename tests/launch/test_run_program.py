@@ -83,3 +83,23 @@ def test_new_dialect_simulate_and_a_grid_launch_writing_into_the_callers_array()
     assert by["double_tiles"]["outputs"] == [{"shape": [384, 64], "dtype": "float32", "nonfinite": 0,
                                               "min": 2.0, "max": 2.0}]
     assert report["findings"] == []
+
+
+def test_backend_neuron_keeps_the_importable_sdk_and_records_nothing(tmp_path):
+    # a stand-in SDK package (ours): its baremetal returns a marker the simulator's never would
+    sdk = tmp_path / "sdk" / "neuronxcc" / "nki"
+    sdk.mkdir(parents=True)
+    (sdk.parent / "__init__.py").write_text("")
+    (sdk / "__init__.py").write_text("def baremetal(f):\n    return lambda *a, **k: 'ran on the stand-in SDK'\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("import numpy as np\nfrom neuronxcc.nki import baremetal\n"
+                    "print(baremetal(lambda x: x)(np.ones((4, 4), np.float32)))\n")
+    env = {"PYTHONPATH": str(tmp_path / "sdk")}
+    code, report, err = run_cli("--format", "json", "--backend", "neuron", "--", sys.executable, str(prog),
+                                cwd=tmp_path, env=env)
+    assert code == 0 and "ran on the stand-in SDK" in err  # the program's output (stderr under --format json)
+    assert report["run"]["launches"] == [] and report["findings"] == []
+    assert any("does not instrument" in n for n in report["notes"])
+    # the same program on the default backend runs on the simulator, which replaces the SDK's module
+    code, report, err = run_cli("--format", "json", "--", sys.executable, str(prog), cwd=tmp_path, env=env)
+    assert "ran on the stand-in SDK" not in err
