@@ -14,6 +14,7 @@ not against what the prompt showed.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from pathlib import Path
@@ -29,7 +30,13 @@ from .rubric import Rubric
 
 PROMPT_SHARE = 0.45  # of the window, for the system and user messages
 REPLY_SHARE = 0.25  # of the window, for the reply (the repair round needs the rest)
-FEW_SHOT = True  # the drafter's reply as a worked example (docs/evals.md "A real model": before/after)
+# the drafter's reply as a worked example; NKI_ASSIST_LLM_FEW_SHOT=0 leaves it out (benchmarks/llm_local_eval.py
+# measures the model with and without it: docs/evals.md "A real model")
+FEW_SHOT_ENV = "NKI_ASSIST_LLM_FEW_SHOT"
+
+
+def few_shot() -> bool:
+    return os.environ.get(FEW_SHOT_ENV, "1").strip() != "0"
 CHARS_PER_TOKEN = 3.0  # conservative for JSON and code-like text (SmolLM2, Llama, Qwen tokenizers: 3-4)
 
 # (message chars, fix chars, severities kept) from the fullest to the shortest form
@@ -125,7 +132,7 @@ def build_compact_messages(review: Review, rubric: Rubric, target: Target, sourc
         findings = _findings(review, msg_chars, fix_chars, keep)
         user = template.render(port=review.port, target=target, findings=findings,
                                left_out=len(review.findings) - len(findings), rubric_scored=scored,
-                               example=example_reply(review, rubric, target, n) if FEW_SHOT else None)
+                               example=example_reply(review, rubric, target, n) if few_shot() else None)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         if estimate_tokens(messages) <= budget:
             break

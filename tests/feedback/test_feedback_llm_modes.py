@@ -234,3 +234,18 @@ def test_compact_prompt_keeps_every_error_and_shrinks_the_example_first():
     for messages in (roomy, tight):
         shown = json.loads(messages[1]["content"].split("```findings-json\n")[1].split("\n```")[0])
         assert errors <= {f["id"] for f in shown}
+
+
+def test_the_worked_example_can_be_left_out_for_a_before_after_measurement(monkeypatch):
+    from nki_assist.feedback import load_rubric
+    from nki_assist.feedback.prompts_compact import FEW_SHOT_ENV, build_compact_messages
+    from nki_assist.api.hardware import get_target
+
+    r, rubric, t = review(), load_rubric(None), get_target("trn1")
+    monkeypatch.setenv(FEW_SHOT_ENV, "0")
+    without, _ = build_compact_messages(r, rubric, t, sources(), 16384)
+    monkeypatch.delenv(FEW_SHOT_ENV)
+    with_example, _ = build_compact_messages(r, rubric, t, sources(), 16384)
+    assert "# Example of a valid reply" not in without[1]["content"]
+    assert "# Example of a valid reply" in with_example[1]["content"]
+    assert without[1]["content"].split("# Example")[0].strip() in with_example[1]["content"]
