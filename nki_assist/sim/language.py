@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import block_store, context, core, dma, mathops, objects, provenance, registers, unwritten, vector_ops
+from . import block_store, context, core, dma, liveness, mathops, objects, provenance, registers, unwritten, vector_ops
 from . import tensor_engine as te
 from .access import read, write
 from .dtypes import FLOAT32, exposed, resolve
@@ -129,6 +129,8 @@ def _alloc(shape, dtype, buffer, name, line) -> Tensor:
         return Tensor(hbm_tensor(ctx, shp, dt, buf, name, line))
     blocks = buffer.physical_blocks(shp, pax) if isinstance(buffer, Placed) else None
     t = Tensor(allocate(shp, dt, buf, line=line, name=name or None, pax=pax, blocks=blocks))
+    if isinstance(buffer, Placed) and buf == "sbuf":
+        liveness.hold(t.st)
     bind_site(ctx, t)
     return t
 

@@ -6,7 +6,8 @@ their last use, where the NKI compilers free a tile's space after its last read.
 *may* be over budget. After the run each counted SBUF tile is an interval from its allocation to its last read
 or write (a tile never used again ends where it starts), and the most bytes open at once is the peak: SIM104 is
 reported only when that peak passes the budget, at the allocation that reached it. A single tile larger than the
-budget is reported at once by the ledger (no allocator can place it).
+budget is reported at once by the ledger (no allocator can place it). A direct allocation (`mod_alloc`) is the
+kernel's own placement: it keeps its space until the ledger releases it.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import numpy as np
 class Intervals:
     """Compact per-allocation records: start and end clock, bytes per partition, a key into `meta`."""
 
-    __slots__ = ("start", "end", "nbytes", "meta_ix", "meta", "_meta_of", "clock")
+    __slots__ = ("start", "end", "nbytes", "meta_ix", "meta", "_meta_of", "clock", "held")
 
     def __init__(self):
         self.start, self.end, self.nbytes, self.meta_ix = array("q"), array("q"), array("q"), array("l")
         self.meta: list[tuple] = []  # (line, shape, dtype name), interned: loops allocate the same tile again
         self._meta_of: dict[tuple, int] = {}
         self.clock = itertools.count()
+        self.held: set[int] = set()  # direct allocations not yet released: they keep their space until then
 
 
 def _of(ctx) -> Intervals:
@@ -50,6 +52,20 @@ def opened(st) -> None:
     iv.end.append(now)
     iv.nbytes.append(st.bytes_pp)
     iv.meta_ix.append(ix)
+
+
+def hold(st) -> None:
+    """A direct allocation (`ncc.sbuf.mod_alloc(...)`): the kernel placed it, so it occupies its space until
+    released (the ledger's lifetime), not only to its last use."""
+    if st.ivx >= 0:
+        st.ctx.sbuf_intervals.held.add(st.ivx)
+
+
+def released(st) -> None:
+    iv = st.ctx.sbuf_intervals
+    if iv is not None and st.ivx in iv.held:
+        iv.held.discard(st.ivx)
+        iv.end[st.ivx] = next(iv.clock)
 
 
 def used(st) -> None:
@@ -83,8 +99,12 @@ def peak(ctx) -> tuple[int, tuple | None]:
 
 def settle(ctx, report) -> None:
     """After the run: the peak by last use replaces the ledger's; SIM104 when it passes the budget."""
-    if ctx.sbuf_intervals is None:
+    iv = ctx.sbuf_intervals
+    if iv is None:
         return
+    for ix in iv.held:  # direct allocations still held when the kernel returned
+        iv.end[ix] = next(iv.clock)
+    iv.held.clear()
     top, where = peak(ctx)
     pk, tgt = ctx.peaks, ctx.target
     ledger = pk.sbuf_bytes_per_partition

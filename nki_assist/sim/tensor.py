@@ -194,6 +194,8 @@ def release(st: Storage) -> None:
     ctx = st.ctx
     if st.buffer == "sbuf":
         ctx.sbuf_live -= st.bytes_pp
+        if st.ivx >= 0:
+            liveness.released(st)
     else:
         ctx.psum_live -= st.bytes_pp
         ctx.psum_banks_live -= st.banks
