@@ -1,6 +1,5 @@
-"""The fast paths of the simulator keep its behaviour: loop tiles held only by a local are released at
-the next allocation (one buffer per loop body), tiles held elsewhere stay live, the collector state is
-restored after a run, and shared trace operands carry the right values."""
+"""The fast paths of the simulator keep its behaviour: loop tiles are live to their last use wherever Python
+holds them, the collector state is restored after a run, and shared trace operands carry the right values."""
 
 from __future__ import annotations
 
@@ -36,16 +35,20 @@ def _run(tmp_path, body, args, **kw):
     return run_kernel(str(path), None, args, target=get_target("trn2"), **kw)
 
 
-def test_loop_locals_released_but_tiles_kept_in_a_list_stay_live(tmp_path):
+def test_loop_tiles_live_to_their_last_use_wherever_python_holds_them(tmp_path):
     x = np.full((128, 64), 0.01, np.float32)
     tile = 64 * 4  # bytes per partition of one [128, 64] fp32 tile
     res = _run(tmp_path, LOOP.replace("KEEP", "pass"), [x])
     assert res.status == "ok" and len(res.trace) == 2 + 3 * 3
-    # last iteration's u is released when exp allocates again (only the local `u` held it): 4 tiles live
-    assert res.peaks.sbuf_bytes_per_partition == 4 * tile and res.peaks.sbuf_line == 14
+    # SBUF by last use (sim/liveness.py): t and u together at `u = nl.exp(t)`, never more
+    assert res.peaks.sbuf_bytes_per_partition == 2 * tile and res.peaks.sbuf_line == 11
     kept = _run(tmp_path, LOOP.replace("KEEP", "keep.append(u)"), [x])
-    # a u also held by the list stays live: one tile more at the peak
-    assert kept.peaks.sbuf_bytes_per_partition == 5 * tile
+    # a list holding each u that nothing reads again keeps nothing live (the ledger counted them until the end)
+    assert kept.peaks.sbuf_bytes_per_partition == 2 * tile
+    used = _run(tmp_path, LOOP.replace("KEEP", "keep.append(u)").replace(
+        "nl.store(out, value=t)", "nl.store(out, value=nl.add(t, keep[0]))"), [x])
+    # ... and the first u read after the loop is live from its allocation to that read: one tile more
+    assert used.peaks.sbuf_bytes_per_partition == 3 * tile
     expect = x
     for _ in range(3):
         expect = (np.exp(expect) * np.float32(0.5) + expect).astype(np.float32)
