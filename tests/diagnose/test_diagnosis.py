@@ -167,3 +167,38 @@ def test_negative_repair_budget_is_a_usage_error(capsys):
     spec = Path(__file__).resolve().parents[2] / "examples" / "gemm_bias_relu" / "port.toml"
     assert main(["review", str(spec), "--repair-budget", "-1"]) == 2
     assert "--repair-budget -1: give seconds >= 0" in capsys.readouterr().err
+
+
+def _slow_child(passing: int, seconds_per_call: float):
+    """A stand-in for the sandboxed child on a slow machine: each call takes `seconds_per_call`, and the
+    candidate whose source holds `# cand {passing}` is the one that passes."""
+    import time
+
+    from nki_assist.toolchain.sandbox import ChildOutcome
+
+    def run_in_child(call, kwargs, **_):
+        time.sleep(seconds_per_call)
+        return ChildOutcome(status="ok", value=[{"passed": f"# cand {passing}\n" in src, "sizes": ["s"]}
+                                                for src in kwargs["sources"]])
+    return run_in_child
+
+
+@pytest.mark.parametrize("passing, proven", [(40, True), (60, False)])
+def test_the_first_candidates_run_whatever_the_clock_says(monkeypatch, passing, proven):
+    """A machine too slow for the budget still tries the first MIN_CANDIDATES edits (the same diagnosis as on
+    an idle machine); beyond them the budget decides."""
+    from nki_assist.diagnose import repair
+    from nki_assist.diagnose.mutate import Edit
+    from nki_assist.toolchain import sandbox
+
+    monkeypatch.setattr(sandbox, "run_in_child", _slow_child(passing, 0.06))
+    monkeypatch.setattr(repair, "_CACHE", {})
+    edits = [Edit(line=1, old="x = 1", new=f"x = 1  # cand {i}", what=f"cand {i}", kind="constant")
+             for i in range(80)]
+    proof = repair.prove("x = 1\n", "/tmp/k.py", None, edits, [{"size": "s", "args": [], "ref": []}],
+                         runner="m:f", options={}, rtol=0, atol=0, budget_s=0.05, memory_mb=64)
+    assert [t.edit.what for t in proof.proven] == ([f"cand {passing}"] if proven else [])
+    assert len(proof.trials) == (passing + 1 if proven else repair.MIN_CANDIDATES) and proof.exhausted != proven
+    none = repair.prove("x = 1\n", "/tmp/k.py", None, edits, [{"size": "s", "args": [], "ref": []}],
+                        runner="m:f", options={}, rtol=0, atol=0, budget_s=0, memory_mb=64)
+    assert none.trials == []  # a zero budget tries nothing
