@@ -2,11 +2,12 @@
 the LLM reply cache (feedback/cache.py).
 
 1. capture: the reviews run with their LLM pointed at a local server that records each request and refuses it
-   (so each draft falls back at once; these reviews are thrown away);
+   (so each draft falls back at once); each review's JSON and plots are kept for step 3;
 2. submit: the requests not already in the cache go up as one JSONL file (`custom_id` = the cache key under
    the real server's URL), one batch; its results are matched back by `custom_id` into the cache;
-3. review: the batch runs as usual: every draft the Batch API answered is a cache hit, the rest (failed lines,
-   follow-up turns, a server without the Batch API) are asked per request.
+3. draft: each review captured in step 1 is drafted again with the real settings (its kernels do not run
+   again): every draft the Batch API answered is a cache hit, the rest (failed lines, follow-up turns, a server
+   without the Batch API) are asked per request.
 
 The capture server listens on 127.0.0.1 of this machine, so the capture step runs on the local pool.
 """
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -153,12 +155,14 @@ def run_with_llm_batch(tasks, cfg: BatchConfig, runner, store: BatchStore, *, fo
     say = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr))
     opts = cfg.key_options()
     todo = [t for t in tasks if force or not store.done(t.id, task_key(t, opts))]
-    if todo:
-        say(f"LLM batch: capturing the drafting requests of {len(todo)} reviews")
-        with _Capture() as cap, tempfile.TemporaryDirectory(prefix=".llm-capture-", dir=store.dir) as tmp:
+    if not todo:
+        return run_batch(tasks, cfg, runner, store, force=force, quiet=quiet)
+    say(f"LLM batch: reviewing {len(todo)} submissions and capturing their drafting requests")
+    with tempfile.TemporaryDirectory(prefix=".llm-capture-", dir=store.dir) as tmp:
+        with _Capture() as cap:
             capture_cfg = BatchConfig(review={**review, "base_url": cap.url, "cache_dir": None}, formats=("json",),
                                       task_timeout_s=cfg.task_timeout_s, task_memory_mb=cfg.task_memory_mb,
-                                      sandbox=cfg.sandbox)
+                                      sandbox=cfg.sandbox, keep_plots="html" in cfg.formats)
             local = runner if isinstance(runner, LocalPool) else LocalPool(2)
             run_batch(todo, capture_cfg, local, BatchStore(tmp), force=True, quiet=True)
             bodies = list(cap.bodies)
@@ -166,4 +170,6 @@ def run_with_llm_batch(tasks, cfg: BatchConfig, runner, store: BatchStore, *, fo
                        timeout_s=review.get("llm_timeout_s", 60.0), say=say)
         say(f"LLM batch: {stats['captured']} requests, {stats['submitted']} submitted, {stats['filled']} answered"
             + (f"; per request instead: {stats['fallback']}" if stats["fallback"] else ""))
-    return run_batch(tasks, cfg, runner, store, force=force, quiet=quiet)
+        # the drafting pass re-drafts each captured review (the kernels do not run again); a submission whose
+        # capture failed, or a worker that cannot read this folder, is reviewed in full
+        return run_batch(tasks, replace(cfg, redraft_dir=tmp), runner, store, force=force, quiet=quiet)

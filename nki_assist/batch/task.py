@@ -20,6 +20,10 @@ class BatchConfig:
     task_timeout_s: float = 600.0  # the whole review of one submission
     task_memory_mb: int = 0  # address-space limit of a pool worker's review (0: none; kernels have their own)
     sandbox: str | None = None
+    # --llm-batch: the capture pass keeps each review's plots (`keep_plots`) and the drafting pass re-drafts the
+    # captured review from `redraft_dir` instead of reviewing again (llm_batch.py)
+    keep_plots: bool = False
+    redraft_dir: str | None = None
 
     def key_options(self) -> dict[str, Any]:
         """The options a review's result depends on (part of the resume key)."""
@@ -58,6 +62,47 @@ def _render(result, fmt: str) -> str:
     return redact(render_markdown(result.review))
 
 
+PLOTS = "plots.json"  # the capture pass's extra file: the review's plots as base64 PNGs
+
+
+class _Captured:
+    """A review read back from the capture pass, with its plots: what _render needs."""
+
+    def __init__(self, review, plots: dict[str, bytes]):
+        self.review, self.plots = review, plots
+
+
+def _redraft(task: Task, cfg: BatchConfig, opts) -> dict[str, str] | None:
+    """The captured review of `task`, its assessment drafted again with the real LLM settings, rendered; None
+    when there is none here (a Ray worker on another machine, a capture that failed): then it is reviewed."""
+    import base64
+    from pathlib import Path
+
+    # deferred: as in run_task
+    from ..feedback import draft_assessment
+    from ..numerics.spec import load_spec
+    from ..schema import Review
+
+    folder = Path(cfg.redraft_dir or "") / "reviews"
+    path = folder / f"{task.id}.json"
+    if not cfg.redraft_dir or not path.is_file():
+        return None
+    review = Review.model_validate_json(path.read_text(encoding="utf-8"))
+    plots_path = folder / f"{task.id}.{PLOTS}"
+    plots = ({k: base64.b64decode(v) for k, v in json.loads(plots_path.read_text()).items()}
+             if plots_path.is_file() else {})
+    spec = load_spec(task.spec)
+    sources = {}
+    for shown, real in ((review.port.nki, spec.nki_path), (review.port.cuda, spec.cuda_path)):
+        if shown and real is not None:
+            sources[shown] = real.read_text(encoding="utf-8", errors="replace")
+    review.assessment = draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
+                                         rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,
+                                         timeout_s=opts.llm_timeout_s, llm_mode=opts.llm_mode)
+    result = _Captured(review, plots)
+    return {fmt: _render(result, fmt) for fmt in cfg.formats}
+
+
 def run_task(task: Task, key: str, cfg: BatchConfig) -> TaskResult:
     """Review one submission; every failure becomes a status, never an exception."""
     # deferred: a worker imports the review engine when its first task arrives (the parent never needs it)
@@ -70,9 +115,16 @@ def run_task(task: Task, key: str, cfg: BatchConfig) -> TaskResult:
     try:
         configure(cfg.sandbox)
         opts = ReviewOptions(**{**cfg.review, **({"rubric": task.rubric} if task.rubric else {})})
-        opts.plots = opts.plots and "html" in cfg.formats
+        files = _redraft(task, cfg, opts)
+        if files is not None:
+            return TaskResult(task.id, key, "ok", time.perf_counter() - t0, files)
+        opts.plots = opts.plots and ("html" in cfg.formats or cfg.keep_plots)
         result = review_port(task.spec, opts)
         files = {fmt: _render(result, fmt) for fmt in cfg.formats}
+        if cfg.keep_plots and result.plots:
+            import base64
+
+            files[PLOTS] = json.dumps({k: base64.b64encode(v).decode() for k, v in result.plots.items()})
         return TaskResult(task.id, key, "ok", time.perf_counter() - t0, files)
     except (SpecError, RubricError) as exc:
         return TaskResult(task.id, key, "spec-error", time.perf_counter() - t0, message=str(exc))
