@@ -28,7 +28,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_format(p, ["text", "json", "sarif", "github"], "text")
+    add_format(p, ["text", "concise", "json", "sarif", "github"], "text")
     add_fail_on(p)
     p.add_argument("--backend", choices=["builtin", "neuron"], default="builtin",
                    help="builtin simulator (default), or neuron: keep the real Neuron SDK (it must be importable)")
@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     target = args.target or DEFAULT_TARGET
     cwd = os.getcwd()
     report_to_stdout = not args.output
-    prog_out = sys.stdout if (args.format == "text" or not report_to_stdout) else sys.stderr
+    human = args.format in ("text", "concise")
+    prog_out = sys.stdout if (human or not report_to_stdout) else sys.stderr
     with tempfile.TemporaryDirectory(prefix="nki-assist-run-") as tmp:
         record = os.path.join(tmp, "launches.jsonl")
         env = {"PYTHONUNBUFFERED": "1",
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    if args.format == "text":
+    if human:
         print(result.table, file=sys.stderr)
         for n in result.report.notes:
             print(f"note: {n}", file=sys.stderr)

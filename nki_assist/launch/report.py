@@ -77,6 +77,9 @@ def launch_json(x: Launch, cwd: str) -> dict:
 
 
 def render_run(result: RunReport, fmt: str) -> str:
+    """`check`'s renderers; `concise` is text without source snippets (one line per finding), as in `check`."""
+    if fmt == "concise":
+        return render_check(result.report, "text", snippets=False)
     text = render_check(result.report, fmt)
     if fmt != "json":
         return text

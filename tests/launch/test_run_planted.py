@@ -30,6 +30,13 @@ def test_text_output_keeps_the_program_output_and_places_findings_like_check():
     assert "planted_kernels.py:17: SIM101 [error]" in out  # check's text format
     assert "12 launches of 12 kernels on the simulator: 11 ran, 1 failed, 0 stopped at a tool limit" in err
     assert code == 1
+    assert "   |" in out  # the text format shows each finding's source line
+    # concise, as in `check`: the same finding lines, no source snippets, the same notes
+    code, concise, err = run_cli("--format", "concise", "--", "python", "planted_harness.py")
+    assert "planted_kernels.py:17: SIM101 [error]" in concise and "relu_clean: PASS" in concise
+    assert "   |" not in concise and "12 launches of 12 kernels" in err and code == 1
+    found = [ln for ln in out.splitlines() if "planted_kernels.py:" in ln and " [" in ln]
+    assert found and found == [ln for ln in concise.splitlines() if "planted_kernels.py:" in ln and " [" in ln]
 
 
 def test_fail_on_never_still_fails_a_failing_program_and_sarif_renders():
