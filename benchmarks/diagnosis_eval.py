@@ -78,7 +78,8 @@ def score(port: Path, budget: float) -> dict:
            "wrong": bool(diag and diag.rule == "DIAG101" and not near(diag.line)),
            "edit": (diag.evidence.get("repair") or {}).get("edit") if diag else None,
            "fix": diag.fix if diag else None, "message": diag.message if diag else None,
-           "budget_note": next((n for n in review.notes if n.startswith("diagnosis of")), None)}
+           "budget_note": next((n for n in review.notes if n.startswith("diagnosis of")), None),
+           "summary": review.assessment.summary if review.assessment else None}
     return row
 
 

@@ -27,6 +27,10 @@ def to_finding(d: Diagnosis) -> Finding:
                for s in d.suspects[1:4] if s.line != d.line]
     if d.repair is not None:
         evidence["root_cause_lead"] = True
+        # what the assessment's summary leads with (feedback/lead.py): the edit, and the error's shape
+        shape = "; ".join([a.summary for a in d.anatomy[:1]] + ([d.contrast.text()] if d.contrast.items else []))
+        evidence["diagnosis"] = {"cause": _quoted(f"{d.repair.edit.what} makes every size pass"),
+                                 "pattern": _quoted(shape), "proven": True}
         return get("DIAG101").finding(
             f"Root cause of the failing size(s) {', '.join(d.failing)}: {cause}", file=d.file, line=d.line,
             category=d.category, confidence="high", fix=f"{PROVEN}:\n{d.repair.diff}", evidence=evidence,

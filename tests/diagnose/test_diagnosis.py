@@ -122,6 +122,9 @@ def test_issue_case_store_offset_is_proven_on_its_line(corpus_rows):
     assert "+        nl.store(y[t * 128 + i_p, i_f], value=yt)" in r["fix"]
     assert "rows 64" in r["message"] or "axis 0 (size 512): wrong 64..511" in r["message"]
     assert "repair budget 4 s per failing size" in r["budget_note"] and "proven fix at line 18" in r["budget_note"]
+    # the written assessment opens with it: the edit, then the error's shape (feedback/lead.py)
+    assert r["summary"].startswith("Diagnosis: kernel.py:18, `64` -> `128`") and "makes every size pass" in r["summary"]
+    assert "(shown by: output 0 at size" in r["summary"] and "a fix is proven by re-running every size" in r["summary"]
 
 
 def test_issue_case_last_tile_count_is_named_not_the_allocation(corpus_rows):
