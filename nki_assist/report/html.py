@@ -24,6 +24,7 @@ from ..rules.registry import get
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Nothing is fetched or run: no scripts, no remote images, fonts or frames; the inline CSS and the embedded PNG
 # plots (data: URIs) are all the page loads. Links still navigate (they are the report's own).
+_FENCE = re.compile(r"^```\w*\n(.*?)^```[ \t]*$", re.M | re.S)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 _LEAD_ID = re.compile(r"^(F\d+)\b")
 
@@ -31,6 +32,7 @@ _CSS = """
 body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#1b1f24}
 h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.8em}
 a{color:#0969da}code{background:#f6f8fa;border-radius:4px;padding:0 .25em;font-size:.92em}
+pre.diff{background:#f6f8fa;border-radius:4px;padding:.5em .75em;overflow-x:auto}pre.diff code{padding:0}
 .verdict{display:inline-block;padding:.2em .7em;border-radius:4px;font-weight:600;color:#fff}
 .v-block{background:#cf222e}.v-incomplete{background:#6e7781}.v-revise{background:#bc4c00}.v-approve-with-nits{background:#1a7f37}.v-approve{background:#1a7f37}
 nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.4em 1.2em;margin:1em 0;font-size:.92em}
@@ -135,9 +137,26 @@ class _Page:
                 f"<p class=\"meta\">{_e(iv.severity)} ({_e(iv.label)}) · {_e(it.criterion)} · findings {refs}</p>"
                 "<p><strong>What:</strong></p><ul>" + "".join(what) + "</ul>"
                 f"<p><strong>Why it matters on Trainium:</strong> {self.md(it.why)}</p>"
-                f"<p><strong>Fix:</strong> {self.md(it.fix)}</p>"
+                + self.labelled("Fix", it.fix) +
                 f"<p><strong>How to confirm (profiling rationale):</strong> {self.md(it.profiling)}</p>"
                 "</section>")
+
+    def labelled(self, label: str, text: str) -> str:
+        """Paragraphs of `text` after a bold label; a fenced block (a proven repair's diff) as preformatted code,
+        its lines kept (inline markdown would run them into one line)."""
+        out, pos = [], 0
+        for m in _FENCE.finditer(text):
+            out += [("p", text[pos:m.start()]), ("pre", m.group(1))]
+            pos = m.end()
+        out.append(("p", text[pos:]))
+        html, head = [], f"<strong>{_e(label)}:</strong> "
+        for kind, chunk in out:
+            if kind == "pre":
+                html.append(f"<pre class=\"diff\"><code>{_e(chunk.rstrip())}</code></pre>")
+            elif chunk.strip() or head:
+                html.append(f"<p>{head}{self.md(chunk.strip())}</p>")
+                head = ""
+        return "".join(html)
 
     def findings_table(self) -> str:
         """An index of the findings; the text of those an item describes is not repeated here."""

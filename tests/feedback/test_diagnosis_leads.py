@@ -82,3 +82,19 @@ def test_the_diagnosis_stages_proven_root_cause_leads_with_its_repair_diff():
     assert a.items[0].title.endswith("(k_nki.py:25)")
     assert "+        nl.store(y[t * 128 + i_p, i_f], value=out)" in a.items[0].fix
     assert a.summary.startswith("Diagnosis: k_nki.py:25, the store offset advances 64 rows per 128-row tile")
+
+
+def test_the_html_report_shows_the_proven_diff_line_by_line():
+    from nki_assist.report.html import render_html
+
+    hostile = DIFF.replace("value=out)\n", "value=out)  # <script>x</script>\n")
+    diag = get("DIAG101").finding("the store offset advances 64 rows per 128-row tile", file="k_nki.py", line=25,
+                                  fix="proven by re-running all sizes:\n" + hostile,
+                                  evidence={"repair": {"line": 25, "diff": hostile}, "root_cause_lead": True})
+    review = Review(port=PortInfo(name="k", target="trn2", nki="k_nki.py"), findings=prioritize([diag]))
+    review.assessment = _draft(review)
+    page = render_html(review)
+    pre = page.split('<pre class="diff"><code>')[1].split("</code></pre>")[0]
+    assert pre.splitlines()[0] == "--- a/k_nki.py" and len(pre.splitlines()) == 5  # its lines kept
+    assert "+        nl.store(y[t * 128 + i_p, i_f], value=out)  # &lt;script&gt;" in pre
+    assert "<script>" not in page and "```" not in page
