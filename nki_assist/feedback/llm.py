@@ -26,7 +26,7 @@ from ..infra.redact import redact as redact_secrets
 from ..schema import Assessment, LlmMeta, Review
 from . import llm_modes
 from .cache import ReplyCache, cache_key
-from .drafter import draft
+from .drafter import draft, score_cap, verdict_for
 from .grounding import Context, check
 from .prompts import build_messages, build_repair, prompt_version
 from .prompts_compact import (build_compact_messages, context_window_of, known_window, overflows,
@@ -107,6 +107,7 @@ class Session:
     mode_setting: str = llm_modes.AUTO  # or one of llm_modes.MODES: only that dialect
     cache_dir: str | None = None  # where the negotiated dialect is remembered
     max_tokens: int | None = None  # completion budget (set for the compact prompt of a small window)
+    constraints: dict[str, Any] | None = None  # this review's facts for llm_modes.constrained (grammar dialects)
     mode: str | None = None
     mode_rejections: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -234,6 +235,8 @@ class Session:
                 )
             else:
                 schema = llm_modes.plain_schema(AssessmentReply)
+                if self.constraints:
+                    schema = llm_modes.constrained(schema, **self.constraints, reply_tokens=self.max_tokens)
                 asked = llm_modes.with_schema_in_prompt(messages, schema) if mode == "json_prompt" else messages
                 raw = client.chat.completions.with_raw_response.create(
                     model=self.model, messages=asked, temperature=0, **extra,
@@ -429,6 +432,8 @@ def _judge(s: Session, res: CallResult, ctx: Context) -> list[str]:
 def _converse(s: Session, review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
               finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
     ctx = Context(review, target, sources, rubric)
+    s.constraints = {"ids": [f.id for f in review.findings], "verdict": verdict_for(review.findings),
+                     "caps": [(c.id, score_cap(review, c.id)) for c in rubric.scored()]}
     messages = build_messages(review, rubric, target, sources)
     window = known_window(s.base_url)
     if window and overflows(messages, window):  # this server's model said so before: no request to learn it again

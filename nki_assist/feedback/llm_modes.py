@@ -79,6 +79,53 @@ def plain_schema(model: type) -> dict[str, Any]:
     return inline_refs(model.model_json_schema())  # type: ignore[attr-defined]
 
 
+# How a reply's characters are shared out when the reply budget is known (a small model's compact prompt): the
+# fields' maximum lengths sum to about CHARS_PER_REPLY_TOKEN characters per reply token, so a grammar-constrained
+# reply always closes its JSON before the budget (SmolLM2 ran 56 of 80 replies into the token limit without).
+CHARS_PER_REPLY_TOKEN = 2.5
+_ITEM_SHARES = {"title": 0.1, "what": 0.3, "why": 0.2, "fix": 0.25, "profiling": 0.15}
+
+
+def constrained(schema: dict[str, Any], *, ids: list[str], verdict: str, caps: list[tuple[str, int]],
+                reply_tokens: int | None) -> dict[str, Any]:
+    """The reply schema narrowed to this review, for the dialects that decode by grammar: the one verdict the
+    findings require, finding ids from the findings only, the scored criteria in order with each score at most
+    its cap, and (with a known reply budget) string and list lengths that fit it. The reply is still validated
+    and grounded exactly as in every other mode; this only keeps a small model from writing what the check
+    would reject."""
+    s = copy.deepcopy(schema)
+    props = s["properties"]
+    props["verdict"]["enum"] = [verdict]
+    item = props["items"]["items"]["properties"]
+    if ids:
+        item["finding_ids"]["items"]["enum"] = list(ids)
+        item["finding_ids"].update(minItems=1, maxItems=len(ids))
+        props["items"]["minItems"] = 1
+    else:
+        props["items"]["maxItems"] = 0
+    criteria = [c for c, _ in caps]
+    if criteria:
+        item["criterion"]["enum"] = criteria
+        score = props["rubric"]["items"]
+        props["rubric"] = {"type": "array", "prefixItems": [
+            {**copy.deepcopy(score), "properties": {**score["properties"], "criterion": {"enum": [c]},
+                                                    "score": {"enum": list(range(cap + 1))}}}
+            for c, cap in caps], "minItems": len(caps), "maxItems": len(caps), "items": False}
+    if reply_tokens:
+        chars = int(reply_tokens * CHARS_PER_REPLY_TOKEN)
+        n = 1 if chars < 4000 else 2 if chars < 8000 else 3
+        if ids:
+            props["items"]["maxItems"] = min(n, len(ids))
+        props["summary"]["maxLength"] = max(120, chars // 10)
+        rationale = max(60, chars // (12 * max(1, len(criteria))))
+        for entry in props["rubric"].get("prefixItems", []):
+            entry["properties"]["rationale"] = {"type": "string", "maxLength": rationale}
+        per_item = max(300, (chars - chars // 10 - rationale * len(criteria)) // n - 150)
+        for name, share in _ITEM_SHARES.items():
+            item[name]["maxLength"] = max(40, int(per_item * share))
+    return s
+
+
 def request_options(mode: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` for a non-strict dialect (json_schema uses `.parse()`)."""
     if mode == "json_object":

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from ..schema import Assessment, AssessmentItem, RubricScore
 
 # Bump when the reply model changes: part of the LLM cache key.
-REPLY_SCHEMA_VERSION = "assessment-reply@1"
+REPLY_SCHEMA_VERSION = "assessment-reply@2"  # @2: grammar dialects get the review-narrowed schema
 
 
 class ReplyItem(BaseModel):

@@ -249,3 +249,42 @@ def test_the_worked_example_can_be_left_out_for_a_before_after_measurement(monke
     assert "# Example of a valid reply" not in without[1]["content"]
     assert "# Example of a valid reply" in with_example[1]["content"]
     assert without[1]["content"].split("# Example")[0].strip() in with_example[1]["content"]
+
+
+def test_grammar_dialects_get_the_schema_narrowed_to_this_review():
+    """A small model wrote what grounding rejects (SmolLM2 on the eval suite: 56 of 80 replies cut at the token
+    limit, wrong verdicts and rubrics); a grammar-constrained server now decodes only what the review allows."""
+    from nki_assist.feedback.drafter import score_cap, verdict_for
+    from nki_assist.feedback.rubric import load_rubric
+
+    r = review()
+    with FakeOpenAI(["valid"], dialect="llama_cpp_python") as fake:
+        a = run(fake)
+    assert a.drafter == "llm"
+    props = fake.requests[-1]["body"]["response_format"]["schema"]["properties"]
+    assert props["verdict"]["enum"] == [verdict_for(r.findings)]
+    assert props["items"]["items"]["properties"]["finding_ids"]["items"]["enum"] == [f.id for f in r.findings]
+    rubric = load_rubric(None).scored()
+    entries = props["rubric"]["prefixItems"]
+    assert [e["properties"]["criterion"]["enum"] for e in entries] == [[c.id] for c in rubric]
+    assert [max(e["properties"]["score"]["enum"]) for e in entries] == [score_cap(r, c.id) for c in rubric]
+    assert "maxLength" not in json.dumps(props)  # the full prompt: no reply budget, no length bounds
+
+
+def test_a_known_reply_budget_bounds_every_string_and_list():
+    from nki_assist.feedback.reply import AssessmentReply
+
+    schema = llm_modes.constrained(llm_modes.plain_schema(AssessmentReply), ids=["F1", "F2", "F3"], verdict="block",
+                                   caps=[("migration-correctness", 1), ("memory-hierarchy", 4)], reply_tokens=1024)
+    props = schema["properties"]
+    item = props["items"]["items"]["properties"]
+    n = props["items"]["maxItems"]
+    total = props["summary"]["maxLength"] + n * sum(item[k]["maxLength"] for k in ("title", "what", "why", "fix",
+                                                                                   "profiling"))
+    total += sum(e["properties"]["rationale"]["maxLength"] for e in props["rubric"]["prefixItems"])
+    assert n == 1 and total <= 1024 * llm_modes.CHARS_PER_REPLY_TOKEN  # the JSON closes within the budget
+    assert props["rubric"]["minItems"] == props["rubric"]["maxItems"] == 2
+    # the schema's constraints compile into llama.cpp's grammar where llama-cpp-python is installed
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    gbnf = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    assert '"\\"F1\\""' in gbnf and "block" in gbnf
