@@ -432,8 +432,12 @@ def _judge(s: Session, res: CallResult, ctx: Context) -> list[str]:
 def _converse(s: Session, review: Review, rubric: Rubric, target: Target, sources: dict[str, str] | None,
               finish: Callable[..., Assessment], fall_back: Callable[..., Assessment]) -> Assessment:
     ctx = Context(review, target, sources, rubric)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for f in review.findings:
+        groups.setdefault((f.criterion, f.severity.value), []).append(f.id)
     s.constraints = {"ids": [f.id for f in review.findings], "verdict": verdict_for(review.findings),
-                     "caps": [(c.id, score_cap(review, c.id)) for c in rubric.scored()]}
+                     "caps": [(c.id, score_cap(review, c.id)) for c in rubric.scored()],
+                     "groups": [(c, sev, gids) for (c, sev), gids in groups.items()]}
     messages = build_messages(review, rubric, target, sources)
     window = known_window(s.base_url)
     if window and overflows(messages, window):  # this server's model said so before: no request to learn it again

@@ -87,7 +87,7 @@ _ITEM_SHARES = {"title": 0.1, "what": 0.3, "why": 0.2, "fix": 0.25, "profiling":
 
 
 def constrained(schema: dict[str, Any], *, ids: list[str], verdict: str, caps: list[tuple[str, int]],
-                reply_tokens: int | None) -> dict[str, Any]:
+                reply_tokens: int | None, groups: list[tuple[str, str, list[str]]] | None = None) -> dict[str, Any]:
     """The reply schema narrowed to this review, for the dialects that decode by grammar: the one verdict the
     findings require, finding ids from the findings only, the scored criteria in order with each score at most
     its cap, and (with a known reply budget) string and list lengths that fit it. The reply is still validated
@@ -111,6 +111,18 @@ def constrained(schema: dict[str, Any], *, ids: list[str], verdict: str, caps: l
             {**copy.deepcopy(score), "properties": {**score["properties"], "criterion": {"enum": [c]},
                                                     "score": {"enum": list(range(cap + 1))}}}
             for c, cap in caps], "minItems": len(caps), "maxItems": len(caps), "items": False}
+    if groups:
+        # one item shape per (criterion, severity) of the findings: an item cites findings of its own criterion
+        # whose most severe is its severity (grounding's "criterion" and "severity" rules, which SmolLM2 broke in
+        # 14 of 19 replies once the lengths were bounded)
+        base = props["items"]["items"]
+        props["items"]["items"] = {"anyOf": [
+            {**copy.deepcopy(base), "properties": {
+                **copy.deepcopy(base["properties"]), "criterion": {"enum": [c]}, "severity": {"enum": [sev]},
+                "finding_ids": {"type": "array", "items": {"enum": list(gids)}, "minItems": 1,
+                                "maxItems": len(gids)}}}
+            for c, sev, gids in groups]}
+        item = props["items"]["items"]["anyOf"][0]["properties"]
     if reply_tokens:
         chars = int(reply_tokens * CHARS_PER_REPLY_TOKEN)
         n = 1 if chars < 4000 else 2 if chars < 8000 else 3
@@ -121,8 +133,10 @@ def constrained(schema: dict[str, Any], *, ids: list[str], verdict: str, caps: l
         for entry in props["rubric"].get("prefixItems", []):
             entry["properties"]["rationale"] = {"type": "string", "maxLength": rationale}
         per_item = max(300, (chars - chars // 10 - rationale * len(criteria)) // n - 150)
+        variants = props["items"]["items"].get("anyOf") or [props["items"]["items"]]
         for name, share in _ITEM_SHARES.items():
-            item[name]["maxLength"] = max(40, int(per_item * share))
+            for v in variants:
+                v["properties"][name]["maxLength"] = max(40, int(per_item * share))
     return s
 
 

@@ -54,7 +54,7 @@ def test_each_server_family_ends_in_its_dialect(dialect):
         rf = body["response_format"]
         assert rf["type"] == "json_object" and set(rf["schema"]["required"]) == schema_required
         assert "$defs" not in json.dumps(rf["schema"])  # refs inlined for grammar builders
-        assert rf["schema"]["properties"]["items"]["items"]["additionalProperties"] is False
+        assert all(v["additionalProperties"] is False for v in rf["schema"]["properties"]["items"]["items"]["anyOf"])
     elif mode == "guided_json":
         assert "response_format" not in body and set(body["guided_json"]["required"]) == schema_required
     elif mode == "ollama_format":
@@ -263,7 +263,12 @@ def test_grammar_dialects_get_the_schema_narrowed_to_this_review():
     assert a.drafter == "llm"
     props = fake.requests[-1]["body"]["response_format"]["schema"]["properties"]
     assert props["verdict"]["enum"] == [verdict_for(r.findings)]
-    assert props["items"]["items"]["properties"]["finding_ids"]["items"]["enum"] == [f.id for f in r.findings]
+    # one item shape per (criterion, severity): ids of that group only, so the item's criterion and severity
+    # follow from what it cites
+    shapes = {(v["properties"]["criterion"]["enum"][0], v["properties"]["severity"]["enum"][0]):
+              v["properties"]["finding_ids"]["items"]["enum"] for v in props["items"]["items"]["anyOf"]}
+    assert shapes == {(c, sev): [f.id for f in r.findings if (f.criterion, f.severity.value) == (c, sev)]
+                      for c, sev in {(f.criterion, f.severity.value) for f in r.findings}}
     rubric = load_rubric(None).scored()
     entries = props["rubric"]["prefixItems"]
     assert [e["properties"]["criterion"]["enum"] for e in entries] == [[c.id] for c in rubric]
@@ -275,9 +280,11 @@ def test_a_known_reply_budget_bounds_every_string_and_list():
     from nki_assist.feedback.reply import AssessmentReply
 
     schema = llm_modes.constrained(llm_modes.plain_schema(AssessmentReply), ids=["F1", "F2", "F3"], verdict="block",
-                                   caps=[("migration-correctness", 1), ("memory-hierarchy", 4)], reply_tokens=1024)
+                                   caps=[("migration-correctness", 1), ("memory-hierarchy", 4)], reply_tokens=1024,
+                                   groups=[("migration-correctness", "error", ["F1", "F2"]),
+                                           ("memory-hierarchy", "info", ["F3"])])
     props = schema["properties"]
-    item = props["items"]["items"]["properties"]
+    item = props["items"]["items"]["anyOf"][1]["properties"]
     n = props["items"]["maxItems"]
     total = props["summary"]["maxLength"] + n * sum(item[k]["maxLength"] for k in ("title", "what", "why", "fix",
                                                                                    "profiling"))
