@@ -54,7 +54,7 @@ def test_a_chain_of_temporaries_held_by_variables_fits(tmp_path):
 
 
 def test_tiles_all_used_at_the_end_are_over_budget(tmp_path):
-    res, x, path = _run(tmp_path, "nl.store(out, value=nl.add(nl.add(t0, t1), nl.add(t2, nl.add(t3, t4))))")
+    res, _, path = _run(tmp_path, "nl.store(out, value=nl.add(nl.add(t0, t1), nl.add(t2, nl.add(t3, t4))))")
     sbuf = [f for f in res.findings if f.rule == "SIM104"]
     assert len(sbuf) == 1 and sbuf[0].severity == Severity.ERROR
     # the peak is reached when t4 joins the four tiles the final sum still needs
