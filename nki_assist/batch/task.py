@@ -3,9 +3,11 @@ still run in the sandbox's child processes with their time and memory limits."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .manifest import Task
@@ -75,12 +77,9 @@ class _Captured:
 def _redraft(task: Task, cfg: BatchConfig, opts) -> dict[str, str] | None:
     """The captured review of `task`, its assessment drafted again with the real LLM settings, rendered; None
     when there is none here (a Ray worker on another machine, a capture that failed): then it is reviewed."""
-    import base64
-    from pathlib import Path
-
     # deferred: as in run_task
-    from ..feedback import draft_assessment
     from ..numerics.spec import load_spec
+    from ..review import assess
     from ..schema import Review
 
     folder = Path(cfg.redraft_dir or "") / "reviews"
@@ -96,9 +95,7 @@ def _redraft(task: Task, cfg: BatchConfig, opts) -> dict[str, str] | None:
     for shown, real in ((review.port.nki, spec.nki_path), (review.port.cuda, spec.cuda_path)):
         if shown and real is not None:
             sources[shown] = real.read_text(encoding="utf-8", errors="replace")
-    review.assessment = draft_assessment(review, llm=opts.llm, model=opts.model, base_url=opts.base_url,
-                                         rubric_path=opts.rubric, sources=sources, cache_dir=opts.cache_dir,
-                                         timeout_s=opts.llm_timeout_s, llm_mode=opts.llm_mode)
+    review.assessment = assess(review, opts, sources)  # as the review itself drafts it
     result = _Captured(review, plots)
     return {fmt: _render(result, fmt) for fmt in cfg.formats}
 
@@ -122,8 +119,6 @@ def run_task(task: Task, key: str, cfg: BatchConfig) -> TaskResult:
         result = review_port(task.spec, opts)
         files = {fmt: _render(result, fmt) for fmt in cfg.formats}
         if cfg.keep_plots and result.plots:
-            import base64
-
             files[PLOTS] = json.dumps({k: base64.b64encode(v).decode() for k, v in result.plots.items()})
         return TaskResult(task.id, key, "ok", time.perf_counter() - t0, files)
     except (SpecError, RubricError) as exc:

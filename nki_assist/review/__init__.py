@@ -21,6 +21,6 @@ from ..infra.lazy import lazy_exports
 
 _PUBLIC = {
     "options": ("ReviewOptions", "ReviewResult"),
-    "pipeline": ("review_port", "review_files", "one_line_error"),
+    "pipeline": ("review_port", "review_files", "one_line_error", "assess"),
 }
 __all__, __getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -175,7 +175,7 @@ def _review_rest(spec_path, spec, opts: ReviewOptions, say, cancel, t0, target, 
     findings = _confirm_roles(_reconcile(findings, spec, res, review, _read(spec.nki_path) or ""), res, distinct)
     review.findings = _finalize(findings, base)
     say("drafting the assessment", 92.0)
-    review.assessment = _assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
+    review.assessment = assess(review, opts, {nki_disp: _read(spec.nki_path) or "",
                                                **({cuda_disp: _read(spec.cuda_path) or ""} if cuda_disp else {})},
                                 lambda m: say(m, 95.0))
     say("done", 100.0)
@@ -365,7 +365,9 @@ def _uncompared(spec, res, sizes: list[str] | None) -> list[str]:
     return out
 
 
-def _assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
+def assess(review: Review, opts: ReviewOptions, sources: dict[str, str], say_text=None):
+    """The written assessment of `review` as `opts` asks for it (the drafter or the LLM); also how a batch
+    re-drafts a captured review (batch/task.py)."""
     # deferred: imported while the kernel runs ahead (review start-up)
     from ..feedback import draft_assessment
 
@@ -396,6 +398,6 @@ def review_files(nki: str, cuda: str | None = None, options: ReviewOptions | Non
                                   cuda_kernel=cuda_kernel), notes=notes, unchecked=unchecked)
     review.findings = _finalize(findings, Path("."))
     say("drafting the assessment", 80.0)
-    review.assessment = _assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})},
+    review.assessment = assess(review, opts, {nki: _read(nki_p) or "", **({cuda: _read(cuda_p) or ""} if cuda else {})},
                                 lambda m: say(m, 90.0))
     return ReviewResult(review, {}, time.perf_counter() - t0)
