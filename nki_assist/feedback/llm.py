@@ -435,7 +435,7 @@ def _converse(s: Session, review: Review, rubric: Rubric, target: Target, source
     groups: dict[tuple[str, str], list[str]] = {}
     for f in review.findings:
         groups.setdefault((f.criterion, f.severity.value), []).append(f.id)
-    s.constraints = {"ids": [f.id for f in review.findings], "verdict": verdict_for(review.findings),
+    s.constraints = {"verdict": verdict_for(review.findings),
                      "caps": [(c.id, score_cap(review, c.id)) for c in rubric.scored()],
                      "groups": [(c, sev, gids) for (c, sev), gids in groups.items()]}
     messages = build_messages(review, rubric, target, sources)

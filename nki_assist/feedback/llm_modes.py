@@ -86,56 +86,46 @@ CHARS_PER_REPLY_TOKEN = 2.5
 _ITEM_SHARES = {"title": 0.1, "what": 0.3, "why": 0.2, "fix": 0.25, "profiling": 0.15}
 
 
-def constrained(schema: dict[str, Any], *, ids: list[str], verdict: str, caps: list[tuple[str, int]],
-                reply_tokens: int | None, groups: list[tuple[str, str, list[str]]] | None = None) -> dict[str, Any]:
+def constrained(schema: dict[str, Any], *, verdict: str, caps: list[tuple[str, int]],
+                groups: list[tuple[str, str, list[str]]], reply_tokens: int | None) -> dict[str, Any]:
     """The reply schema narrowed to this review, for the dialects that decode by grammar: the one verdict the
-    findings require, finding ids from the findings only, the scored criteria in order with each score at most
-    its cap, and (with a known reply budget) string and list lengths that fit it. The reply is still validated
-    and grounded exactly as in every other mode; this only keeps a small model from writing what the check
-    would reject."""
+    findings require; one item shape per (criterion, severity, finding ids) group of the findings, so an item
+    cites real findings of its own criterion whose most severe is its severity (grounding's "criterion" and
+    "severity" rules, which SmolLM2 broke in 14 of 19 replies once the lengths were bounded); the scored
+    criteria in order with each score at most its cap; and, with a known reply budget, string and list lengths
+    that fit it. The reply is still validated and grounded exactly as in every other mode; this only keeps a
+    small model from writing what the check would reject."""
     s = copy.deepcopy(schema)
     props = s["properties"]
     props["verdict"]["enum"] = [verdict]
-    item = props["items"]["items"]["properties"]
-    if ids:
-        item["finding_ids"]["items"]["enum"] = list(ids)
-        item["finding_ids"].update(minItems=1, maxItems=len(ids))
+    base = props["items"]["items"]
+    variants = [{**copy.deepcopy(base), "properties": {
+        **copy.deepcopy(base["properties"]), "criterion": {"enum": [c]}, "severity": {"enum": [sev]},
+        "finding_ids": {"type": "array", "items": {"enum": list(ids)}, "minItems": 1, "maxItems": len(ids)}}}
+        for c, sev, ids in groups]
+    if variants:
+        props["items"]["items"] = {"anyOf": variants}
         props["items"]["minItems"] = 1
     else:
         props["items"]["maxItems"] = 0
-    criteria = [c for c, _ in caps]
-    if criteria:
-        item["criterion"]["enum"] = criteria
+    if caps:
         score = props["rubric"]["items"]
         props["rubric"] = {"type": "array", "prefixItems": [
             {**copy.deepcopy(score), "properties": {**score["properties"], "criterion": {"enum": [c]},
                                                     "score": {"enum": list(range(cap + 1))}}}
             for c, cap in caps], "minItems": len(caps), "maxItems": len(caps), "items": False}
-    if groups:
-        # one item shape per (criterion, severity) of the findings: an item cites findings of its own criterion
-        # whose most severe is its severity (grounding's "criterion" and "severity" rules, which SmolLM2 broke in
-        # 14 of 19 replies once the lengths were bounded)
-        base = props["items"]["items"]
-        props["items"]["items"] = {"anyOf": [
-            {**copy.deepcopy(base), "properties": {
-                **copy.deepcopy(base["properties"]), "criterion": {"enum": [c]}, "severity": {"enum": [sev]},
-                "finding_ids": {"type": "array", "items": {"enum": list(gids)}, "minItems": 1,
-                                "maxItems": len(gids)}}}
-            for c, sev, gids in groups]}
-        item = props["items"]["items"]["anyOf"][0]["properties"]
     if reply_tokens:
         chars = int(reply_tokens * CHARS_PER_REPLY_TOKEN)
         n = 1 if chars < 4000 else 2 if chars < 8000 else 3
-        if ids:
-            props["items"]["maxItems"] = min(n, len(ids))
+        if variants:
+            props["items"]["maxItems"] = min(n, sum(len(ids) for *_, ids in groups))
         props["summary"]["maxLength"] = max(120, chars // 10)
-        rationale = max(60, chars // (12 * max(1, len(criteria))))
+        rationale = max(60, chars // (12 * max(1, len(caps))))
         for entry in props["rubric"].get("prefixItems", []):
             entry["properties"]["rationale"] = {"type": "string", "maxLength": rationale}
-        per_item = max(300, (chars - chars // 10 - rationale * len(criteria)) // n - 150)
-        variants = props["items"]["items"].get("anyOf") or [props["items"]["items"]]
+        per_item = max(300, (chars - chars // 10 - rationale * len(caps)) // n - 150)
         for name, share in _ITEM_SHARES.items():
-            for v in variants:
+            for v in variants or [base]:
                 v["properties"][name]["maxLength"] = max(40, int(per_item * share))
     return s
 

@@ -279,7 +279,7 @@ def test_grammar_dialects_get_the_schema_narrowed_to_this_review():
 def test_a_known_reply_budget_bounds_every_string_and_list():
     from nki_assist.feedback.reply import AssessmentReply
 
-    schema = llm_modes.constrained(llm_modes.plain_schema(AssessmentReply), ids=["F1", "F2", "F3"], verdict="block",
+    schema = llm_modes.constrained(llm_modes.plain_schema(AssessmentReply), verdict="block",
                                    caps=[("migration-correctness", 1), ("memory-hierarchy", 4)], reply_tokens=1024,
                                    groups=[("migration-correctness", "error", ["F1", "F2"]),
                                            ("memory-hierarchy", "info", ["F3"])])
