@@ -33,10 +33,6 @@ REPLY_SHARE = 0.25  # of the window, for the reply (the repair round needs the r
 # the drafter's reply as a worked example; NKI_ASSIST_LLM_FEW_SHOT=0 leaves it out (benchmarks/llm_local_eval.py
 # measures the model with and without it: docs/evals.md "A real model")
 FEW_SHOT_ENV = "NKI_ASSIST_LLM_FEW_SHOT"
-
-
-def few_shot() -> bool:
-    return os.environ.get(FEW_SHOT_ENV, "1").strip() != "0"
 CHARS_PER_TOKEN = 3.0  # conservative for JSON and code-like text (SmolLM2, Llama, Qwen tokenizers: 3-4)
 
 # (message chars, fix chars, severities kept) from the fullest to the shortest form
@@ -54,6 +50,10 @@ _OVERFLOW = re.compile(r"context|too many tokens|too long|n_ctx", re.IGNORECASE)
 
 _windows: dict[str, int] = {}  # base URL -> the context window its model reported (for the process)
 _lock = threading.Lock()
+
+
+def few_shot() -> bool:
+    return os.environ.get(FEW_SHOT_ENV, "1").strip() != "0"
 
 
 def remember_window(base_url: str, window: int) -> None:

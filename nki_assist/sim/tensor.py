@@ -159,9 +159,8 @@ def commit(st: Storage, line) -> None:
     pk = ctx.peaks
     if st.buffer == "sbuf":
         ctx.sbuf_live += st.bytes_pp
-        if ctx.sbuf_live > pk.sbuf_bytes_per_partition:
-            pk.sbuf_bytes_per_partition = ctx.sbuf_live
-            pk.sbuf_line = st.line
+        if ctx.sbuf_live > pk.sbuf_bytes_per_partition:  # the ledger's peak; liveness.settle replaces it (and
+            pk.sbuf_bytes_per_partition = ctx.sbuf_live  # sets sbuf_line), keeping this one as evidence
         liveness.opened(st)
         # over budget while Python holds the tiles is only a suspicion (liveness.settle decides by last use);
         # one tile larger than the budget fits under no allocation
